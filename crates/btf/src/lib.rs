@@ -1,0 +1,266 @@
+//! BTF, the BPF Type Format: read, write, build, validate, dedup and dump.
+//!
+//! [`Btf`] holds one BTF object: its own types and strings and, for split BTF
+//! (kernel modules), an [`Arc`] to the base it extends. Type ids and string
+//! offsets are global: a split BTF's first id is the base's type count, its
+//! first string offset the base's string length, exactly as in libbpf.
+
+pub mod error;
+pub mod format;
+mod load;
+mod read;
+mod strings;
+pub mod types;
+mod write;
+
+use std::sync::Arc;
+
+pub use error::{Error, Result};
+pub use load::{elf_btf_section, load_file, parse_any, LoadError, SYSFS_VMLINUX};
+pub use types::*;
+
+use strings::StringIndex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    Little,
+    Big,
+}
+
+/// What the header says beyond the section offsets, kept for a byte-exact rewrite.
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub endian: Endian,
+    pub flags: u8,
+    pub hdr_len: u32,
+    /// Header bytes past the classic 24 (layout_off/len and anything newer).
+    pub extra: Vec<u8>,
+    pub type_off: u32,
+    pub str_off: u32,
+    pub layout_off: u32,
+    /// The raw layout section (hdr_len >= 32), carried through unchanged.
+    pub layout: Vec<u8>,
+}
+
+impl Default for Header {
+    fn default() -> Self {
+        Header {
+            endian: Endian::Little,
+            flags: 0,
+            hdr_len: format::BTF_HEADER_LEN,
+            extra: Vec::new(),
+            type_off: 0,
+            str_off: 0,
+            layout_off: 0,
+            layout: Vec::new(),
+        }
+    }
+}
+
+/// One BTF object. See the crate documentation for ids and offsets.
+#[derive(Clone, Debug)]
+pub struct Btf {
+    header: Header,
+    base: Option<Arc<Btf>>,
+    /// Own types; the type with id `start_id + i` is `types[i]`.
+    types: Vec<Type>,
+    /// Own string section, starting at global offset `start_str_off`.
+    strings: Vec<u8>,
+    start_id: TypeId,
+    start_str_off: u32,
+    /// Built on the first `add_str`, so that readers pay nothing for it.
+    str_index: Option<StringIndex>,
+}
+
+impl Default for Btf {
+    fn default() -> Self {
+        Btf::new()
+    }
+}
+
+impl Btf {
+    /// An empty base BTF with only the empty string.
+    pub fn new() -> Btf {
+        let mut btf = Btf::with_header(Header::default(), None);
+        btf.strings.push(0);
+        btf
+    }
+
+    /// An empty split BTF over `base`.
+    pub fn new_split(base: Arc<Btf>) -> Btf {
+        let mut btf = Btf::with_header(Header::default(), Some(base));
+        // libbpf and pahole start a split string section with "" too, so that
+        // offset `start_str_off` is a valid empty name.
+        btf.strings.push(0);
+        btf
+    }
+
+    fn with_header(header: Header, base: Option<Arc<Btf>>) -> Btf {
+        let (start_id, start_str_off) = match &base {
+            Some(b) => (b.type_count(), b.strings_end()),
+            None => (1, 0),
+        };
+        Btf {
+            header,
+            base,
+            types: Vec::new(),
+            strings: Vec::new(),
+            start_id,
+            start_str_off,
+            str_index: None,
+        }
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn base(&self) -> Option<&Arc<Btf>> {
+        self.base.as_ref()
+    }
+
+    /// Number of type ids, counting `void` and the base's types (libbpf's
+    /// `btf__type_cnt`): valid ids are `0..type_count()`.
+    pub fn type_count(&self) -> u32 {
+        self.start_id + self.types.len() as u32
+    }
+
+    /// The first id that belongs to this object rather than its base.
+    pub fn start_id(&self) -> TypeId {
+        self.start_id
+    }
+
+    /// The first string offset that belongs to this object.
+    pub fn start_str_off(&self) -> u32 {
+        self.start_str_off
+    }
+
+    /// One past the last global string offset.
+    pub fn strings_end(&self) -> u32 {
+        self.start_str_off + self.strings.len() as u32
+    }
+
+    /// This object's own string section.
+    pub fn string_section(&self) -> &[u8] {
+        &self.strings
+    }
+
+    /// This object's own types, in id order starting at [`Btf::start_id`].
+    pub fn own_types(&self) -> &[Type] {
+        &self.types
+    }
+
+    /// Own types with their ids.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (TypeId, &Type)> + '_ {
+        let start = self.start_id;
+        self.types
+            .iter()
+            .enumerate()
+            .map(move |(i, t)| (start + i as u32, t))
+    }
+
+    /// The type with this id, looking through to the base. `None` for `void`
+    /// (id 0) and for ids out of range.
+    pub fn type_by_id(&self, id: TypeId) -> Option<&Type> {
+        if id >= self.start_id {
+            self.types.get((id - self.start_id) as usize)
+        } else {
+            self.base.as_ref()?.type_by_id(id)
+        }
+    }
+
+    /// Like [`Btf::type_by_id`], but an error for an id out of range.
+    pub fn get(&self, id: TypeId) -> Result<&Type> {
+        self.type_by_id(id).ok_or(Error::TypeId(id))
+    }
+
+    pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
+        let i = id.checked_sub(self.start_id)?;
+        self.types.get_mut(i as usize)
+    }
+
+    /// The raw bytes of the NUL-terminated string at a global offset.
+    pub fn str_bytes(&self, off: u32) -> Result<&[u8]> {
+        if off < self.start_str_off {
+            return match &self.base {
+                Some(b) => b.str_bytes(off),
+                None => Err(Error::StringOffset(off)),
+            };
+        }
+        let rest = self
+            .strings
+            .get((off - self.start_str_off) as usize..)
+            .filter(|r| !r.is_empty())
+            .ok_or(Error::StringOffset(off))?;
+        let end = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(Error::StringUnterminated(off))?;
+        Ok(&rest[..end])
+    }
+
+    /// The string at a global offset.
+    pub fn str_at(&self, off: u32) -> Result<&str> {
+        std::str::from_utf8(self.str_bytes(off)?).map_err(|_| Error::StringUtf8(off))
+    }
+
+    /// The name of a type, "" when anonymous.
+    pub fn name_of(&self, t: &Type) -> Result<&str> {
+        self.str_at(t.name_off)
+    }
+
+    /// Interns a string and returns its global offset. Strings already in the
+    /// base or in this object are reused.
+    pub fn add_str(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            // Offset 0 is "" in every base BTF, and a split BTF sees its base's.
+            return 0;
+        }
+        if let Some(base) = &self.base {
+            if let Some(off) = base.find_str(s) {
+                return off;
+            }
+        }
+        let index = self
+            .str_index
+            .get_or_insert_with(|| StringIndex::build(&self.strings));
+        index.intern(&mut self.strings, s.as_bytes()) + self.start_str_off
+    }
+
+    /// The global offset of `s` if it is already present (base first).
+    /// Builds no index: linear in the string section, meant for base lookups
+    /// that `add_str` caches.
+    pub fn find_str(&self, s: &str) -> Option<u32> {
+        if let Some(base) = &self.base {
+            if let Some(off) = base.find_str(s) {
+                return Some(off);
+            }
+        }
+        let off = match &self.str_index {
+            Some(index) => index.get(&self.strings, s.as_bytes()),
+            None => strings::find_linear(&self.strings, s.as_bytes()),
+        }?;
+        Some(off + self.start_str_off)
+    }
+
+    /// Appends a type and returns its id.
+    pub fn add_type(&mut self, t: Type) -> TypeId {
+        let id = self.type_count();
+        self.types.push(t);
+        id
+    }
+
+    /// Replaces this object's types and strings wholesale (dedup's output).
+    pub fn set_contents(&mut self, types: Vec<Type>, strings: Vec<u8>) {
+        self.types = types;
+        self.strings = strings;
+        self.str_index = None;
+    }
+
+    /// Prepares a base object to serve `find_str` quickly for a split builder.
+    pub fn index_strings(&mut self) {
+        if self.str_index.is_none() {
+            self.str_index = Some(StringIndex::build(&self.strings));
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Parsing BTF: a raw blob, the `.BTF` section of an ELF, or split BTF over a base.
+//!
+//! The parser trusts nothing: every length is checked against the bytes that
+//! are really there before it is used, so a truncated or corrupt blob gives an
+//! [`Error`] that names the offset, never a panic. It does not judge whether
+//! the types make sense (ids in range, sizes); that is `validate`'s job, so that
+//! `dump` can still show a blob the kernel would reject.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::types::*;
+use crate::{Btf, Endian, Header};
+
+/// A bounds-checked little/big-endian reader over the type section.
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+    /// Offset of `data` in the whole blob, for error messages.
+    base: usize,
+    endian: Endian,
+}
+
+impl<'a> Cursor<'a> {
+    fn u32(&mut self, what: &'static str) -> Result<u32> {
+        let bytes = self
+            .data
+            .get(self.pos..self.pos + 4)
+            .ok_or(Error::Truncated {
+                what,
+                offset: self.base + self.pos,
+                need: 4,
+                have: self.data.len().saturating_sub(self.pos),
+            })?;
+        self.pos += 4;
+        let b = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        Ok(match self.endian {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        })
+    }
+
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+}
+
+fn header_u32(data: &[u8], off: usize, endian: Endian) -> Result<u32> {
+    let b = data.get(off..off + 4).ok_or(Error::Truncated {
+        what: "header",
+        offset: off,
+        need: 4,
+        have: data.len().saturating_sub(off),
+    })?;
+    let b = [b[0], b[1], b[2], b[3]];
+    Ok(match endian {
+        Endian::Little => u32::from_le_bytes(b),
+        Endian::Big => u32::from_be_bytes(b),
+    })
+}
+
+fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Result<&'a [u8]> {
+    let end = start + len;
+    if end > data.len() as u64 {
+        return Err(Error::SectionOutOfBounds {
+            section: name,
+            start,
+            end,
+            len: data.len(),
+        });
+    }
+    Ok(&data[start as usize..end as usize])
+}
+
+impl Btf {
+    /// Parses base BTF (ids start at 1, strings at 0).
+    pub fn parse(data: &[u8]) -> Result<Btf> {
+        Self::parse_impl(data, None)
+    }
+
+    /// Parses split BTF whose ids and string offsets continue after `base`'s.
+    pub fn parse_split(data: &[u8], base: Arc<Btf>) -> Result<Btf> {
+        Self::parse_impl(data, Some(base))
+    }
+
+    fn parse_impl(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf> {
+        if data.is_empty() {
+            return Err(Error::Empty);
+        }
+        if data.len() < 8 {
+            return Err(Error::Truncated {
+                what: "header",
+                offset: 0,
+                need: BTF_HEADER_LEN as usize,
+                have: data.len(),
+            });
+        }
+        let magic_le = u16::from_le_bytes([data[0], data[1]]);
+        let endian = if magic_le == BTF_MAGIC {
+            Endian::Little
+        } else if magic_le.swap_bytes() == BTF_MAGIC {
+            Endian::Big
+        } else {
+            return Err(Error::BadMagic { found: magic_le });
+        };
+        let version = data[2];
+        if version != BTF_VERSION {
+            return Err(Error::BadVersion(version));
+        }
+        let flags = data[3];
+        let hdr_len = header_u32(data, 4, endian)?;
+        if hdr_len < BTF_HEADER_LEN {
+            return Err(Error::BadHeader {
+                offset: 4,
+                reason: format!("hdr_len {hdr_len} is shorter than {BTF_HEADER_LEN}"),
+            });
+        }
+        if hdr_len as usize > data.len() {
+            return Err(Error::Truncated {
+                what: "header",
+                offset: 0,
+                need: hdr_len as usize,
+                have: data.len(),
+            });
+        }
+        let type_off = header_u32(data, 8, endian)?;
+        let type_len = header_u32(data, 12, endian)?;
+        let str_off = header_u32(data, 16, endian)?;
+        let str_len = header_u32(data, 20, endian)?;
+        let extra = data[BTF_HEADER_LEN as usize..hdr_len as usize].to_vec();
+        let (layout_off, layout_len) = if hdr_len >= BTF_HEADER_LAYOUT_LEN {
+            (header_u32(data, 24, endian)?, header_u32(data, 28, endian)?)
+        } else {
+            (0, 0)
+        };
+        let body = &data[hdr_len as usize..];
+        let types_bytes = section(body, "type", type_off as u64, type_len as u64)
+            .map_err(|e| shift_section(e, hdr_len))?;
+        let strings = section(body, "string", str_off as u64, str_len as u64)
+            .map_err(|e| shift_section(e, hdr_len))?;
+        let layout = if layout_len > 0 {
+            section(body, "layout", layout_off as u64, layout_len as u64)
+                .map_err(|e| shift_section(e, hdr_len))?
+                .to_vec()
+        } else {
+            Vec::new()
+        };
+        if base.is_none() && !strings.is_empty() && strings[0] != 0 {
+            return Err(Error::BadHeader {
+                offset: hdr_len as usize + str_off as usize,
+                reason: "string section does not start with an empty string".into(),
+            });
+        }
+        if !strings.is_empty() && strings[strings.len() - 1] != 0 {
+            return Err(Error::BadHeader {
+                offset: hdr_len as usize + str_off as usize + strings.len() - 1,
+                reason: "string section is not NUL-terminated".into(),
+            });
+        }
+
+        let header = Header {
+            endian,
+            flags,
+            hdr_len,
+            extra,
+            type_off,
+            str_off,
+            layout_off,
+            layout,
+        };
+        let mut btf = Btf::with_header(header, base);
+        btf.strings = strings.to_vec();
+        let mut cur = Cursor {
+            data: types_bytes,
+            pos: 0,
+            base: hdr_len as usize + type_off as usize,
+            endian,
+        };
+        // A rough guess avoids most re-allocations: an average type is ~30 bytes.
+        btf.types.reserve(types_bytes.len() / 30);
+        while cur.remaining() > 0 {
+            let id = btf.start_id + btf.types.len() as u32;
+            let t = parse_type(&mut cur, id)?;
+            btf.types.push(t);
+        }
+        Ok(btf)
+    }
+}
+
+fn shift_section(e: Error, hdr_len: u32) -> Error {
+    match e {
+        Error::SectionOutOfBounds {
+            section,
+            start,
+            end,
+            len,
+        } => Error::SectionOutOfBounds {
+            section,
+            start: start + hdr_len as u64,
+            end: end + hdr_len as u64,
+            len: len + hdr_len as usize,
+        },
+        e => e,
+    }
+}
+
+fn parse_type(cur: &mut Cursor, id: TypeId) -> Result<Type> {
+    let offset = cur.base + cur.pos;
+    let name_off = cur.u32("btf_type")?;
+    let info = cur.u32("btf_type")?;
+    let size_or_type = cur.u32("btf_type")?;
+    let kind = info_kind(info);
+    let vlen = info_vlen(info);
+    let kind_flag = info_kflag(info);
+    let records = |len: usize, cur: &Cursor| -> Result<()> {
+        if (vlen as usize) * len > cur.remaining() {
+            Err(Error::RecordsPastEnd { id, offset, vlen })
+        } else {
+            Ok(())
+        }
+    };
+    let data = match kind {
+        BTF_KIND_INT => {
+            let d = cur.u32("btf_int")?;
+            TypeData::Int {
+                size: size_or_type,
+                encoding: int_encoding(d),
+                offset: int_offset(d),
+                bits: int_bits(d),
+            }
+        }
+        BTF_KIND_PTR => TypeData::Ptr { ty: size_or_type },
+        BTF_KIND_ARRAY => TypeData::Array(Array {
+            elem: cur.u32("btf_array")?,
+            index: cur.u32("btf_array")?,
+            nelems: cur.u32("btf_array")?,
+        }),
+        BTF_KIND_STRUCT | BTF_KIND_UNION => {
+            records(BTF_MEMBER_LEN, cur)?;
+            let mut members = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                members.push(Member {
+                    name_off: cur.u32("btf_member")?,
+                    ty: cur.u32("btf_member")?,
+                    offset: cur.u32("btf_member")?,
+                });
+            }
+            if kind == BTF_KIND_STRUCT {
+                TypeData::Struct {
+                    size: size_or_type,
+                    members,
+                }
+            } else {
+                TypeData::Union {
+                    size: size_or_type,
+                    members,
+                }
+            }
+        }
+        BTF_KIND_ENUM => {
+            records(BTF_ENUM_LEN, cur)?;
+            let mut values = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                values.push(EnumValue {
+                    name_off: cur.u32("btf_enum")?,
+                    val: cur.u32("btf_enum")?,
+                });
+            }
+            TypeData::Enum {
+                size: size_or_type,
+                values,
+            }
+        }
+        BTF_KIND_FWD => TypeData::Fwd,
+        BTF_KIND_TYPEDEF => TypeData::Typedef { ty: size_or_type },
+        BTF_KIND_VOLATILE => TypeData::Volatile { ty: size_or_type },
+        BTF_KIND_CONST => TypeData::Const { ty: size_or_type },
+        BTF_KIND_RESTRICT => TypeData::Restrict { ty: size_or_type },
+        BTF_KIND_FUNC => TypeData::Func {
+            proto: size_or_type,
+            linkage: vlen,
+        },
+        BTF_KIND_FUNC_PROTO => {
+            records(BTF_PARAM_LEN, cur)?;
+            let mut params = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                params.push(Param {
+                    name_off: cur.u32("btf_param")?,
+                    ty: cur.u32("btf_param")?,
+                });
+            }
+            TypeData::FuncProto {
+                ret: size_or_type,
+                params,
+            }
+        }
+        BTF_KIND_VAR => TypeData::Var {
+            ty: size_or_type,
+            linkage: cur.u32("btf_var")?,
+        },
+        BTF_KIND_DATASEC => {
+            records(BTF_VAR_SECINFO_LEN, cur)?;
+            let mut vars = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                vars.push(VarSecinfo {
+                    ty: cur.u32("btf_var_secinfo")?,
+                    offset: cur.u32("btf_var_secinfo")?,
+                    size: cur.u32("btf_var_secinfo")?,
+                });
+            }
+            TypeData::Datasec {
+                size: size_or_type,
+                vars,
+            }
+        }
+        BTF_KIND_FLOAT => TypeData::Float { size: size_or_type },
+        BTF_KIND_DECL_TAG => TypeData::DeclTag {
+            ty: size_or_type,
+            component_idx: cur.u32("btf_decl_tag")? as i32,
+        },
+        BTF_KIND_TYPE_TAG => TypeData::TypeTag { ty: size_or_type },
+        BTF_KIND_ENUM64 => {
+            records(BTF_ENUM64_LEN, cur)?;
+            let mut values = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                let name_off = cur.u32("btf_enum64")?;
+                let lo = cur.u32("btf_enum64")?;
+                let hi = cur.u32("btf_enum64")?;
+                values.push(Enum64Value {
+                    name_off,
+                    val: (hi as u64) << 32 | lo as u64,
+                });
+            }
+            TypeData::Enum64 {
+                size: size_or_type,
+                values,
+            }
+        }
+        kind => return Err(Error::UnknownKind { id, offset, kind }),
+    };
+    Ok(Type {
+        name_off,
+        kind_flag,
+        data,
+    })
+}

@@ -1,0 +1,12 @@
+//! One module per subcommand; each owns its clap arguments and its `run`.
+
+pub mod check;
+pub mod dedup;
+pub mod diff;
+pub mod dump;
+pub mod encode;
+pub mod funcs;
+pub mod perf;
+pub mod report;
+pub mod resolve;
+pub mod watch;
