@@ -5,12 +5,16 @@
 //! offsets are global: a split BTF's first id is the base's type count, its
 //! first string offset the base's string length, exactly as in libbpf.
 
+pub mod dedup;
+pub mod diff;
+pub mod dump;
 pub mod error;
 pub mod format;
 mod load;
 mod read;
 mod strings;
 pub mod types;
+pub mod validate;
 mod write;
 
 use std::sync::Arc;

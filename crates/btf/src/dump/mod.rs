@@ -1,0 +1,5 @@
+//! Printing BTF the way bpftool does: raw text, JSON, and a C header.
+
+pub mod c;
+pub mod json;
+pub mod raw;

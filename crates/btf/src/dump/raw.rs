@@ -1,0 +1,8 @@
+//! Placeholder: being written.
+
+use crate::Btf;
+
+/// Writes `btf` in bpftool's raw format.
+pub fn dump<W: std::io::Write>(_btf: &Btf, _out: &mut W) -> std::io::Result<()> {
+    Err(std::io::Error::other("raw dump is not built yet"))
+}

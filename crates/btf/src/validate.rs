@@ -1,0 +1,1 @@
+//! Placeholder: the kernel verifier's rules are being written here.
