@@ -1,0 +1,35 @@
+//! Errors of the encoder: each names the file and, where there is one, the
+//! section or DIE offset that caused it.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid ELF file: {msg}")]
+    Elf { path: PathBuf, msg: String },
+    #[error("{path}: unsupported: {what}")]
+    Unsupported { path: PathBuf, what: String },
+    #[error("{path}: has no DWARF (.debug_info is missing or empty): build with -g")]
+    NoDwarf { path: PathBuf },
+    #[error("{path}: section {section}: {msg}")]
+    Section {
+        path: PathBuf,
+        section: &'static str,
+        msg: String,
+    },
+    #[error("{path}: DWARF error at .debug_info offset {offset:#x}: {source}")]
+    Dwarf {
+        path: PathBuf,
+        offset: u64,
+        source: gimli::Error,
+    },
+    #[error("{path}: {msg}")]
+    Encode { path: PathBuf, msg: String },
+}
