@@ -81,6 +81,11 @@ pub struct DwarfSections<'a> {
 
 impl<'a> DwarfSections<'a> {
     pub fn load(elf: &'a ElfFile, obj: &object::File<'a>) -> Result<DwarfSections<'a>> {
+        if obj.section_by_name(".debug_info").is_none_or(|s| s.size() == 0) {
+            return Err(Error::NoDwarf {
+                path: elf.path.clone(),
+            });
+        }
         let sections = gimli::DwarfSections::load(|id: SectionId| -> Result<Cow<'a, [u8]>> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
@@ -91,11 +96,6 @@ impl<'a> DwarfSections<'a> {
                 msg: e.to_string(),
             })
         })?;
-        if sections.debug_info.reader().is_empty() {
-            return Err(Error::NoDwarf {
-                path: elf.path.clone(),
-            });
-        }
         Ok(DwarfSections { sections })
     }
 
