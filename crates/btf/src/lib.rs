@@ -5,6 +5,9 @@
 //! offsets are global: a split BTF's first id is the base's type count, its
 //! first string offset the base's string length, exactly as in libbpf.
 
+// Library code handles bytes from files: a panic there is a bug.
+#![warn(clippy::unwrap_used)]
+
 pub mod dedup;
 pub mod diff;
 pub mod dump;
