@@ -1,0 +1,128 @@
+//! Kernel address tables: `/proc/kallsyms`, `System.map` and an ELF `.symtab`,
+//! read into one [`Table`] that answers "which symbol is at this address" in
+//! O(log n) and "where are the instances of this name".
+//!
+//! Each source format has its own reader module that produces [`Symbols`]:
+//! every symbol as read, names in one shared buffer, in file order. A
+//! [`Table`] sorts them by address, fills in sizes and classifies each one
+//! (function, `__pfx_` padding, `.cold` fragment, BPF program, trampoline...).
+//! Duplicated names are kept: telling them apart is the point of the crate.
+
+pub mod elf;
+mod error;
+pub mod kallsyms;
+mod scan;
+pub mod system_map;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+
+pub use error::Error;
+pub use table::{kaslr_offset, Hit, SizeSource, Symbol, SymbolKind, Table, TrampolineTarget};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One symbol as read. Its name is `names[name_start..name_start + name_len]`
+/// of the [`Symbols`] it belongs to; `module` indexes `Symbols::modules` plus
+/// one, 0 meaning the kernel image itself.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawSymbol {
+    pub addr: u64,
+    /// The size the source states (ELF `st_size`), 0 when it states none.
+    pub size: u64,
+    pub name_start: u32,
+    pub name_len: u32,
+    pub module: u16,
+    /// The `nm` type letter (`T`, `t`, `D`, ...).
+    pub type_char: u8,
+}
+
+/// The symbols of one source, in the order the source lists them.
+#[derive(Clone, Debug)]
+pub struct Symbols {
+    /// Every name, as byte ranges of this one string. For kallsyms and
+    /// System.map it is the file itself, so reading allocates nothing per line.
+    pub(crate) names: String,
+    pub(crate) raw: Vec<RawSymbol>,
+    pub(crate) modules: Vec<String>,
+    pub(crate) source: PathBuf,
+    pub(crate) addresses_hidden: bool,
+}
+
+impl Symbols {
+    /// The file these symbols were read from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// True when every address read as zero: the kernel hid them from us
+    /// (see [`Error::AddressesHidden`]). Names and modules are still right.
+    pub fn addresses_hidden(&self) -> bool {
+        self.addresses_hidden
+    }
+
+    /// Adds `offset` to every address (wrapping, as the kernel's do): moves
+    /// link-time addresses (System.map, vmlinux) to where a KASLR kernel
+    /// loaded them.
+    pub fn relocate(&mut self, offset: i64) {
+        for s in &mut self.raw {
+            s.addr = s.addr.wrapping_add_signed(offset);
+        }
+    }
+
+    /// Appends the symbols of `other` that belong to a module or pseudo-module
+    /// (`[bpf]`, `[__builtin__ftrace]`...): what a live kallsyms knows and a
+    /// System.map or vmlinux cannot.
+    pub fn add_modules_from(&mut self, other: &Symbols) {
+        for s in other.raw.iter().filter(|s| s.module != 0) {
+            let Some(name) = other.name_of(s) else {
+                continue;
+            };
+            let Some(module) = other.module_name(s.module) else {
+                continue;
+            };
+            let module = self.intern_module(module);
+            let (name_start, name_len) = self.push_name(name);
+            self.raw.push(RawSymbol {
+                name_start,
+                name_len,
+                module,
+                ..*s
+            });
+        }
+    }
+
+    pub(crate) fn name_of(&self, s: &RawSymbol) -> Option<&str> {
+        let start = s.name_start as usize;
+        self.names.get(start..start + s.name_len as usize)
+    }
+
+    pub(crate) fn module_name(&self, module: u16) -> Option<&str> {
+        let i = usize::from(module).checked_sub(1)?;
+        self.modules.get(i).map(String::as_str)
+    }
+
+    /// The module number for `name`, adding it when new. Modules come in
+    /// runs in kallsyms, so the last one is checked first.
+    pub(crate) fn intern_module(&mut self, name: &str) -> u16 {
+        if let Some(i) = self.modules.iter().rposition(|m| m == name) {
+            return (i + 1) as u16;
+        }
+        self.modules.push(name.to_owned());
+        self.modules.len() as u16
+    }
+
+    pub(crate) fn push_name(&mut self, name: &str) -> (u32, u32) {
+        let start = self.names.len() as u32;
+        self.names.push_str(name);
+        (start, name.len() as u32)
+    }
+}

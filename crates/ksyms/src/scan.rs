@@ -1,0 +1,158 @@
+//! The byte scanner shared by the kallsyms and System.map readers: one pass
+//! over the whole file, no allocation per line (names stay in the file's
+//! buffer, see [`Symbols::names`]).
+
+use std::path::Path;
+
+use crate::{Error, RawSymbol, Result, Symbols};
+
+/// What the scanner accepts after the name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// `%px %c %s` then optionally TAB `[module]` (kernel/kallsyms.c).
+    Kallsyms,
+    /// `nm -n`: `%016lx %c %s`, no modules.
+    SystemMap,
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Reads a whole file into memory in one call: /proc/kallsyms reports size 0,
+/// so this reads until EOF, with a buffer grown for its usual ~5 MB.
+pub(crate) fn read_whole(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut buf = Vec::with_capacity(8 << 20);
+    f.read_to_end(&mut buf).map_err(io)?;
+    Ok(buf)
+}
+
+pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols> {
+    if u32::try_from(buf.len()).is_err() {
+        return Err(Error::parse(path, &[], 0, "file larger than 4 GiB"));
+    }
+    let names = match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => {
+            let off = e.utf8_error().valid_up_to();
+            return Err(Error::parse(path, e.as_bytes(), off, "not UTF-8 text"));
+        }
+    };
+    let mut out = Symbols {
+        names: String::new(),
+        // Kallsyms lines average about 40 bytes.
+        raw: Vec::with_capacity(names.len() / 36 + 1),
+        modules: Vec::new(),
+        source: path.to_owned(),
+        addresses_hidden: false,
+    };
+    let b = names.as_bytes();
+    let len = b.len();
+    let err = |at: usize, reason: &str| Error::parse(path, b, at, reason);
+    let mut i = 0;
+    // The last module seen, to skip the module lookup on runs of one module.
+    let mut last_module: Option<(&str, u16)> = None;
+    while i < len {
+        // Blank lines, and nm's undefined symbols (no address), carry nothing.
+        match b.get(i) {
+            Some(b'\n') => {
+                i += 1;
+                continue;
+            }
+            Some(b' ') if format == Format::SystemMap => {
+                i = next_line(b, i);
+                continue;
+            }
+            _ => {}
+        }
+        let line_start = i;
+        let mut addr: u64 = 0;
+        while let Some(d) = b.get(i).copied().and_then(hex_digit) {
+            addr = (addr << 4) | u64::from(d);
+            i += 1;
+        }
+        let digits = i - line_start;
+        if digits == 0 || digits > 16 {
+            return Err(err(
+                line_start,
+                "expected a hexadecimal address of 1 to 16 digits",
+            ));
+        }
+        if b.get(i) != Some(&b' ') {
+            return Err(err(i, "expected a space after the address"));
+        }
+        let type_char = match b.get(i + 1) {
+            Some(&c) if c.is_ascii_graphic() => c,
+            _ => return Err(err(i + 1, "expected a symbol type letter")),
+        };
+        if b.get(i + 2) != Some(&b' ') {
+            return Err(err(i + 2, "expected a space after the type letter"));
+        }
+        i += 3;
+        let name_start = i;
+        while let Some(&c) = b.get(i) {
+            if c == b'\n' || c == b'\t' {
+                break;
+            }
+            i += 1;
+        }
+        if i == name_start {
+            return Err(err(i, "expected a symbol name"));
+        }
+        let name_len = i - name_start;
+        let mut module = 0;
+        if b.get(i) == Some(&b'\t') {
+            if format != Format::Kallsyms || b.get(i + 1) != Some(&b'[') {
+                return Err(err(i, "unexpected text after the symbol name"));
+            }
+            let m_start = i + 2;
+            let m_end = b
+                .get(m_start..)
+                .and_then(|r| r.iter().position(|&c| c == b']' || c == b'\n'))
+                .map(|p| m_start + p)
+                .filter(|&e| b.get(e) == Some(&b']') && e > m_start)
+                .ok_or_else(|| err(i + 1, "expected a module name in brackets"))?;
+            let name = names.get(m_start..m_end).unwrap_or_default();
+            module = match last_module {
+                Some((last, id)) if last == name => id,
+                _ => {
+                    let id = out.intern_module(name);
+                    last_module = Some((name, id));
+                    id
+                }
+            };
+            i = m_end + 1;
+        }
+        match b.get(i) {
+            None | Some(b'\n') => i += 1,
+            Some(_) => return Err(err(i, "expected the end of the line")),
+        }
+        out.raw.push(RawSymbol {
+            addr,
+            size: 0,
+            name_start: name_start as u32,
+            name_len: name_len as u32,
+            module,
+            type_char,
+        });
+    }
+    out.names = names;
+    Ok(out)
+}
+
+fn next_line(b: &[u8], from: usize) -> usize {
+    b.get(from..)
+        .and_then(|r| r.iter().position(|&c| c == b'\n'))
+        .map_or(b.len(), |p| from + p + 1)
+}
