@@ -6,6 +6,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod error;
+pub mod funcs;
 pub mod load;
 
 pub use error::{Error, Result};

@@ -1,0 +1,493 @@
+//! The x86-64 SysV calling convention applied to a source prototype, and the
+//! comparison with where the compiled code really has each parameter.
+//!
+//! Invariant: a signature is only ever produced from registers DWARF names
+//! at the entry address; when the argument registers the code uses cannot
+//! all be attributed (a gap, a stack slot, an unknown location), the result
+//! is `Signature::Unwritable` with the reason, never a guess.
+
+use super::collect::{Concrete, SrcParam};
+use super::ctype::{ArgClass, TypeInfo};
+use super::location::EntryLoc;
+
+/// Integer argument registers in DWARF numbering: rdi, rsi, rdx, rcx, r8, r9.
+pub const ARG_REGS: [u16; 6] = [5, 4, 1, 2, 8, 9];
+
+/// x86-64 DWARF register names.
+pub fn reg_name(r: u16) -> String {
+    const NAMES: [&str; 17] = [
+        "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
+        "r13", "r14", "r15", "rip",
+    ];
+    match r {
+        0..=16 => NAMES[r as usize].to_owned(),
+        17..=32 => format!("xmm{}", r - 17),
+        _ => format!("reg{r}"),
+    }
+}
+
+/// Where the source prototype says a parameter arrives.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "regs")]
+pub enum Slot {
+    Regs(Vec<u16>),
+    Sse,
+    Stack,
+}
+
+/// The ABI's assignment of the source parameters to slots, in order.
+pub fn expected_slots(ret: &TypeInfo, params: &[SrcParam]) -> Vec<Slot> {
+    // A returned aggregate in memory takes rdi for its hidden pointer.
+    let mut next = usize::from(ret.aggregate && ret.class == ArgClass::Memory);
+    params
+        .iter()
+        .map(|p| match p.ty.class {
+            ArgClass::Int1 if next < ARG_REGS.len() => {
+                next += 1;
+                Slot::Regs(vec![ARG_REGS[next - 1]])
+            }
+            ArgClass::Int2 if next + 2 <= ARG_REGS.len() => {
+                next += 2;
+                Slot::Regs(vec![ARG_REGS[next - 2], ARG_REGS[next - 1]])
+            }
+            ArgClass::Sse => Slot::Sse,
+            _ => Slot::Stack,
+        })
+        .collect()
+}
+
+/// How one parameter's entry location compares with its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamState {
+    InPlace,
+    /// Not passed (absent, constant, parameter_ref, computed from others).
+    Dropped,
+    /// Some pieces in place, the others not passed.
+    Partial,
+    /// In another argument register.
+    Moved,
+    /// In a register that carries no argument, or on the stack unexpectedly.
+    Unexpected,
+    /// A location list that does not cover the entry address.
+    Unknown,
+    /// Only a whole-function location that cannot hold at entry.
+    Scope,
+}
+
+pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
+    match (loc, slot) {
+        (EntryLoc::Reg { reg }, Slot::Regs(regs)) if regs.len() == 1 && regs[0] == *reg => {
+            ParamState::InPlace
+        }
+        (EntryLoc::Reg { reg }, Slot::Sse) if (17..=32).contains(reg) => ParamState::InPlace,
+        (EntryLoc::Reg { reg }, _) if ARG_REGS.contains(reg) => ParamState::Moved,
+        (EntryLoc::Reg { .. }, _) => ParamState::Unexpected,
+        (EntryLoc::Stack { .. }, Slot::Stack) => ParamState::InPlace,
+        (EntryLoc::Stack { .. }, _) => ParamState::Unexpected,
+        (EntryLoc::Pieces { pieces }, Slot::Regs(regs)) => {
+            let mut in_place = 0;
+            let mut dropped = 0;
+            for (i, p) in pieces.iter().enumerate() {
+                match p.reg {
+                    Some(r) if regs.get(i) == Some(&r) => in_place += 1,
+                    Some(r) if ARG_REGS.contains(&r) => return ParamState::Moved,
+                    Some(_) => return ParamState::Unexpected,
+                    None => dropped += 1,
+                }
+            }
+            match (in_place, dropped) {
+                (0, _) => ParamState::Dropped,
+                (_, 0) => ParamState::InPlace,
+                _ => ParamState::Partial,
+            }
+        }
+        (EntryLoc::Pieces { pieces }, _) => {
+            if pieces.iter().all(|p| p.reg.is_none()) {
+                ParamState::Dropped
+            } else {
+                ParamState::Unexpected
+            }
+        }
+        (EntryLoc::ParamRef | EntryLoc::Const | EntryLoc::Computed | EntryLoc::Absent, _) => {
+            ParamState::Dropped
+        }
+        (EntryLoc::NotAtEntry, _) => ParamState::Unknown,
+        (EntryLoc::Scope { .. }, _) => ParamState::Scope,
+    }
+}
+
+/// What type a parameter of a written signature has.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "die")]
+pub enum SigType {
+    /// The type DIE at this `.debug_info` offset (None: void).
+    Die(Option<u64>),
+    /// A whole eightbyte of an aggregate with no single member in it.
+    U64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct SigParam {
+    pub name: String,
+    pub ty: SigType,
+    /// C spelling of the type.
+    pub c: String,
+    /// The register it arrives in (DWARF number), or None for stack/SSE.
+    pub reg: Option<u16>,
+}
+
+/// The prototype the compiled code takes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Signature {
+    /// The source prototype is what the code takes.
+    Source,
+    /// Reconstructed from the entry locations (the ABI changed).
+    True { params: Vec<SigParam> },
+    /// Cannot be written from DWARF alone.
+    Unwritable { reason: String },
+    /// No DWARF, or not a function entry.
+    None,
+}
+
+/// The analysis's verdict for one instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Consistent,
+    InconsistentPrototype,
+    OptimizedParameters,
+    ChangedAbi,
+    Reordered,
+    UnexpectedRegister,
+    AggregateOnStack,
+    NoDwarf,
+    /// `.cold` and similar: code of another function, not an entry point.
+    Fragment,
+}
+
+impl Status {
+    pub const ALL: [Status; 9] = [
+        Status::Consistent,
+        Status::InconsistentPrototype,
+        Status::OptimizedParameters,
+        Status::ChangedAbi,
+        Status::Reordered,
+        Status::UnexpectedRegister,
+        Status::AggregateOnStack,
+        Status::NoDwarf,
+        Status::Fragment,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Consistent => "consistent",
+            Status::InconsistentPrototype => "inconsistent-prototype",
+            Status::OptimizedParameters => "optimized-parameters",
+            Status::ChangedAbi => "changed-abi",
+            Status::Reordered => "reordered",
+            Status::UnexpectedRegister => "unexpected-register",
+            Status::AggregateOnStack => "aggregate-on-stack",
+            Status::NoDwarf => "no-dwarf",
+            Status::Fragment => "fragment",
+        }
+    }
+}
+
+pub struct Verdict {
+    pub status: Status,
+    pub signature: Signature,
+    /// Why it is not encoded, or what changed.
+    pub detail: Option<String>,
+}
+
+/// Analyses one instance. `clone` is true when the symbol carries a
+/// compiler suffix (`.isra.0`, `.constprop.1`, `.part.0`, `.llvm.N`): GCC and
+/// LLVM rename every function whose calling convention they change, so an
+/// unsuffixed function keeps its source ABI whatever its DWARF says about
+/// unused parameters.
+pub fn analyse(c: &Concrete, clone: bool) -> Verdict {
+    let slots = expected_slots(&c.ret, &c.params);
+    let states: Vec<ParamState> = c
+        .params
+        .iter()
+        .zip(&slots)
+        .map(|(p, s)| param_state(&p.loc, s))
+        .collect();
+    let changed = clone || c.nocall;
+    let all_in_place = states.iter().all(|s| *s == ParamState::InPlace);
+    let on_stack = c.params.iter().zip(&states).find(|(p, s)| {
+        p.ty.aggregate && p.ty.class == ArgClass::Memory && **s != ParamState::Dropped
+    });
+    let describe = |want: ParamState| {
+        c.params
+            .iter()
+            .zip(&states)
+            .zip(&slots)
+            .filter(|((_, s), _)| **s == want)
+            .map(|((p, _), slot)| {
+                format!(
+                    "{} at {} (ABI: {})",
+                    p.name,
+                    loc_text(&p.loc),
+                    slot_text(slot)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if changed && !all_in_place {
+        return match true_signature(c) {
+            Ok(params) => Verdict {
+                status: Status::ChangedAbi,
+                signature: Signature::True { params },
+                detail: Some(changes(c, &states)),
+            },
+            Err(reason) => Verdict {
+                status: Status::ChangedAbi,
+                signature: Signature::Unwritable {
+                    reason: reason.clone(),
+                },
+                detail: Some(reason),
+            },
+        };
+    }
+    if states.contains(&ParamState::Scope)
+        && !states.contains(&ParamState::Unexpected)
+        && !states.contains(&ParamState::Moved)
+    {
+        // Unsuffixed, so callers still pass the source ABI; DWARF only
+        // describes where the prologue moves the values.
+        return Verdict {
+            status: Status::UnexpectedRegister,
+            signature: Signature::Source,
+            detail: Some(describe(ParamState::Scope)),
+        };
+    }
+    if states.contains(&ParamState::Unexpected) {
+        return Verdict {
+            status: Status::UnexpectedRegister,
+            signature: Signature::Unwritable {
+                reason: describe(ParamState::Unexpected),
+            },
+            detail: Some(describe(ParamState::Unexpected)),
+        };
+    }
+    if states.contains(&ParamState::Moved) {
+        return Verdict {
+            status: Status::Reordered,
+            signature: Signature::Unwritable {
+                reason: describe(ParamState::Moved),
+            },
+            detail: Some(describe(ParamState::Moved)),
+        };
+    }
+    if let Some((p, _)) = on_stack {
+        return Verdict {
+            status: Status::AggregateOnStack,
+            signature: Signature::Source,
+            detail: Some(format!(
+                "{} ({}, {} bytes) is passed on the stack: BPF trampolines take at most 16-byte aggregates",
+                p.name,
+                p.ty.c,
+                p.ty.size.unwrap_or(0)
+            )),
+        };
+    }
+    let dropped: Vec<&str> = c
+        .params
+        .iter()
+        .zip(&states)
+        .filter(|(_, s)| matches!(s, ParamState::Dropped | ParamState::Partial))
+        .map(|(p, _)| p.name.as_str())
+        .collect();
+    if !dropped.is_empty() {
+        return Verdict {
+            status: Status::OptimizedParameters,
+            signature: Signature::Source,
+            detail: Some(format!(
+                "unused at entry, still passed: {}",
+                dropped.join(", ")
+            )),
+        };
+    }
+    Verdict {
+        status: Status::Consistent,
+        signature: Signature::Source,
+        detail: None,
+    }
+}
+
+fn changes(c: &Concrete, states: &[ParamState]) -> String {
+    let mut out = Vec::new();
+    for (p, s) in c.params.iter().zip(states) {
+        match s {
+            ParamState::Dropped => out.push(format!("{} dropped", p.name)),
+            ParamState::Partial => out.push(format!("{} split", p.name)),
+            ParamState::Moved => out.push(format!("{} moved to {}", p.name, loc_text(&p.loc))),
+            _ => {}
+        }
+    }
+    if c.nocall {
+        out.push("DW_CC_nocall".into());
+    }
+    out.join(", ")
+}
+
+/// Rebuilds the prototype from entry locations: each argument register the
+/// DWARF attributes to a (part of a) parameter becomes a parameter, in
+/// register order. Aggregate halves are named `<param>__coerce<N>` (N: the
+/// eightbyte), LLVM's convention quoted in seed 002 (`uattr__coerce1`), with
+/// the type of the one member that fills that eightbyte or else `u64`; the
+/// member-name alternative breaks down when an eightbyte holds several
+/// members, `__coerce<N>` never does.
+pub fn true_signature(c: &Concrete) -> Result<Vec<SigParam>, String> {
+    let mut placed: Vec<(usize, SigParam)> = Vec::new();
+    for p in &c.params {
+        match &p.loc {
+            EntryLoc::Reg { reg } => {
+                let Some(pos) = ARG_REGS.iter().position(|r| r == reg) else {
+                    return Err(format!(
+                        "{} arrives in {}, which is not an argument register",
+                        p.name,
+                        reg_name(*reg)
+                    ));
+                };
+                if p.ty.class == ArgClass::Int2 {
+                    return Err(format!(
+                        "{} ({} bytes) arrives in {} alone",
+                        p.name,
+                        p.ty.size.unwrap_or(0),
+                        reg_name(*reg)
+                    ));
+                }
+                placed.push((
+                    pos,
+                    SigParam {
+                        name: p.name.clone(),
+                        ty: SigType::Die(p.ty.die),
+                        c: p.ty.c.clone(),
+                        reg: Some(*reg),
+                    },
+                ));
+            }
+            EntryLoc::Pieces { pieces } => {
+                let mut byte = 0u64;
+                for piece in pieces {
+                    if let Some(reg) = piece.reg {
+                        let Some(pos) = ARG_REGS.iter().position(|r| *r == reg) else {
+                            return Err(format!(
+                                "part of {} arrives in {}, which is not an argument register",
+                                p.name,
+                                reg_name(reg)
+                            ));
+                        };
+                        let k = byte / 8;
+                        let (ty, cty) = eightbyte_type(p, k);
+                        placed.push((
+                            pos,
+                            SigParam {
+                                name: format!("{}__coerce{k}", p.name),
+                                ty,
+                                c: cty,
+                                reg: Some(reg),
+                            },
+                        ));
+                    }
+                    byte += piece.bytes;
+                }
+            }
+            EntryLoc::Stack { .. } => {
+                return Err(format!(
+                    "{} is on the stack at entry: its position among the arguments is unknown",
+                    p.name
+                ))
+            }
+            EntryLoc::NotAtEntry | EntryLoc::Scope { .. } => {
+                return Err(format!(
+                    "{}: DWARF does not say where it is at entry",
+                    p.name
+                ))
+            }
+            // GCC's IPA-SRA marks a parameter it replaced by some of its
+            // parts (new arguments DWARF does not describe) this way.
+            EntryLoc::ParamRef => {
+                return Err(format!(
+                    "{} was replaced by values DWARF does not describe (DW_OP_GNU_parameter_ref)",
+                    p.name
+                ))
+            }
+            EntryLoc::Const | EntryLoc::Computed | EntryLoc::Absent => {}
+        }
+    }
+    placed.sort_by_key(|(pos, _)| *pos);
+    for w in placed.windows(2) {
+        if w[0].0 == w[1].0 {
+            return Err(format!(
+                "{} and {} both claim {}",
+                w[0].1.name,
+                w[1].1.name,
+                reg_name(ARG_REGS[w[0].0])
+            ));
+        }
+    }
+    let used = placed.last().map_or(0, |(pos, _)| pos + 1);
+    let missing: Vec<String> = (0..used)
+        .filter(|i| !placed.iter().any(|(pos, _)| pos == i))
+        .map(|i| reg_name(ARG_REGS[i]))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} carr{} values DWARF does not describe",
+            missing.join(", "),
+            if missing.len() == 1 { "ies" } else { "y" }
+        ));
+    }
+    Ok(placed.into_iter().map(|(_, p)| p).collect())
+}
+
+/// The type of eightbyte `k` of an aggregate parameter.
+fn eightbyte_type(p: &SrcParam, k: u64) -> (SigType, String) {
+    let lo = k * 8;
+    let hi = lo + 8;
+    let inside: Vec<_> = p
+        .members
+        .iter()
+        .filter(|m| m.byte_offset < hi && m.byte_offset + m.byte_size.max(1) > lo)
+        .collect();
+    match inside.as_slice() {
+        [m] if m.byte_offset >= lo && m.byte_offset + m.byte_size <= hi => {
+            (SigType::Die(Some(m.ty)), m.c.clone())
+        }
+        _ => (SigType::U64, "u64".into()),
+    }
+}
+
+pub fn loc_text(loc: &EntryLoc) -> String {
+    match loc {
+        EntryLoc::Reg { reg } => reg_name(*reg),
+        EntryLoc::Stack { offset } => format!("stack{offset:+}"),
+        EntryLoc::Pieces { pieces } => pieces
+            .iter()
+            .map(|p| match p.reg {
+                Some(r) => format!("{}:{}", reg_name(r), p.bytes),
+                None => format!("-:{}", p.bytes),
+            })
+            .collect::<Vec<_>>()
+            .join("+"),
+        EntryLoc::ParamRef => "parameter_ref".into(),
+        EntryLoc::Const => "constant".into(),
+        EntryLoc::Computed => "computed".into(),
+        EntryLoc::Absent => "optimized out".into(),
+        EntryLoc::NotAtEntry => "not at entry".into(),
+        EntryLoc::Scope { what } => what.clone(),
+    }
+}
+
+pub fn slot_text(slot: &Slot) -> String {
+    match slot {
+        Slot::Regs(r) => r.iter().map(|r| reg_name(*r)).collect::<Vec<_>>().join("+"),
+        Slot::Sse => "xmm".into(),
+        Slot::Stack => "stack".into(),
+    }
+}

@@ -1,0 +1,172 @@
+//! Where a parameter is when the function is entered: the first location
+//! description that covers the entry address.
+//!
+//! Invariant: the answer describes only the entry address; anything the
+//! evaluator does not recognise is `Computed` (a value derived from other
+//! state, i.e. not the parameter itself sitting in a register or slot).
+
+use gimli::{AttributeValue, Operation};
+
+use super::abi::{reg_name, ARG_REGS};
+use crate::load::{Dwarf, Reader};
+
+/// A parameter's location at function entry.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum EntryLoc {
+    /// In a register (DWARF number), `DW_OP_regN` or `DW_OP_entry_value(DW_OP_regN)`.
+    Reg { reg: u16 },
+    /// On the stack: `DW_OP_fbreg` (offset from the CFA at entry).
+    Stack { offset: i64 },
+    /// An aggregate in pieces: each piece's register (None: optimised out) and size in bytes.
+    Pieces { pieces: Vec<Piece> },
+    /// `DW_OP_GNU_parameter_ref`: the parameter was removed; only callers know its value.
+    ParamRef,
+    /// A constant (`DW_AT_const_value`, `DW_OP_lit*`/`DW_OP_implicit_value`): not passed.
+    Const,
+    /// Derived from other values at entry (e.g. `DW_OP_breg5 8; DW_OP_stack_value`).
+    Computed,
+    /// No `DW_AT_location` at all: optimised out.
+    Absent,
+    /// A location list whose entries start after the entry address.
+    NotAtEntry,
+    /// One location for the whole function that cannot hold at entry (a
+    /// callee-saved register or a stack slot): GCC describes where the value
+    /// lives after the prologue, not where it arrives.
+    Scope { what: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Piece {
+    pub reg: Option<u16>,
+    pub bytes: u64,
+}
+
+/// Evaluates a formal parameter's location at `entry`.
+pub fn entry_location(
+    dwarf: &Dwarf<'_>,
+    unit: &gimli::Unit<Reader<'_>>,
+    param: &gimli::DebuggingInformationEntry<Reader<'_>>,
+    entry: u64,
+) -> gimli::Result<EntryLoc> {
+    if param.attr_value(gimli::DW_AT_const_value)?.is_some() {
+        return Ok(EntryLoc::Const);
+    }
+    let Some(value) = param.attr_value(gimli::DW_AT_location)? else {
+        return Ok(EntryLoc::Absent);
+    };
+    if let AttributeValue::Exprloc(expr) = value {
+        return Ok(match classify(expr, unit.encoding()) {
+            EntryLoc::Reg { reg } if !ARG_REGS.contains(&reg) => EntryLoc::Scope {
+                what: format!("{} for the whole function", reg_name(reg)),
+            },
+            EntryLoc::Stack { offset } => EntryLoc::Scope {
+                what: format!("stack{offset:+} for the whole function"),
+            },
+            l => l,
+        });
+    }
+    let Some(mut list) = dwarf.attr_locations(unit, value)? else {
+        return Ok(EntryLoc::Absent);
+    };
+    // When no entry covers the entry address, a later DW_OP_entry_value(reg)
+    // still says in which register the value arrived, and a later
+    // DW_OP_GNU_parameter_ref that the parameter was removed.
+    let mut later = EntryLoc::NotAtEntry;
+    while let Some(e) = list.next()? {
+        // An empty range [a, a) still documents where the value is at `a`
+        // (GCC emits them for the entry point of a parameter's lifetime).
+        let covers = if e.range.begin == e.range.end {
+            e.range.begin == entry
+        } else {
+            e.range.begin <= entry && entry < e.range.end
+        };
+        if covers {
+            return Ok(classify(e.data, unit.encoding()));
+        }
+        if later == EntryLoc::NotAtEntry {
+            later = match classify_later(e.data, unit.encoding()) {
+                Some(l) => l,
+                None => EntryLoc::NotAtEntry,
+            };
+        }
+    }
+    Ok(later)
+}
+
+/// What a location-list entry after the entry address reveals about entry.
+fn classify_later(expr: gimli::Expression<Reader<'_>>, enc: gimli::Encoding) -> Option<EntryLoc> {
+    let mut bytes = expr.0;
+    while !bytes.is_empty() {
+        match Operation::parse(&mut bytes, enc).ok()? {
+            Operation::EntryValue { expression } => {
+                return match classify(gimli::Expression(expression), enc) {
+                    EntryLoc::Reg { reg } => Some(EntryLoc::Reg { reg }),
+                    _ => None,
+                }
+            }
+            Operation::ParameterRef { .. } => return Some(EntryLoc::ParamRef),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The shape of one location expression.
+fn classify(expr: gimli::Expression<Reader<'_>>, enc: gimli::Encoding) -> EntryLoc {
+    let mut ops = Vec::new();
+    let mut bytes = expr.0;
+    while !bytes.is_empty() {
+        match Operation::parse(&mut bytes, enc) {
+            Ok(op) => ops.push(op),
+            Err(_) => return EntryLoc::Computed,
+        }
+        if ops.len() > 64 {
+            return EntryLoc::Computed;
+        }
+    }
+    if ops.iter().any(|o| matches!(o, Operation::Piece { .. })) {
+        return pieces(&ops, enc);
+    }
+    single(&ops, enc)
+}
+
+fn single(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
+    match ops {
+        [] => EntryLoc::Absent,
+        [Operation::Register { register }] => EntryLoc::Reg { reg: register.0 },
+        [Operation::EntryValue { expression }]
+        | [Operation::EntryValue { expression }, Operation::StackValue] => {
+            match classify(gimli::Expression(*expression), enc) {
+                EntryLoc::Reg { reg } => EntryLoc::Reg { reg },
+                _ => EntryLoc::Computed,
+            }
+        }
+        [Operation::FrameOffset { offset }] => EntryLoc::Stack { offset: *offset },
+        [Operation::ParameterRef { .. }] => EntryLoc::ParamRef,
+        [Operation::ImplicitValue { .. }] => EntryLoc::Const,
+        [Operation::UnsignedConstant { .. } | Operation::SignedConstant { .. }, Operation::StackValue] => {
+            EntryLoc::Const
+        }
+        _ => EntryLoc::Computed,
+    }
+}
+
+fn pieces(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, op) in ops.iter().enumerate() {
+        if let Operation::Piece { size_in_bits, .. } = op {
+            let reg = match single(&ops[start..i], enc) {
+                EntryLoc::Reg { reg } => Some(reg),
+                _ => None,
+            };
+            out.push(Piece {
+                reg,
+                bytes: size_in_bits / 8,
+            });
+            start = i + 1;
+        }
+    }
+    EntryLoc::Pieces { pieces: out }
+}

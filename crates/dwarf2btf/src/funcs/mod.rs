@@ -1,0 +1,390 @@
+//! The function model: every ELF STT_FUNC symbol joined to the DWARF
+//! subprogram whose code starts at its address, with the source prototype,
+//! each parameter's location at entry, and one verdict (`Status`) on whether
+//! a BTF FUNC can describe what the compiled code takes.
+//!
+//! Joining is by address only, never by name: names repeat (static
+//! functions in many files, clones) while an entry address is one piece of
+//! code. Symbols at a subprogram's secondary range (`foo.cold`) are
+//! fragments of it; `.part.N` clones are linked to the unsuffixed function
+//! of the same unit.
+
+pub mod abi;
+pub mod collect;
+pub mod ctype;
+pub mod location;
+
+use std::collections::BTreeMap;
+
+use object::{Object, ObjectSymbol};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+pub use abi::{SigParam, SigType, Signature, Status};
+pub use collect::{Concrete, SrcParam};
+pub use location::EntryLoc;
+
+use crate::error::{Error, Result};
+use crate::load::{DwarfSections, ElfFile};
+
+/// ELF symbol binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Binding {
+    Local,
+    Global,
+    Weak,
+}
+
+/// One function instance: one STT_FUNC symbol.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// Symbol-table name, with any compiler suffix.
+    pub symbol: String,
+    /// Source name (DWARF), or the symbol up to its first '.' without DWARF.
+    pub name: String,
+    pub address: u64,
+    pub size: u64,
+    pub binding: Binding,
+    /// Index into [`FuncModel::concretes`].
+    pub concrete: Option<usize>,
+    /// For fragments and `.part` clones: the instance they belong to.
+    pub parent: Option<usize>,
+    pub status: Status,
+    pub signature: Signature,
+    /// What changed, or why the instance cannot be encoded.
+    pub detail: Option<String>,
+}
+
+impl Instance {
+    /// The compiler suffix after the source name (".isra.0"), if any.
+    pub fn suffix(&self) -> Option<&str> {
+        self.symbol
+            .strip_prefix(self.name.as_str())
+            .filter(|s| s.starts_with('.'))
+    }
+
+    /// Whether a BTF FUNC can describe this instance truthfully.
+    pub fn encodable(&self) -> bool {
+        matches!(self.signature, Signature::Source | Signature::True { .. })
+    }
+
+    /// The FUNC name: the source name when the source prototype holds,
+    /// the symbol-table name when the compiler changed the ABI (seed 002:
+    /// the name must say that it changed, and match kallsyms).
+    pub fn btf_name(&self) -> &str {
+        match self.signature {
+            Signature::True { .. } => &self.symbol,
+            _ => &self.name,
+        }
+    }
+}
+
+/// Every function instance of one ELF file.
+pub struct FuncModel {
+    pub concretes: Vec<Concrete>,
+    /// Sorted by address, then symbol name.
+    pub instances: Vec<Instance>,
+    /// Problems that did not stop the analysis (each names its DIE offset).
+    pub warnings: Vec<String>,
+}
+
+impl FuncModel {
+    /// Builds the model from an ELF file with DWARF.
+    pub fn from_elf(elf: &ElfFile) -> Result<FuncModel> {
+        let obj = elf.object()?;
+        let sections = DwarfSections::load(elf, &obj)?;
+        let dwarf = sections.dwarf();
+        let concretes = collect_all(elf, &dwarf)?;
+        Ok(FuncModel::join(concretes, read_symbols(&obj)))
+    }
+
+    /// Joins concrete subprograms with symbols (name, address, size, binding).
+    pub fn join(concretes: Vec<Concrete>, symbols: Vec<(String, u64, u64, Binding)>) -> FuncModel {
+        let mut warnings: Vec<String> = concretes.iter().filter_map(|c| c.error.clone()).collect();
+        // Entry address -> concrete; the first DIE wins, later ones are noted.
+        let mut by_entry: FxHashMap<u64, usize> = FxHashMap::default();
+        for (i, c) in concretes.iter().enumerate() {
+            if let Some(&prev) = by_entry.get(&c.entry) {
+                warnings.push(format!(
+                    "DIE {:#x} and DIE {:#x} both start at {:#x}",
+                    concretes[prev].die, c.die, c.entry
+                ));
+                continue;
+            }
+            by_entry.insert(c.entry, i);
+        }
+        // Secondary ranges (hot/cold splitting), for fragments.
+        let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
+        for (i, c) in concretes.iter().enumerate() {
+            for &(lo, hi) in &c.ranges {
+                if !(lo <= c.entry && c.entry < hi) {
+                    secondary.insert(lo, (hi, i));
+                }
+            }
+        }
+        let mut instances: Vec<Instance> = symbols
+            .into_iter()
+            .map(|(symbol, address, size, binding)| {
+                let base = symbol.split('.').next().unwrap_or(&symbol).to_owned();
+                let mut inst = Instance {
+                    name: base,
+                    symbol,
+                    address,
+                    size,
+                    binding,
+                    concrete: None,
+                    parent: None,
+                    status: Status::NoDwarf,
+                    signature: Signature::None,
+                    detail: None,
+                };
+                if let Some(&ci) = by_entry.get(&address) {
+                    let c = &concretes[ci];
+                    inst.concrete = Some(ci);
+                    if let Some(n) = &c.name {
+                        inst.name = n.clone();
+                    }
+                    let clone = inst.suffix().is_some();
+                    let v = abi::analyse(c, clone);
+                    inst.status = v.status;
+                    inst.signature = v.signature;
+                    inst.detail = v.detail;
+                } else if let Some((_, &(hi, ci))) = secondary.range(..=address).next_back() {
+                    if address < hi {
+                        inst.concrete = Some(ci);
+                        inst.status = Status::Fragment;
+                        inst.detail = Some(format!(
+                            "code of {} (DIE {:#x}), not an entry point",
+                            concretes[ci].name.as_deref().unwrap_or("?"),
+                            concretes[ci].die
+                        ));
+                    }
+                }
+                if inst.status == Status::NoDwarf {
+                    inst.detail = Some("no DWARF subprogram starts here (assembly?)".into());
+                }
+                inst
+            })
+            .collect();
+        instances.sort_by(|a, b| (a.address, &a.symbol).cmp(&(b.address, &b.symbol)));
+        link_parents(&concretes, &mut instances);
+        mark_inconsistent(&concretes, &mut instances);
+        FuncModel {
+            concretes,
+            instances,
+            warnings,
+        }
+    }
+
+    pub fn concrete(&self, inst: &Instance) -> Option<&Concrete> {
+        inst.concrete.and_then(|i| self.concretes.get(i))
+    }
+
+    /// Source file and line of an instance ("kernel/irq/irqdesc.c:244").
+    pub fn location(&self, inst: &Instance) -> Option<String> {
+        let c = self.concrete(inst)?;
+        Some(format!("{}:{}", c.decl_file.as_deref()?, c.decl_line))
+    }
+
+    /// The prototype in C: the true one when the ABI changed, else the source one.
+    pub fn prototype_c(&self, inst: &Instance) -> Option<String> {
+        let c = self.concrete(inst)?;
+        match &inst.signature {
+            Signature::Source => Some(c_prototype(
+                &c.ret.c,
+                inst.btf_name(),
+                c.params.iter().map(|p| (p.ty.c.as_str(), p.name.as_str())),
+                c.varargs,
+            )),
+            Signature::True { params } => Some(c_prototype(
+                &c.ret.c,
+                inst.btf_name(),
+                params.iter().map(|p| (p.c.as_str(), p.name.as_str())),
+                false,
+            )),
+            Signature::Unwritable { .. } | Signature::None => (inst.status != Status::Fragment)
+                .then(|| {
+                    c_prototype(
+                        &c.ret.c,
+                        &inst.name,
+                        c.params.iter().map(|p| (p.ty.c.as_str(), p.name.as_str())),
+                        c.varargs,
+                    )
+                }),
+        }
+    }
+
+    /// Instance counts per status.
+    pub fn status_counts(&self) -> BTreeMap<Status, usize> {
+        let mut m = BTreeMap::new();
+        for i in &self.instances {
+            *m.entry(i.status).or_default() += 1;
+        }
+        m
+    }
+}
+
+/// `ret name(type a, type b)`, with C declarator spacing for pointers.
+pub fn c_prototype<'a>(
+    ret: &str,
+    name: &str,
+    params: impl Iterator<Item = (&'a str, &'a str)>,
+    varargs: bool,
+) -> String {
+    let mut args: Vec<String> = params.map(|(t, n)| c_decl(t, n)).collect();
+    if varargs {
+        args.push("...".into());
+    }
+    if args.is_empty() {
+        args.push("void".into());
+    }
+    format!("{} {}({})", ret, name, args.join(", ")).replace("* ", "*")
+}
+
+/// A declaration from a type's C text and a name. Function-pointer and
+/// array types put the name inside the declarator.
+fn c_decl(ty: &str, name: &str) -> String {
+    if name.is_empty() {
+        return ty.to_owned();
+    }
+    if let Some(i) = ty.find("(*)") {
+        return format!("{}(*{}){}", &ty[..i], name, &ty[i + 3..]);
+    }
+    if ty.ends_with('*') {
+        format!("{ty}{name}")
+    } else {
+        format!("{ty} {name}")
+    }
+}
+
+/// Parses every unit in parallel; output order is unit order.
+fn collect_all(elf: &ElfFile, dwarf: &crate::load::Dwarf<'_>) -> Result<Vec<Concrete>> {
+    let mut headers = Vec::new();
+    let mut iter = dwarf.units();
+    loop {
+        match iter.next() {
+            Ok(Some(h)) => headers.push(h),
+            Ok(None) => break,
+            Err(source) => {
+                return Err(Error::Dwarf {
+                    path: elf.path().to_owned(),
+                    offset: headers
+                        .last()
+                        .and_then(|h: &gimli::UnitHeader<_>| h.offset().as_debug_info_offset())
+                        .map_or(0, |o| o.0 as u64),
+                    source,
+                })
+            }
+        }
+    }
+    let per_unit: Vec<Result<Vec<Concrete>>> = headers
+        .into_par_iter()
+        .map(|h| {
+            let offset = h.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
+            collect::collect_unit(dwarf, h).map_err(|source| Error::Dwarf {
+                path: elf.path().to_owned(),
+                offset,
+                source,
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for r in per_unit {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+/// Every defined STT_FUNC symbol of the ELF symbol table.
+pub fn read_symbols(obj: &object::File<'_>) -> Vec<(String, u64, u64, Binding)> {
+    obj.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.section_index().is_some())
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            if name.is_empty() {
+                return None;
+            }
+            let binding = if s.is_weak() {
+                Binding::Weak
+            } else if s.is_global() {
+                Binding::Global
+            } else {
+                Binding::Local
+            };
+            Some((name.to_owned(), s.address(), s.size(), binding))
+        })
+        .collect()
+}
+
+/// Links `.cold` fragments to the instance owning their code, and `.part.N`
+/// clones to the unsuffixed instance of the same unit.
+fn link_parents(concretes: &[Concrete], instances: &mut [Instance]) {
+    let by_concrete: FxHashMap<usize, usize> = instances
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.status != Status::Fragment)
+        .filter_map(|(n, i)| Some((i.concrete?, n)))
+        .collect();
+    let by_symbol_unit: FxHashMap<(&str, u64), usize> = instances
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| Some(((i.symbol.as_str(), concretes.get(i.concrete?)?.unit), n)))
+        .collect();
+    let mut parents = vec![None; instances.len()];
+    for (n, inst) in instances.iter().enumerate() {
+        let Some(ci) = inst.concrete else { continue };
+        if inst.status == Status::Fragment {
+            parents[n] = by_concrete.get(&ci).copied();
+        } else if inst.suffix().is_some_and(|s| s.starts_with(".part.")) {
+            let unit = concretes[ci].unit;
+            parents[n] = by_symbol_unit.get(&(inst.name.as_str(), unit)).copied();
+        }
+    }
+    for (inst, p) in instances.iter_mut().zip(parents) {
+        inst.parent = p;
+    }
+}
+
+/// Marks instances whose source prototype differs from another instance's
+/// of the same name (compared by structural fingerprint, so one struct name
+/// built against different headers counts as different).
+fn mark_inconsistent(concretes: &[Concrete], instances: &mut [Instance]) {
+    type Key = (u64, Vec<u64>, bool);
+    let key = |c: &Concrete| -> Key {
+        (
+            c.ret.shape,
+            c.params.iter().map(|p| p.ty.shape).collect(),
+            c.varargs,
+        )
+    };
+    let mut protos: FxHashMap<&str, Vec<Key>> = FxHashMap::default();
+    for inst in instances.iter() {
+        let Some(c) = inst.concrete.and_then(|i| concretes.get(i)) else {
+            continue;
+        };
+        if inst.status == Status::Fragment || inst.signature != Signature::Source {
+            continue;
+        }
+        let k = key(c);
+        let v = protos.entry(inst.name.as_str()).or_default();
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    let inconsistent: rustc_hash::FxHashSet<String> = protos
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    for inst in instances.iter_mut() {
+        if matches!(
+            inst.status,
+            Status::Consistent | Status::OptimizedParameters
+        ) && inst.signature == Signature::Source
+            && inconsistent.contains(&inst.name)
+        {
+            inst.status = Status::InconsistentPrototype;
+        }
+    }
+}
