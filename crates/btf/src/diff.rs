@@ -1,1 +1,644 @@
-//! Placeholder: a semantic diff of two BTFs (by name and layout) is being written here.
+//! A semantic diff of two BTFs: by name and layout, type ids ignored.
+//!
+//! Every named STRUCT, UNION, ENUM/ENUM64, TYPEDEF, FUNC and VAR of each
+//! side's own types becomes an entry keyed by its C namespace and name
+//! (`struct foo`, `enum bar`, `func baz`), whose value is its layout: sizes,
+//! member names, bit offsets, bitfield sizes and member types rendered as C
+//! type strings, enumerator values, prototypes. Type references are compared
+//! through these strings, never through ids, so two BTFs with the same types
+//! in a different order (or a different dedup) compare equal.
+//!
+//! A name may be defined several times (two different `struct elf_note_info`
+//! in one kernel): the layouts under one key are compared as multisets, and
+//! only the layouts that find no equal partner on the other side are shown.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::{Btf, Type, TypeData, TypeId};
+
+/// The C namespace a compared entry lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Struct,
+    Union,
+    Enum,
+    Typedef,
+    Func,
+    Var,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::Struct,
+        Category::Union,
+        Category::Enum,
+        Category::Typedef,
+        Category::Func,
+        Category::Var,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Struct => "struct",
+            Category::Union => "union",
+            Category::Enum => "enum",
+            Category::Typedef => "typedef",
+            Category::Func => "func",
+            Category::Var => "var",
+        }
+    }
+
+    /// Parses `struct`, `union`, `enum`, `typedef`, `func` or `var`.
+    pub fn from_name(s: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// One member of a STRUCT or UNION.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct MemberLayout {
+    /// "" for an anonymous member.
+    pub name: String,
+    pub bit_offset: u32,
+    /// 0 unless a bitfield.
+    pub bitfield_size: u32,
+    /// The member's type as a C type string.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// The member as C declares it (`char comm[16]`); follows from `ty`
+    /// and `name`, kept for display.
+    pub decl: String,
+}
+
+/// What is compared for one entry.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(tag = "layout", rename_all = "lowercase")]
+pub enum Layout {
+    Aggregate {
+        size: u32,
+        members: Vec<MemberLayout>,
+    },
+    Enum {
+        /// `ENUM` or `ENUM64`.
+        kind: &'static str,
+        size: u32,
+        signed: bool,
+        /// Enumerators in order, values as C reads them.
+        values: Vec<(String, i128)>,
+    },
+    Typedef {
+        #[serde(rename = "type")]
+        ty: String,
+    },
+    Func {
+        linkage: &'static str,
+        /// The prototype as a C declaration, parameter names included.
+        proto: String,
+    },
+    Var {
+        linkage: &'static str,
+        #[serde(rename = "type")]
+        ty: String,
+    },
+}
+
+/// An entry present on one side only.
+#[derive(Clone, Debug, Serialize)]
+pub struct Only {
+    pub category: Category,
+    pub name: String,
+    pub layouts: Vec<Layout>,
+}
+
+/// An entry present on both sides whose layouts differ.
+#[derive(Clone, Debug, Serialize)]
+pub struct Changed {
+    pub category: Category,
+    pub name: String,
+    /// How many definitions each side has under this name.
+    pub count_a: usize,
+    pub count_b: usize,
+    /// The layouts of A that no layout of B equals, and the other way round.
+    pub unmatched_a: Vec<Layout>,
+    pub unmatched_b: Vec<Layout>,
+    /// Field by field, when one layout is left on each side; otherwise empty.
+    pub details: Vec<String>,
+}
+
+/// The result of [`diff`].
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Diff {
+    pub only_a: Vec<Only>,
+    pub only_b: Vec<Only>,
+    pub changed: Vec<Changed>,
+    /// Entries equal on both sides.
+    pub equal: usize,
+}
+
+impl Diff {
+    pub fn is_empty(&self) -> bool {
+        self.only_a.is_empty() && self.only_b.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Which entries to compare.
+#[derive(Clone, Debug)]
+pub struct DiffOptions {
+    pub categories: Vec<Category>,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            categories: Category::ALL.to_vec(),
+        }
+    }
+}
+
+type Entries = BTreeMap<(Category, String), Vec<Layout>>;
+
+/// Compares the own types of `a` and `b` (a split BTF's base is used to
+/// render type names, but its types are not entries).
+pub fn diff(a: &Btf, b: &Btf, opts: &DiffOptions) -> Diff {
+    let ea = entries(a, opts);
+    let mut eb = entries(b, opts);
+    let mut out = Diff::default();
+    for (key, mut la) in ea {
+        let Some(mut lb) = eb.remove(&key) else {
+            out.only_a.push(Only {
+                category: key.0,
+                name: key.1,
+                layouts: la,
+            });
+            continue;
+        };
+        la.sort();
+        lb.sort();
+        let (count_a, count_b) = (la.len(), lb.len());
+        let (ua, ub) = multiset_difference(la, lb);
+        if ua.is_empty() && ub.is_empty() {
+            out.equal += 1;
+            continue;
+        }
+        let details = match (&ua[..], &ub[..]) {
+            ([x], [y]) => layout_details(x, y),
+            _ => Vec::new(),
+        };
+        out.changed.push(Changed {
+            category: key.0,
+            name: key.1,
+            count_a,
+            count_b,
+            unmatched_a: ua,
+            unmatched_b: ub,
+            details,
+        });
+    }
+    out.only_b = eb
+        .into_iter()
+        .map(|((category, name), layouts)| Only {
+            category,
+            name,
+            layouts,
+        })
+        .collect();
+    out
+}
+
+/// Elements of sorted `a` without a partner in sorted `b`, and vice versa.
+fn multiset_difference(a: Vec<Layout>, b: Vec<Layout>) -> (Vec<Layout>, Vec<Layout>) {
+    let (mut ua, mut ub) = (Vec::new(), Vec::new());
+    let mut ia = a.into_iter().peekable();
+    let mut ib = b.into_iter().peekable();
+    loop {
+        match (ia.peek(), ib.peek()) {
+            (Some(x), Some(y)) => match x.cmp(y) {
+                std::cmp::Ordering::Equal => {
+                    ia.next();
+                    ib.next();
+                }
+                std::cmp::Ordering::Less => ua.extend(ia.next()),
+                std::cmp::Ordering::Greater => ub.extend(ib.next()),
+            },
+            (Some(_), None) => ua.extend(ia.next()),
+            (None, Some(_)) => ub.extend(ib.next()),
+            (None, None) => return (ua, ub),
+        }
+    }
+}
+
+fn entries(btf: &Btf, opts: &DiffOptions) -> Entries {
+    let r = Renderer { btf };
+    let mut map = Entries::new();
+    for (_, t) in btf.iter() {
+        if t.name_off == 0 {
+            continue;
+        }
+        let category = match t.data {
+            TypeData::Struct { .. } => Category::Struct,
+            TypeData::Union { .. } => Category::Union,
+            TypeData::Enum { .. } | TypeData::Enum64 { .. } => Category::Enum,
+            TypeData::Typedef { .. } => Category::Typedef,
+            TypeData::Func { .. } => Category::Func,
+            TypeData::Var { .. } => Category::Var,
+            _ => continue,
+        };
+        if !opts.categories.contains(&category) {
+            continue;
+        }
+        let name = r.name(t.name_off);
+        let layout = r.layout(t, &name);
+        map.entry((category, name)).or_default().push(layout);
+    }
+    map
+}
+
+/// Nesting beyond this is cut short with `...`: real types stay far below
+/// it, and a reference loop in bad input must not recurse forever.
+const MAX_DEPTH: u32 = 32;
+
+/// Renders types as C type strings, looking through the base.
+struct Renderer<'a> {
+    btf: &'a Btf,
+}
+
+impl Renderer<'_> {
+    /// A name, or a placeholder naming the offset when it is out of range.
+    fn name(&self, off: u32) -> String {
+        match self.btf.str_bytes(off) {
+            Ok(b) => String::from_utf8_lossy(b).into_owned(),
+            Err(_) => format!("<bad string offset {off:#x}>"),
+        }
+    }
+
+    fn layout(&self, t: &Type, name: &str) -> Layout {
+        match &t.data {
+            TypeData::Struct { size, members } | TypeData::Union { size, members } => {
+                Layout::Aggregate {
+                    size: *size,
+                    members: self.members(t, members, 0),
+                }
+            }
+            TypeData::Enum { size, values } => Layout::Enum {
+                kind: "ENUM",
+                size: *size,
+                signed: t.kind_flag,
+                values: values
+                    .iter()
+                    .map(|v| {
+                        let val = if t.kind_flag {
+                            i128::from(v.val as i32)
+                        } else {
+                            i128::from(v.val)
+                        };
+                        (self.name(v.name_off), val)
+                    })
+                    .collect(),
+            },
+            TypeData::Enum64 { size, values } => Layout::Enum {
+                kind: "ENUM64",
+                size: *size,
+                signed: t.kind_flag,
+                values: values
+                    .iter()
+                    .map(|v| {
+                        let val = if t.kind_flag {
+                            i128::from(v.val as i64)
+                        } else {
+                            i128::from(v.val)
+                        };
+                        (self.name(v.name_off), val)
+                    })
+                    .collect(),
+            },
+            TypeData::Typedef { ty } => Layout::Typedef {
+                ty: self.decl(*ty, "", 0),
+            },
+            TypeData::Func { proto, linkage } => Layout::Func {
+                linkage: crate::dump::raw::func_linkage_name(*linkage),
+                proto: self.decl(*proto, name, 0),
+            },
+            TypeData::Var { ty, linkage } => Layout::Var {
+                linkage: crate::dump::raw::var_linkage_name(*linkage),
+                ty: self.decl(*ty, "", 0),
+            },
+            _ => Layout::Typedef { ty: String::new() },
+        }
+    }
+
+    fn members(&self, t: &Type, members: &[crate::Member], depth: u32) -> Vec<MemberLayout> {
+        members
+            .iter()
+            .map(|m| {
+                let name = self.name(m.name_off);
+                MemberLayout {
+                    bit_offset: m.bit_offset(t.kind_flag),
+                    bitfield_size: m.bitfield_size(t.kind_flag),
+                    ty: self.decl(m.ty, "", depth + 1),
+                    decl: self.decl(m.ty, &name, depth + 1),
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// The C declaration of `inner` (a name, or "" for an abstract
+    /// declarator) with type `id`: `char [16]`, `int (*)(void *)`,
+    /// `const char *name`. Works outward from the declarator the way C
+    /// reads it: pointers prefix it, arrays and parameter lists suffix it,
+    /// and a pointer to an array or function needs parentheses.
+    fn decl(&self, id: TypeId, inner: &str, depth: u32) -> String {
+        if depth > MAX_DEPTH {
+            return join("...", inner);
+        }
+        if id == 0 {
+            return join("void", inner);
+        }
+        let Some(t) = self.btf.type_by_id(id) else {
+            return join(&format!("<bad type id {id}>"), inner);
+        };
+        match &t.data {
+            TypeData::Ptr { ty } => {
+                let needs_parens = matches!(
+                    self.btf.type_by_id(*ty).map(|p| &p.data),
+                    Some(TypeData::Array(_) | TypeData::FuncProto { .. })
+                );
+                let d = if needs_parens {
+                    format!("(*{inner})")
+                } else {
+                    format!("*{inner}")
+                };
+                self.decl(*ty, &d, depth + 1)
+            }
+            TypeData::Array(a) => self.decl(a.elem, &format!("{inner}[{}]", a.nelems), depth + 1),
+            TypeData::FuncProto { ret, params } => {
+                let mut list = String::from("(");
+                for (i, p) in params.iter().enumerate() {
+                    if i > 0 {
+                        list.push_str(", ");
+                    }
+                    if p.ty == 0 && p.name_off == 0 {
+                        list.push_str("...");
+                    } else {
+                        list.push_str(&self.decl(p.ty, &self.name(p.name_off), depth + 1));
+                    }
+                }
+                if params.is_empty() {
+                    list.push_str("void");
+                }
+                list.push(')');
+                self.decl(*ret, &format!("{inner}{list}"), depth + 1)
+            }
+            TypeData::Const { ty } | TypeData::Volatile { ty } | TypeData::Restrict { ty } => {
+                let q = match t.data {
+                    TypeData::Const { .. } => "const",
+                    TypeData::Volatile { .. } => "volatile",
+                    _ => "restrict",
+                };
+                self.qualified(q, *ty, inner, depth)
+            }
+            TypeData::TypeTag { ty } => {
+                let q = format!(
+                    "__attribute__((btf_type_tag(\"{}\")))",
+                    self.name(t.name_off)
+                );
+                self.qualified(&q, *ty, inner, depth)
+            }
+            TypeData::Struct { .. } | TypeData::Union { .. } if t.name_off == 0 => {
+                join(&self.anon_aggregate(t, depth), inner)
+            }
+            TypeData::Enum { .. } | TypeData::Enum64 { .. } if t.name_off == 0 => {
+                join(&self.anon_enum(t), inner)
+            }
+            TypeData::Struct { .. } => join(&format!("struct {}", self.name(t.name_off)), inner),
+            TypeData::Union { .. } => join(&format!("union {}", self.name(t.name_off)), inner),
+            TypeData::Enum { .. } | TypeData::Enum64 { .. } => {
+                join(&format!("enum {}", self.name(t.name_off)), inner)
+            }
+            TypeData::Fwd => {
+                let tag = if t.kind_flag { "union" } else { "struct" };
+                join(&format!("{tag} {}", self.name(t.name_off)), inner)
+            }
+            TypeData::Int { .. } | TypeData::Float { .. } | TypeData::Typedef { .. } => {
+                join(&self.name(t.name_off), inner)
+            }
+            // Not types a declaration can have; shown by kind so that a
+            // difference is still visible.
+            TypeData::Func { .. }
+            | TypeData::Var { .. }
+            | TypeData::Datasec { .. }
+            | TypeData::DeclTag { .. } => join(
+                &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
+                inner,
+            ),
+        }
+    }
+
+    /// `const int x` but `char *const x`: a qualifier of a pointer goes
+    /// after its star.
+    fn qualified(&self, q: &str, ty: TypeId, inner: &str, depth: u32) -> String {
+        let is_ptr = matches!(
+            self.btf.type_by_id(ty).map(|p| &p.data),
+            Some(TypeData::Ptr { .. })
+        );
+        if is_ptr {
+            self.decl(ty, &join(q, inner), depth + 1)
+        } else {
+            format!("{q} {}", self.decl(ty, inner, depth + 1))
+        }
+    }
+
+    /// An anonymous struct or union is part of its parent's layout, so it is
+    /// spelled out: `struct {size 8: int a@0, int b@32:3}`.
+    fn anon_aggregate(&self, t: &Type, depth: u32) -> String {
+        let (tag, size) = match &t.data {
+            TypeData::Union { size, .. } => ("union", *size),
+            TypeData::Struct { size, .. } => ("struct", *size),
+            _ => ("?", 0),
+        };
+        let mut s = format!("{tag} {{size {size}:");
+        for (i, m) in self.members(t, t.members(), depth + 1).iter().enumerate() {
+            s.push_str(if i > 0 { ", " } else { " " });
+            s.push_str(&member_text(m));
+        }
+        s.push('}');
+        s
+    }
+
+    fn anon_enum(&self, t: &Type) -> String {
+        let mut s = String::from("enum {");
+        if let Layout::Enum { values, size, .. } = self.layout(t, "") {
+            let _ = write!(s, "size {size}:");
+            for (i, (name, val)) in values.iter().enumerate() {
+                s.push_str(if i > 0 { ", " } else { " " });
+                let _ = write!(s, "{name}={val}");
+            }
+        }
+        s.push('}');
+        s
+    }
+}
+
+/// A type specifier and its declarator: `char *p`, `char [16]`, `int`.
+fn join(base: &str, inner: &str) -> String {
+    if inner.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base} {inner}")
+    }
+}
+
+/// `int a@64:3`: declaration, bit offset, bitfield size.
+pub fn member_text(m: &MemberLayout) -> String {
+    let mut s = m.decl.clone();
+    let _ = write!(s, "@{}", m.bit_offset);
+    if m.bitfield_size != 0 {
+        let _ = write!(s, ":{}", m.bitfield_size);
+    }
+    s
+}
+
+/// One line for a whole layout, for entries shown without a field diff.
+pub fn layout_text(l: &Layout) -> String {
+    match l {
+        Layout::Aggregate { size, members } => {
+            let mut s = format!("size {size} {{");
+            for (i, m) in members.iter().enumerate() {
+                s.push_str(if i > 0 { "; " } else { " " });
+                s.push_str(&member_text(m));
+            }
+            s.push_str(" }");
+            s
+        }
+        Layout::Enum {
+            kind,
+            size,
+            signed,
+            values,
+        } => {
+            let sign = if *signed { "signed" } else { "unsigned" };
+            let mut s = format!("{kind} size {size} {sign} {{");
+            for (i, (n, v)) in values.iter().enumerate() {
+                s.push_str(if i > 0 { ", " } else { " " });
+                let _ = write!(s, "{n}={v}");
+            }
+            s.push_str(" }");
+            s
+        }
+        Layout::Typedef { ty } => ty.clone(),
+        Layout::Func { linkage, proto } => format!("{linkage} {proto}"),
+        Layout::Var { linkage, ty } => format!("{linkage} {ty}"),
+    }
+}
+
+/// Field-by-field differences of two layouts of the same entry.
+fn layout_details(a: &Layout, b: &Layout) -> Vec<String> {
+    let mut d = Vec::new();
+    match (a, b) {
+        (
+            Layout::Aggregate {
+                size: sa,
+                members: ma,
+            },
+            Layout::Aggregate {
+                size: sb,
+                members: mb,
+            },
+        ) => {
+            if sa != sb {
+                d.push(format!("size {sa} -> {sb}"));
+            }
+            member_details(ma, mb, &mut d);
+        }
+        (
+            Layout::Enum {
+                kind: ka,
+                size: sa,
+                signed: ga,
+                values: va,
+            },
+            Layout::Enum {
+                kind: kb,
+                size: sb,
+                signed: gb,
+                values: vb,
+            },
+        ) => {
+            if ka != kb {
+                d.push(format!("kind {ka} -> {kb}"));
+            }
+            if sa != sb {
+                d.push(format!("size {sa} -> {sb}"));
+            }
+            if ga != gb {
+                d.push(format!("signed {ga} -> {gb}"));
+            }
+            for (name, x) in va {
+                match vb.iter().find(|(n, _)| n == name) {
+                    None => d.push(format!("- {name} = {x}")),
+                    Some((_, y)) if x != y => d.push(format!("{name}: {x} -> {y}")),
+                    Some(_) => {}
+                }
+            }
+            for (name, y) in vb {
+                if !va.iter().any(|(n, _)| n == name) {
+                    d.push(format!("+ {name} = {y}"));
+                }
+            }
+            if d.is_empty() {
+                d.push("enumerators reordered".to_owned());
+            }
+        }
+        _ => d.push(format!("{} -> {}", layout_text(a), layout_text(b))),
+    }
+    d
+}
+
+/// Members are paired by name; anonymous members pair in order of appearance.
+fn member_details(ma: &[MemberLayout], mb: &[MemberLayout], d: &mut Vec<String>) {
+    let mut used = vec![false; mb.len()];
+    let mut anon_b = mb
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.name.is_empty())
+        .map(|(i, _)| i);
+    for x in ma {
+        let j = if x.name.is_empty() {
+            anon_b.next()
+        } else {
+            mb.iter().position(|m| m.name == x.name)
+        };
+        let Some(j) = j else {
+            d.push(format!("- member {}", member_text(x)));
+            continue;
+        };
+        used[j] = true;
+        let y = &mb[j];
+        let label = if x.name.is_empty() { "(anon)" } else { &x.name };
+        if x.bit_offset != y.bit_offset {
+            d.push(format!(
+                "member {label}: offset {} -> {}",
+                x.bit_offset, y.bit_offset
+            ));
+        }
+        if x.bitfield_size != y.bitfield_size {
+            d.push(format!(
+                "member {label}: bitfield size {} -> {}",
+                x.bitfield_size, y.bitfield_size
+            ));
+        }
+        if x.ty != y.ty {
+            d.push(format!("member {label}: type {} -> {}", x.ty, y.ty));
+        }
+    }
+    for (y, _) in mb.iter().zip(&used).filter(|(_, u)| !**u) {
+        d.push(format!("+ member {}", member_text(y)));
+    }
+    if d.is_empty() {
+        d.push("members reordered".to_owned());
+    }
+}
