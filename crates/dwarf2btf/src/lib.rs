@@ -2,11 +2,15 @@
 //! pahole throws away: every function instance with its exact address and
 //! true signature, and every global variable.
 
-// Library code handles bytes from files: a panic there is a bug.
-#![warn(clippy::unwrap_used)]
-
+pub mod convert;
+pub mod embed;
+pub mod encode;
 pub mod error;
 pub mod funcs;
+pub mod kfuncs;
 pub mod load;
+pub mod pahole;
+pub mod vars;
 
+pub use encode::{encode, encode_with, EncodeOptions, Encoded, FuncPolicy, Progress};
 pub use error::{Error, Result};

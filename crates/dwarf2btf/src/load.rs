@@ -3,15 +3,17 @@
 //!
 //! Sections are borrowed straight from the mapping (zero-copy) unless they
 //! are SHF_COMPRESSED, in which case they are inflated once and owned here.
-//! Relocation sections (`.rela.debug_*`, present in vmlinux built with
-//! --emit-relocs) are ignored: a linked image's DWARF already holds final
-//! values, as pahole assumes too.
+//! In a linked image (vmlinux, ET_EXEC) relocation sections (`.rela.debug_*`,
+//! present with --emit-relocs) are ignored: its DWARF already holds final
+//! values, as pahole assumes too. In a relocatable object (a kernel module,
+//! ET_REL) the debug sections hold zeros where string offsets, unit offsets
+//! and addresses go: their RELA relocations are applied to owned copies.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use gimli::{EndianSlice, RunTimeEndian, SectionId};
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
 
@@ -81,7 +83,10 @@ pub struct DwarfSections<'a> {
 
 impl<'a> DwarfSections<'a> {
     pub fn load(elf: &'a ElfFile, obj: &object::File<'a>) -> Result<DwarfSections<'a>> {
-        if obj.section_by_name(".debug_info").is_none_or(|s| s.size() == 0) {
+        if obj
+            .section_by_name(".debug_info")
+            .is_none_or(|s| s.size() == 0)
+        {
             return Err(Error::NoDwarf {
                 path: elf.path.clone(),
             });
@@ -90,11 +95,15 @@ impl<'a> DwarfSections<'a> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
             };
-            section.uncompressed_data().map_err(|e| Error::Section {
+            let data = section.uncompressed_data().map_err(|e| Error::Section {
                 path: elf.path.clone(),
                 section: id.name(),
                 msg: e.to_string(),
-            })
+            })?;
+            if obj.kind() == object::ObjectKind::Relocatable {
+                return relocate(elf, obj, &section, id.name(), data);
+            }
+            Ok(data)
         })?;
         Ok(DwarfSections { sections })
     }
@@ -103,5 +112,155 @@ impl<'a> DwarfSections<'a> {
     pub fn dwarf(&self) -> Dwarf<'_> {
         self.sections
             .borrow(|s| EndianSlice::new(s, RunTimeEndian::Little))
+    }
+}
+
+/// Applies a relocatable object's RELA relocations to one debug section.
+/// Only the absolute kinds that debug sections use are meaningful
+/// (R_X86_64_32, R_X86_64_64, R_X86_64_32S); a relocation of another kind
+/// or out of bounds is an error naming the section and offset.
+fn relocate<'a>(
+    elf: &ElfFile,
+    obj: &object::File<'a>,
+    section: &object::Section<'a, '_>,
+    name: &'static str,
+    data: Cow<'a, [u8]>,
+) -> Result<Cow<'a, [u8]>> {
+    let mut relocs = section.relocations().peekable();
+    if relocs.peek().is_none() {
+        return Ok(data);
+    }
+    let bad = |msg: String| Error::Section {
+        path: elf.path.clone(),
+        section: name,
+        msg,
+    };
+    let mut out = data.into_owned();
+    for (offset, r) in relocs {
+        let s = match r.target() {
+            object::RelocationTarget::Symbol(i) => obj
+                .symbol_by_index(i)
+                .map_err(|e| bad(format!("relocation at {offset:#x}: {e}")))?
+                .address(),
+            object::RelocationTarget::Absolute => 0,
+            _ => {
+                return Err(bad(format!(
+                    "relocation at {offset:#x}: unsupported target"
+                )))
+            }
+        };
+        let value = s.wrapping_add(r.addend() as u64);
+        let width = match (r.kind(), r.size()) {
+            (object::RelocationKind::Absolute, 32 | 64) => usize::from(r.size() / 8),
+            (kind, size) => {
+                return Err(bad(format!(
+                    "relocation at {offset:#x}: unsupported kind {kind:?}/{size}"
+                )))
+            }
+        };
+        let at = usize::try_from(offset).map_err(|_| bad(format!("offset {offset:#x}")))?;
+        let slot = out
+            .get_mut(at..at.saturating_add(width))
+            .filter(|s| s.len() == width)
+            .ok_or_else(|| bad(format!("relocation at {offset:#x} is out of bounds")))?;
+        slot.copy_from_slice(&value.to_le_bytes()[..width]);
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// What an ELF symbol is, as far as the encoder cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    Func,
+    Object,
+    Other,
+}
+
+/// One ELF symbol, with its name borrowed from the mapped file.
+#[derive(Clone, Copy, Debug)]
+pub struct Symbol<'a> {
+    pub name: &'a str,
+    pub addr: u64,
+    pub size: u64,
+    pub kind: SymbolKind,
+    /// Index of the section the symbol is defined in (None: undefined,
+    /// absolute or common).
+    pub section: Option<usize>,
+    pub global: bool,
+}
+
+/// An ELF section's placement, for variables and DATASECs.
+#[derive(Clone, Debug)]
+pub struct SectionInfo {
+    pub index: usize,
+    pub name: String,
+    pub addr: u64,
+    pub size: u64,
+    /// SHF_ALLOC: part of the loaded image.
+    pub alloc: bool,
+}
+
+/// The ELF facts the encoder needs besides DWARF: symbols and sections.
+pub struct ElfInfo<'a> {
+    /// `.symtab` entries in table order (names that are not UTF-8 are left out).
+    pub symbols: Vec<Symbol<'a>>,
+    pub sections: Vec<SectionInfo>,
+    /// ET_REL (a kernel module): symbol values are section offsets.
+    pub relocatable: bool,
+    /// Names of the STT_FUNC symbols.
+    pub func_names: std::collections::HashSet<&'a str>,
+}
+
+impl<'a> ElfInfo<'a> {
+    pub fn new(obj: &object::File<'a>) -> ElfInfo<'a> {
+        let symbols: Vec<Symbol<'a>> = obj
+            .symbols()
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                let kind = match s.kind() {
+                    object::SymbolKind::Text => SymbolKind::Func,
+                    object::SymbolKind::Data => SymbolKind::Object,
+                    _ => SymbolKind::Other,
+                };
+                Some(Symbol {
+                    name,
+                    addr: s.address(),
+                    size: s.size(),
+                    kind,
+                    section: s.section_index().map(|i| i.0),
+                    global: s.is_global(),
+                })
+            })
+            .collect();
+        let sections = obj
+            .sections()
+            .map(|s| SectionInfo {
+                index: s.index().0,
+                name: s.name().unwrap_or("").to_owned(),
+                addr: s.address(),
+                size: s.size(),
+                alloc: matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+                    if sh_flags & u64::from(object::elf::SHF_ALLOC) != 0),
+            })
+            .collect();
+        let func_names = symbols
+            .iter()
+            .filter(|s: &&Symbol<'a>| s.kind == SymbolKind::Func)
+            .map(|s| s.name)
+            .collect();
+        ElfInfo {
+            func_names,
+            symbols,
+            sections,
+            relocatable: obj.kind() == object::ObjectKind::Relocatable,
+        }
+    }
+
+    pub fn section_by_name(&self, name: &str) -> Option<&SectionInfo> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    pub fn section(&self, index: usize) -> Option<&SectionInfo> {
+        self.sections.iter().find(|s| s.index == index)
     }
 }

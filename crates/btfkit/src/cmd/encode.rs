@@ -1,8 +1,171 @@
+//! `btfkit encode ELF [-o OUT.btf] [--embed OUT.elf] [--base VMLINUX] [-j N]
+//! [--funcs exact|pahole] [--vars percpu|all|none] [--addr-tags ambiguous|all|none]`:
+//! BTF from DWARF, as `pahole -J` makes it.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, Progress, VarsMode};
 
 #[derive(clap::Args)]
-pub struct EncodeArgs {}
+pub struct EncodeArgs {
+    /// ELF file with DWARF (vmlinux or a kernel module)
+    elf: PathBuf,
+    /// Write raw (detached) BTF here
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write a copy of ELF with a .BTF section here
+    #[arg(long)]
+    embed: Option<PathBuf>,
+    /// Encode split BTF over this base (vmlinux ELF or raw BTF), for modules
+    #[arg(long)]
+    base: Option<PathBuf>,
+    /// Worker threads (default: all cores)
+    #[arg(short, long, default_value_t = 0)]
+    jobs: usize,
+    /// Which functions to encode
+    #[arg(long, value_enum, default_value_t = Funcs::Exact)]
+    funcs: Funcs,
+    /// Which variables to encode
+    #[arg(long, value_enum, default_value_t = Vars::Percpu)]
+    vars: Vars,
+    /// Which FUNCs get DECL_TAG "addr=0x..." tags
+    #[arg(long, value_enum, default_value_t = Tags::Ambiguous)]
+    addr_tags: Tags,
+    /// Encode Rust compilation units too
+    #[arg(long)]
+    keep_rust: bool,
+}
 
-pub fn run(_args: EncodeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'encode' is not built yet")
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Funcs {
+    Exact,
+    Pahole,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Vars {
+    Percpu,
+    All,
+    None,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Tags {
+    Ambiguous,
+    All,
+    None,
+}
+
+/// A progress bar on stderr when it is a terminal.
+struct Bar {
+    bar: Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl Progress for Bar {
+    fn stage(&self, name: &str, total: u64) {
+        let Ok(mut slot) = self.bar.lock() else {
+            return;
+        };
+        if let Some(old) = slot.take() {
+            old.finish_and_clear();
+        }
+        let bar = if total > 0 {
+            let b = indicatif::ProgressBar::new(total);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg:32} [{bar:40}] {pos}/{len} {elapsed}")
+            {
+                b.set_style(style.progress_chars("=> "));
+            }
+            b
+        } else {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.enable_steady_tick(std::time::Duration::from_millis(120));
+            b
+        };
+        bar.set_message(name.to_owned());
+        *slot = Some(bar);
+    }
+
+    fn advance(&self, n: u64) {
+        if let Ok(slot) = self.bar.lock() {
+            if let Some(b) = slot.as_ref() {
+                b.inc(n);
+            }
+        }
+    }
+}
+
+impl Bar {
+    fn done(&self) {
+        if let Ok(mut slot) = self.bar.lock() {
+            if let Some(b) = slot.take() {
+                b.finish_and_clear();
+            }
+        }
+    }
+}
+
+pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
+    if args.output.is_none() && args.embed.is_none() {
+        anyhow::bail!("nothing to write: give -o OUT.btf and/or --embed OUT.elf");
+    }
+    let base = match &args.base {
+        Some(b) => {
+            Some(Arc::new(btf::load_file(b, None).with_context(|| {
+                format!("cannot load base BTF {}", b.display())
+            })?))
+        }
+        None => None,
+    };
+    let opts = EncodeOptions {
+        jobs: args.jobs,
+        funcs: match args.funcs {
+            Funcs::Exact => FuncMode::Exact,
+            Funcs::Pahole => FuncMode::Pahole,
+        },
+        vars: match args.vars {
+            Vars::Percpu => VarsMode::Percpu,
+            Vars::All => VarsMode::All,
+            Vars::None => VarsMode::None,
+        },
+        addr_tags: match args.addr_tags {
+            Tags::Ambiguous => AddrTags::Ambiguous,
+            Tags::All => AddrTags::All,
+            Tags::None => AddrTags::None,
+        },
+        keep_rust: args.keep_rust,
+        no_dedup: false,
+    };
+    let elf = dwarf2btf::load::ElfFile::open(&args.elf)?;
+    let bar = Bar {
+        bar: Mutex::new(None),
+    };
+    let quiet = dwarf2btf::encode::NoProgress;
+    let progress: &dyn Progress = if std::io::stderr().is_terminal() {
+        &bar
+    } else {
+        &quiet
+    };
+    let encoded = dwarf2btf::encode(&elf, base, &opts, progress);
+    bar.done();
+    let encoded = encoded?;
+    for w in &encoded.warnings {
+        eprintln!("btfkit: warning: {w}");
+    }
+    let bytes = encoded.btf.to_bytes();
+    if let Some(out) = &args.output {
+        dwarf2btf::embed::write_atomic(out, &bytes)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if let Some(out) = &args.embed {
+        let image = dwarf2btf::embed::embed_btf(elf.data(), &bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.elf.display()))?;
+        dwarf2btf::embed::write_atomic(out, &image)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

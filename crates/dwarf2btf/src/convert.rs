@@ -1,0 +1,1228 @@
+//! DWARF type DIEs of one compilation unit -> BTF types, the way pahole's
+//! dwarf_loader + btf_encoder produce them.
+//!
+//! Algorithm (one pass over the unit's DIEs in offset order, then one fixup):
+//! every type DIE gets the next local type id when it is met, so the map
+//! "DIE offset -> local id" is built sorted and is searched by bisection.
+//! References (DW_AT_type) are stored as the referenced DIE's unit offset
+//! while walking, because a DIE may refer forward; the fixup pass then turns
+//! every stored offset into a local id. Invariant after [`convert_unit`]:
+//! every id in the returned [`UnitBuilder`] is 0 (void) or a local id of a
+//! type of that builder. Local ids start at 1 and become global ids when the
+//! encoder appends the unit to the output (see `encode.rs`).
+//!
+//! Nothing of the DWARF tree is kept: a DIE is read once, its attributes are
+//! copied into a small fixed struct and the BTF record is written at once.
+
+use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
+use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
+use gimli::{constants as dw, AttributeValue, UnitOffset};
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+use crate::load::{Dwarf, Reader};
+
+/// DW_TAG_LLVM_annotation (clang's btf_decl_tag/btf_type_tag children).
+const DW_TAG_LLVM_ANNOTATION: dw::DwTag = dw::DwTag(0x6000);
+/// DW_TAG_GNU_annotation, GCC's spelling of the same thing.
+const DW_TAG_GNU_ANNOTATION: dw::DwTag = dw::DwTag(0x6001);
+
+/// While walking, a reference field holds either a DIE's unit offset (to be
+/// resolved) or, with this bit set, a local id the converter made itself.
+const LOCAL: u32 = 1 << 31;
+/// Placeholder for an array's index type, resolved to the unit's `int`.
+const INDEX_PENDING: u32 = u32::MAX;
+
+/// BTF types and strings built for one compilation unit, with local ids
+/// (1-based) and local string offsets. Function policies add their own
+/// records here; the encoder relocates everything when it appends the unit.
+#[derive(Default)]
+pub struct UnitBuilder {
+    types: Vec<Type>,
+    /// Local string section; starts with the empty string at offset 0.
+    strings: Vec<u8>,
+    /// Hash of a string -> its local offset. A (rare) hash collision just
+    /// stores the string twice: the global interning removes the copy.
+    str_index: FxHashMap<u64, u32>,
+}
+
+fn str_hash(s: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
+impl UnitBuilder {
+    pub fn new() -> UnitBuilder {
+        UnitBuilder {
+            types: Vec::new(),
+            strings: vec![0],
+            str_index: FxHashMap::default(),
+        }
+    }
+
+    /// Interns a string in the unit's table and returns its local offset.
+    pub fn add_str(&mut self, s: &[u8]) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        let h = str_hash(s);
+        if let Some(&off) = self.str_index.get(&h) {
+            if self.str_at(off) == s {
+                return off;
+            }
+        }
+        let off = self.strings.len() as u32;
+        self.strings.extend_from_slice(s);
+        self.strings.push(0);
+        self.str_index.insert(h, off);
+        off
+    }
+
+    /// The string at a local offset ("" when out of range).
+    pub fn str_at(&self, off: u32) -> &[u8] {
+        let rest = self.strings.get(off as usize..).unwrap_or(&[]);
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        &rest[..end]
+    }
+
+    /// Appends a type; its references must be local ids (or 0).
+    pub fn add_type(&mut self, t: Type) -> TypeId {
+        self.types.push(t);
+        self.types.len() as TypeId
+    }
+
+    /// The type with a local id.
+    pub fn get(&self, id: TypeId) -> Option<&Type> {
+        self.types.get((id as usize).checked_sub(1)?)
+    }
+
+    /// Number of types (the largest local id).
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    pub fn types(&self) -> &[Type] {
+        &self.types
+    }
+
+    pub fn string_section(&self) -> &[u8] {
+        &self.strings
+    }
+
+    /// Byte size of a type, following typedefs and modifiers (for bitfield
+    /// offsets and zero-sized variables). 0 when unknown.
+    pub fn type_size(&self, mut id: TypeId) -> u64 {
+        for _ in 0..32 {
+            let Some(t) = self.get(id) else { return 0 };
+            match &t.data {
+                TypeData::Int { size, .. }
+                | TypeData::Float { size }
+                | TypeData::Struct { size, .. }
+                | TypeData::Union { size, .. }
+                | TypeData::Enum { size, .. }
+                | TypeData::Enum64 { size, .. }
+                | TypeData::Datasec { size, .. } => return u64::from(*size),
+                TypeData::Ptr { .. } => return 8,
+                TypeData::Array(a) => {
+                    return u64::from(a.nelems).saturating_mul(self.type_size(a.elem))
+                }
+                TypeData::Typedef { ty }
+                | TypeData::Volatile { ty }
+                | TypeData::Const { ty }
+                | TypeData::Restrict { ty }
+                | TypeData::TypeTag { ty }
+                | TypeData::Var { ty, .. } => id = *ty,
+                _ => return 0,
+            }
+        }
+        0
+    }
+
+    pub(crate) fn into_parts(self) -> (Vec<Type>, Vec<u8>) {
+        (self.types, self.strings)
+    }
+}
+
+/// The local BTF id of every type DIE of one unit: what the function and
+/// variable encoders use to refer to DWARF types.
+pub struct UnitTypes {
+    /// Offset of the unit header in .debug_info.
+    unit_offset: u64,
+    /// (DIE unit offset, local id), sorted by offset. Id 0: the DIE stands
+    /// for `void` (DW_TAG_unspecified_type and kinds BTF cannot express).
+    map: Vec<(u32, TypeId)>,
+    /// DIEs that are transparent (DW_TAG_atomic_type): offset -> referee.
+    aliases: Vec<(u32, u32)>,
+}
+
+impl UnitTypes {
+    /// The local id (in this unit's [`UnitBuilder`]) of the type DIE at
+    /// `die`, `Some(0)` for void, `None` if `die` is not a type DIE.
+    pub fn type_id(&self, die: UnitOffset) -> Option<TypeId> {
+        let off = u32::try_from(die.0).ok()?;
+        self.lookup(off, 0)
+    }
+
+    /// Like [`UnitTypes::type_id`] for a global .debug_info offset.
+    pub fn type_id_global(&self, die: gimli::DebugInfoOffset) -> Option<TypeId> {
+        let rel = die.0.checked_sub(self.unit_offset as usize)?;
+        self.type_id(UnitOffset(rel))
+    }
+
+    /// The unit's offset in .debug_info.
+    pub fn unit_offset(&self) -> gimli::DebugInfoOffset {
+        gimli::DebugInfoOffset(self.unit_offset as usize)
+    }
+
+    fn lookup(&self, off: u32, depth: u32) -> Option<TypeId> {
+        if let Ok(i) = self.map.binary_search_by_key(&off, |e| e.0) {
+            return self.map.get(i).map(|e| e.1);
+        }
+        if depth > 16 {
+            return Some(0);
+        }
+        let i = self.aliases.binary_search_by_key(&off, |e| e.0).ok()?;
+        let target = self.aliases.get(i)?.1;
+        if target == 0 {
+            return Some(0);
+        }
+        self.lookup(target, depth + 1)
+    }
+}
+
+/// A top-level variable with a fixed address (DW_OP_addr), for `vars.rs`.
+#[derive(Clone, Debug)]
+pub struct UnitVar {
+    /// Local string offset of the DWARF name (0 if none).
+    pub name: u32,
+    pub addr: u64,
+    /// Local type id (0: void).
+    pub ty: TypeId,
+    pub external: bool,
+    /// Local string offsets of btf_decl_tag values attached to it.
+    pub decl_tags: Vec<u32>,
+}
+
+/// Everything converted from one unit.
+pub struct ConvertedUnit {
+    pub builder: UnitBuilder,
+    pub types: UnitTypes,
+    pub vars: Vec<UnitVar>,
+    /// Warnings worth telling the user (unknown tags, unresolved references).
+    pub warnings: Vec<String>,
+}
+
+/// Options of the type conversion.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertOptions {
+    /// Keep top-level variables' addresses for the variable encoder.
+    pub collect_vars: bool,
+    /// Encode Rust units too (pahole's --lang_exclude=rust is the default).
+    pub keep_rust: bool,
+}
+
+/// Attributes of one DIE that the converter cares about, read in one pass.
+#[derive(Default)]
+struct Attrs<'d> {
+    name: Option<&'d [u8]>,
+    ty: Option<u32>,
+    byte_size: Option<u64>,
+    bit_size: Option<u64>,
+    encoding: Option<u64>,
+    declaration: bool,
+    external: bool,
+    member_location: Option<u64>,
+    data_bit_offset: Option<u64>,
+    bit_offset: Option<i64>,
+    const_value: Option<AttributeValue<Reader<'d>>>,
+    count: Option<u64>,
+    upper_bound: Option<u64>,
+    has_bound: bool,
+    location: Option<u64>,
+    specification: Option<u32>,
+}
+
+/// An aggregate whose children are still being read.
+enum Open {
+    Struct {
+        idx: usize,
+        is_union: bool,
+    },
+    Enum {
+        idx: usize,
+        signed: bool,
+        is64: bool,
+    },
+    Proto {
+        idx: usize,
+    },
+    Array {
+        idx: usize,
+        nelems: u32,
+        dims: u32,
+    },
+    Ptr {
+        idx: usize,
+        tags: Vec<u32>,
+    },
+    Typedef {
+        idx: usize,
+    },
+    /// A container whose children may hold types but nothing to attach
+    /// (functions, lexical blocks, variables).
+    Other {
+        var: Option<usize>,
+    },
+}
+
+/// A DWARF 4 bitfield whose bit offset needs its storage unit's size.
+struct BitFix {
+    idx: usize,
+    member: usize,
+    byte_offset: u64,
+    dw_bit_offset: i64,
+    bits: u64,
+    storage_bytes: Option<u64>,
+    ty: u32,
+}
+
+struct DeclTagFix {
+    target: TypeTarget,
+    component: i32,
+    value: u32,
+}
+
+#[derive(Clone, Copy)]
+enum TypeTarget {
+    Type(usize),
+    Var(usize),
+}
+
+struct Conv<'a, 'd> {
+    dwarf: &'a Dwarf<'d>,
+    unit: &'a gimli::Unit<Reader<'d>>,
+    opts: &'a ConvertOptions,
+    b: UnitBuilder,
+    map: Vec<(u32, TypeId)>,
+    aliases: Vec<(u32, u32)>,
+    /// (depth, what is open at that depth)
+    stack: Vec<(isize, Open)>,
+    bitfields: Vec<(usize, usize, u32)>,
+    bitfix: Vec<BitFix>,
+    decl_tags: Vec<DeclTagFix>,
+    int_id: Option<TypeId>,
+    needs_index: bool,
+    vars: Vec<UnitVar>,
+    /// Variable declarations (offset, var index) that a later definition
+    /// may complete through DW_AT_specification.
+    var_decls: Vec<(u32, UnitVar)>,
+    warnings: Vec<String>,
+    unknown_tags: u32,
+    /// The struct member whose btf_decl_tag children are being read:
+    /// (struct index, member index, member DIE depth).
+    member_tags_for: Option<(usize, i32, isize)>,
+}
+
+/// Converts the types of one unit. `Ok(None)` for units that are left out
+/// (Rust compilation units, as pahole's --lang_exclude=rust).
+pub fn convert_unit<'d>(
+    dwarf: &Dwarf<'d>,
+    unit: &gimli::Unit<Reader<'d>>,
+    opts: &ConvertOptions,
+    path: &std::path::Path,
+) -> Result<Option<ConvertedUnit>> {
+    let unit_offset = unit
+        .header
+        .offset()
+        .as_debug_info_offset()
+        .map_or(0, |o| o.0 as u64);
+    let err = |e: gimli::Error, off: u64| Error::Dwarf {
+        path: path.to_owned(),
+        offset: unit_offset + off,
+        source: e,
+    };
+    if unit.header.length_including_self() as u64 >= u64::from(LOCAL) {
+        return Err(Error::Encode {
+            path: path.to_owned(),
+            msg: format!("compilation unit at {unit_offset:#x} is larger than 2 GiB"),
+        });
+    }
+    let mut conv = Conv {
+        dwarf,
+        unit,
+        opts,
+        b: UnitBuilder::new(),
+        map: Vec::new(),
+        aliases: Vec::new(),
+        stack: Vec::new(),
+        bitfields: Vec::new(),
+        bitfix: Vec::new(),
+        decl_tags: Vec::new(),
+        int_id: None,
+        needs_index: false,
+        vars: Vec::new(),
+        var_decls: Vec::new(),
+        warnings: Vec::new(),
+        unknown_tags: 0,
+        member_tags_for: None,
+    };
+    let mut cursor = unit.entries();
+    let mut depth: isize = 0;
+    let mut last_off = 0u64;
+    loop {
+        let next = cursor.next_dfs().map_err(|e| err(e, last_off))?;
+        let Some((delta, entry)) = next else { break };
+        depth += delta;
+        let off = entry.offset().0 as u64;
+        last_off = off;
+        if depth == 0 {
+            if !opts.keep_rust
+                && entry.tag() == dw::DW_TAG_compile_unit
+                && matches!(
+                    entry.attr_value(dw::DW_AT_language),
+                    Ok(Some(AttributeValue::Language(dw::DW_LANG_Rust)))
+                )
+            {
+                return Ok(None);
+            }
+            continue;
+        }
+        while conv.stack.last().is_some_and(|(d, _)| *d >= depth) {
+            conv.close();
+        }
+        conv.die(entry, depth).map_err(|e| err(e, off))?;
+    }
+    while !conv.stack.is_empty() {
+        conv.close();
+    }
+    conv.finish(unit_offset).map(Some)
+}
+
+fn attr_u64(v: &AttributeValue<Reader<'_>>) -> Option<u64> {
+    match *v {
+        AttributeValue::Sdata(s) => u64::try_from(s).ok(),
+        _ => v.udata_value(),
+    }
+}
+
+/// DW_AT_data_member_location: a constant, or (DWARF 2) DW_OP_plus_uconst N.
+fn member_location(v: &AttributeValue<Reader<'_>>) -> Option<u64> {
+    if let Some(e) = v.exprloc_value() {
+        let mut r = e.0;
+        let op = gimli::Reader::read_u8(&mut r).ok()?;
+        if op == dw::DW_OP_plus_uconst.0 {
+            return gimli::Reader::read_uleb128(&mut r).ok();
+        }
+        return None;
+    }
+    attr_u64(v)
+}
+
+impl<'a, 'd> Conv<'a, 'd> {
+    fn unit_ref(&self, v: &AttributeValue<Reader<'d>>) -> Option<u32> {
+        let off = match *v {
+            AttributeValue::UnitRef(o) => o.0,
+            AttributeValue::DebugInfoRef(g) => {
+                let u = self.unit.header.offset().as_debug_info_offset()?;
+                let rel = g.0.checked_sub(u.0)?;
+                if rel >= self.unit.header.length_including_self() {
+                    return None;
+                }
+                rel
+            }
+            _ => return None,
+        };
+        u32::try_from(off).ok().filter(|&o| o != 0 && o < LOCAL)
+    }
+
+    fn attrs(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<Attrs<'d>> {
+        let mut a = Attrs::default();
+        let mut it = entry.attrs();
+        while let Some(attr) = it.next()? {
+            let v = attr.value();
+            match attr.name() {
+                dw::DW_AT_name => {
+                    a.name = self.dwarf.attr_string(self.unit, v).ok().map(|r| r.slice())
+                }
+                dw::DW_AT_type => {
+                    a.ty = self.unit_ref(&v);
+                    if a.ty.is_none() {
+                        self.warn_once(format!(
+                            "DIE {:#x}: unsupported type reference {:?}",
+                            entry.offset().0,
+                            v
+                        ));
+                    }
+                }
+                dw::DW_AT_byte_size => a.byte_size = attr_u64(&v),
+                dw::DW_AT_bit_size => a.bit_size = attr_u64(&v),
+                dw::DW_AT_encoding => {
+                    a.encoding = match v {
+                        AttributeValue::Encoding(e) => Some(u64::from(e.0)),
+                        _ => attr_u64(&v),
+                    }
+                }
+                dw::DW_AT_declaration => a.declaration = !matches!(v, AttributeValue::Flag(false)),
+                dw::DW_AT_external => a.external = !matches!(v, AttributeValue::Flag(false)),
+                dw::DW_AT_data_member_location => a.member_location = member_location(&v),
+                dw::DW_AT_data_bit_offset => a.data_bit_offset = attr_u64(&v),
+                dw::DW_AT_bit_offset => {
+                    a.bit_offset = match v {
+                        AttributeValue::Sdata(s) => Some(s),
+                        _ => v.udata_value().and_then(|u| i64::try_from(u).ok()),
+                    }
+                }
+                dw::DW_AT_const_value => a.const_value = Some(v),
+                dw::DW_AT_count => {
+                    a.has_bound = true;
+                    a.count = attr_u64(&v);
+                }
+                dw::DW_AT_upper_bound => {
+                    a.has_bound = true;
+                    a.upper_bound = match v {
+                        // -1 is how some producers spell "no elements".
+                        AttributeValue::Sdata(-1) => None,
+                        _ => attr_u64(&v),
+                    }
+                }
+                dw::DW_AT_location => {
+                    if let Some(e) = v.exprloc_value() {
+                        a.location = single_addr(e.0, self.unit.encoding().address_size);
+                    }
+                }
+                dw::DW_AT_specification => a.specification = self.unit_ref(&v),
+                _ => {}
+            }
+        }
+        Ok(a)
+    }
+
+    fn warn_once(&mut self, msg: String) {
+        if self.warnings.len() < 8 {
+            self.warnings.push(msg);
+        }
+    }
+
+    fn name(&mut self, a: &Attrs<'d>) -> u32 {
+        a.name.map_or(0, |n| self.b.add_str(n))
+    }
+
+    /// Records that the DIE at `off` is local type `id`, and returns `id`.
+    fn bind(&mut self, off: u32, id: TypeId) -> TypeId {
+        self.map.push((off, id));
+        id
+    }
+
+    fn push_type(&mut self, off: u32, t: Type) -> (usize, TypeId) {
+        let id = self.b.add_type(t);
+        self.bind(off, id);
+        (id as usize - 1, id)
+    }
+
+    fn die(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+        depth: isize,
+    ) -> gimli::Result<()> {
+        let Ok(off) = u32::try_from(entry.offset().0) else {
+            return Ok(());
+        };
+        let tag = entry.tag();
+        let parent_is_open = self.stack.last().is_some_and(|(d, _)| *d == depth - 1);
+        // Children that belong to the open aggregate.
+        if parent_is_open {
+            match tag {
+                dw::DW_TAG_member => return self.member(entry),
+                dw::DW_TAG_enumerator => return self.enumerator(entry),
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_unspecified_parameters
+                    if matches!(self.stack.last(), Some((_, Open::Proto { .. }))) =>
+                {
+                    return self.param(entry)
+                }
+                dw::DW_TAG_subrange_type
+                    if matches!(self.stack.last(), Some((_, Open::Array { .. }))) =>
+                {
+                    return self.subrange(entry)
+                }
+                DW_TAG_LLVM_ANNOTATION | DW_TAG_GNU_ANNOTATION => return self.annotation(entry),
+                _ => {}
+            }
+        }
+        let has_children = entry.has_children();
+        let open = match tag {
+            dw::DW_TAG_base_type => {
+                let a = self.attrs(entry)?;
+                let t = self.base_type(&a);
+                let (_, id) = self.push_type(off, t);
+                if self.int_id.is_none() && a.name == Some(b"int") {
+                    self.int_id = Some(id);
+                }
+                None
+            }
+            dw::DW_TAG_pointer_type
+            | dw::DW_TAG_const_type
+            | dw::DW_TAG_volatile_type
+            | dw::DW_TAG_restrict_type => {
+                let a = self.attrs(entry)?;
+                let ty = a.ty.unwrap_or(0);
+                let data = match tag {
+                    dw::DW_TAG_pointer_type => TypeData::Ptr { ty },
+                    dw::DW_TAG_const_type => TypeData::Const { ty },
+                    dw::DW_TAG_volatile_type => TypeData::Volatile { ty },
+                    _ => TypeData::Restrict { ty },
+                };
+                let (idx, _) = self.push_type(off, Type::new(0, data));
+                (tag == dw::DW_TAG_pointer_type).then_some(Open::Ptr {
+                    idx,
+                    tags: Vec::new(),
+                })
+            }
+            dw::DW_TAG_typedef => {
+                let a = self.attrs(entry)?;
+                let name = self.name(&a);
+                let (idx, _) = self.push_type(
+                    off,
+                    Type::new(
+                        name,
+                        TypeData::Typedef {
+                            ty: a.ty.unwrap_or(0),
+                        },
+                    ),
+                );
+                Some(Open::Typedef { idx })
+            }
+            dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
+                let a = self.attrs(entry)?;
+                let name = self.name(&a);
+                let is_union = tag == dw::DW_TAG_union_type;
+                if a.declaration {
+                    let mut t = Type::new(name, TypeData::Fwd);
+                    t.kind_flag = is_union;
+                    self.push_type(off, t);
+                    // Children of a declaration (C++ members) are not read.
+                    Some(Open::Other { var: None })
+                } else {
+                    let size = a.byte_size.unwrap_or(0) as u32;
+                    let members = Vec::new();
+                    let data = if is_union {
+                        TypeData::Union { size, members }
+                    } else {
+                        TypeData::Struct { size, members }
+                    };
+                    let (idx, _) = self.push_type(off, Type::new(name, data));
+                    Some(Open::Struct { idx, is_union })
+                }
+            }
+            dw::DW_TAG_enumeration_type => {
+                let a = self.attrs(entry)?;
+                let name = self.name(&a);
+                let size = a.byte_size.unwrap_or(0);
+                // Signedness comes from the underlying type (DW_AT_type),
+                // resolved in `finish`; 64-bit enums become ENUM64.
+                let is64 = size > 4;
+                let data = if is64 {
+                    TypeData::Enum64 {
+                        size: size as u32,
+                        values: Vec::new(),
+                    }
+                } else {
+                    TypeData::Enum {
+                        size: size as u32,
+                        values: Vec::new(),
+                    }
+                };
+                let (idx, _) = self.push_type(off, Type::new(name, data));
+                let signed =
+                    a.ty.and_then(|t| self.base_encoding_of(t))
+                        .is_some_and(|e| {
+                            e == dw::DW_ATE_signed.0 as u64 || e == dw::DW_ATE_signed_char.0 as u64
+                        });
+                Some(Open::Enum { idx, signed, is64 })
+            }
+            dw::DW_TAG_array_type => {
+                let a = self.attrs(entry)?;
+                self.needs_index = true;
+                let (idx, _) = self.push_type(
+                    off,
+                    Type::new(
+                        0,
+                        TypeData::Array(Array {
+                            elem: a.ty.unwrap_or(0),
+                            index: INDEX_PENDING,
+                            nelems: 0,
+                        }),
+                    ),
+                );
+                Some(Open::Array {
+                    idx,
+                    nelems: 1,
+                    dims: 0,
+                })
+            }
+            dw::DW_TAG_subroutine_type => {
+                let a = self.attrs(entry)?;
+                let (idx, _) = self.push_type(
+                    off,
+                    Type::new(
+                        0,
+                        TypeData::FuncProto {
+                            ret: a.ty.unwrap_or(0),
+                            params: Vec::new(),
+                        },
+                    ),
+                );
+                Some(Open::Proto { idx })
+            }
+            dw::DW_TAG_unspecified_type
+            | dw::DW_TAG_ptr_to_member_type
+            | dw::DW_TAG_reference_type
+            | dw::DW_TAG_rvalue_reference_type
+            | dw::DW_TAG_string_type => {
+                // No BTF equivalent: references to it become void.
+                self.bind(off, 0);
+                Some(Open::Other { var: None })
+            }
+            dw::DW_TAG_atomic_type | dw::DW_TAG_immutable_type | dw::DW_TAG_shared_type => {
+                let a = self.attrs(entry)?;
+                self.aliases.push((off, a.ty.unwrap_or(0)));
+                Some(Open::Other { var: None })
+            }
+            dw::DW_TAG_variable if depth == 1 && self.opts.collect_vars => {
+                let a = self.attrs(entry)?;
+                let var = self.variable(off, &a);
+                Some(Open::Other { var })
+            }
+            dw::DW_TAG_member
+            | dw::DW_TAG_enumerator
+            | dw::DW_TAG_formal_parameter
+            | dw::DW_TAG_unspecified_parameters
+            | dw::DW_TAG_subrange_type
+            | dw::DW_TAG_subprogram
+            | dw::DW_TAG_lexical_block
+            | dw::DW_TAG_inlined_subroutine
+            | dw::DW_TAG_variable
+            | dw::DW_TAG_label
+            | dw::DW_TAG_call_site
+            | dw::DW_TAG_call_site_parameter
+            | dw::DW_TAG_GNU_call_site
+            | dw::DW_TAG_GNU_call_site_parameter
+            | dw::DW_TAG_inheritance
+            | dw::DW_TAG_namespace
+            | dw::DW_TAG_imported_declaration
+            | dw::DW_TAG_imported_module
+            | dw::DW_TAG_imported_unit
+            | dw::DW_TAG_template_type_parameter
+            | dw::DW_TAG_template_value_parameter
+            | dw::DW_TAG_dwarf_procedure
+            | dw::DW_TAG_constant
+            | dw::DW_TAG_GNU_template_parameter_pack
+            | dw::DW_TAG_GNU_formal_parameter_pack
+            | DW_TAG_LLVM_ANNOTATION
+            | DW_TAG_GNU_ANNOTATION => Some(Open::Other { var: None }),
+            _ => {
+                self.unknown_tags += 1;
+                if self.unknown_tags == 1 {
+                    self.warn_once(format!("DIE {off:#x}: unknown tag {:#x} skipped", tag.0));
+                }
+                Some(Open::Other { var: None })
+            }
+        };
+        if let Some(open) = open {
+            if has_children {
+                self.stack.push((depth, open));
+            } else {
+                self.stack.push((depth, open));
+                self.close();
+            }
+        }
+        Ok(())
+    }
+
+    /// DW_AT_encoding of a base type DIE read earlier in this unit.
+    fn base_encoding_of(&self, off: u32) -> Option<u64> {
+        let mut entries = self.unit.entries_at_offset(UnitOffset(off as usize)).ok()?;
+        let (_, e) = entries.next_dfs().ok()??;
+        match e.attr_value(dw::DW_AT_encoding).ok()?? {
+            AttributeValue::Encoding(enc) => Some(u64::from(enc.0)),
+            v => attr_u64(&v),
+        }
+    }
+
+    fn base_type(&mut self, a: &Attrs<'d>) -> Type {
+        let mut name = a.name.unwrap_or(b"");
+        let bits = a
+            .bit_size
+            .or(a.byte_size.map(|b| b.saturating_mul(8)))
+            .unwrap_or(0);
+        let mut size = bits.div_ceil(8);
+        let enc = a.encoding.unwrap_or(0) as u8;
+        if enc == dw::DW_ATE_float.0 || enc == dw::DW_ATE_complex_float.0 {
+            // pahole (--btf_gen_floats) writes FLOAT; the kernel accepts
+            // sizes 2, 4, 8, 12 and 16.
+            if matches!(size, 2 | 4 | 8 | 12 | 16) {
+                let n = self.b.add_str(name);
+                return Type::new(n, TypeData::Float { size: size as u32 });
+            }
+        }
+        let encoding = if enc == dw::DW_ATE_signed.0 || enc == dw::DW_ATE_signed_char.0 {
+            BTF_INT_SIGNED
+        } else if enc == dw::DW_ATE_boolean.0 {
+            BTF_INT_BOOL
+        } else {
+            0
+        };
+        // DWARF 5 producers emit odd-sized ints for location expressions
+        // (DW_ATE_unsigned_24): pahole replaces them by a fake 4-byte int.
+        if size == 0 || !size.is_power_of_two() || size > 16 {
+            name = b"__SANITIZED_FAKE_INT__";
+            size = 4;
+        }
+        let n = self.b.add_str(name);
+        Type::new(
+            n,
+            TypeData::Int {
+                size: size as u32,
+                encoding,
+                offset: 0,
+                bits: (size * 8) as u8,
+            },
+        )
+    }
+
+    fn member(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<()> {
+        let Some((_, Open::Struct { idx, is_union })) = self.stack.last() else {
+            return Ok(());
+        };
+        let (idx, is_union) = (*idx, *is_union);
+        let a = self.attrs(entry)?;
+        // A struct member without a location is static (C++): pahole
+        // leaves it out. Union members have no location: offset 0.
+        if !is_union && a.member_location.is_none() && a.data_bit_offset.is_none() {
+            return Ok(());
+        }
+        let name = self.name(&a);
+        let byte_offset = a.member_location.unwrap_or(0);
+        let bits = a.bit_size.unwrap_or(0);
+        let mut bit_offset = a.data_bit_offset.unwrap_or(byte_offset.saturating_mul(8));
+        let Some(t) = self.b.types.get_mut(idx) else {
+            return Ok(());
+        };
+        let (TypeData::Struct { members, .. } | TypeData::Union { members, .. }) = &mut t.data
+        else {
+            return Ok(());
+        };
+        let member_idx = members.len();
+        if bits != 0 {
+            self.bitfields.push((idx, member_idx, bits.min(255) as u32));
+            if a.data_bit_offset.is_none() {
+                if let Some(dw_bit_offset) = a.bit_offset {
+                    // DWARF 4 counts from the storage unit's most significant
+                    // bit; its size may not be known yet: fixed in `finish`.
+                    self.bitfix.push(BitFix {
+                        idx,
+                        member: member_idx,
+                        byte_offset,
+                        dw_bit_offset,
+                        bits,
+                        storage_bytes: a.byte_size,
+                        ty: a.ty.unwrap_or(0),
+                    });
+                }
+            }
+        }
+        bit_offset = bit_offset.min(u64::from(u32::MAX));
+        members.push(Member {
+            name_off: name,
+            ty: a.ty.unwrap_or(0),
+            offset: bit_offset as u32,
+        });
+        // The member may carry btf_decl_tag children.
+        if entry.has_children() {
+            let depth = self.stack.last().map_or(0, |(d, _)| *d) + 1;
+            self.stack.push((depth, Open::Other { var: None }));
+            self.member_tags_for = Some((idx, member_idx as i32, depth));
+        }
+        Ok(())
+    }
+
+    fn enumerator(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<()> {
+        let Some((_, Open::Enum { idx, .. })) = self.stack.last() else {
+            return Ok(());
+        };
+        let idx = *idx;
+        let a = self.attrs(entry)?;
+        let name = self.name(&a);
+        let value: i64 = match a.const_value {
+            Some(AttributeValue::Sdata(s)) => s,
+            Some(ref v) => v.udata_value().unwrap_or(0) as i64,
+            None => 0,
+        };
+        let Some(t) = self.b.types.get_mut(idx) else {
+            return Ok(());
+        };
+        match &mut t.data {
+            TypeData::Enum { values, .. } => {
+                // libbpf marks a 32-bit enum signed as soon as one value is negative.
+                if value < 0 {
+                    t.kind_flag = true;
+                }
+                values.push(EnumValue {
+                    name_off: name,
+                    val: value as u32,
+                });
+            }
+            TypeData::Enum64 { values, .. } => values.push(Enum64Value {
+                name_off: name,
+                val: value as u64,
+            }),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn param(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<()> {
+        let Some((_, Open::Proto { idx })) = self.stack.last() else {
+            return Ok(());
+        };
+        let idx = *idx;
+        let p = if entry.tag() == dw::DW_TAG_unspecified_parameters {
+            // Varargs: a last parameter with neither name nor type.
+            Param { name_off: 0, ty: 0 }
+        } else {
+            let a = self.attrs(entry)?;
+            Param {
+                name_off: self.name(&a),
+                ty: a.ty.unwrap_or(0),
+            }
+        };
+        if let Some(Type {
+            data: TypeData::FuncProto { params, .. },
+            ..
+        }) = self.b.types.get_mut(idx)
+        {
+            params.push(p);
+        }
+        Ok(())
+    }
+
+    fn subrange(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<()> {
+        let a = self.attrs(entry)?;
+        // pahole flattens int a[2][3] into one ARRAY of 6 elements; an
+        // unbounded dimension (flexible array) gives 0 elements.
+        let n = match (a.count, a.upper_bound) {
+            (Some(c), _) => c,
+            (None, Some(u)) => u.wrapping_add(1),
+            (None, None) => 0,
+        };
+        if let Some((_, Open::Array { nelems, dims, .. })) = self.stack.last_mut() {
+            *nelems = nelems.wrapping_mul(n as u32);
+            *dims += 1;
+        }
+        Ok(())
+    }
+
+    fn annotation(
+        &mut self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
+    ) -> gimli::Result<()> {
+        let a = self.attrs(entry)?;
+        let value = match &a.const_value {
+            Some(v) => match self.dwarf.attr_string(self.unit, v.clone()) {
+                Ok(s) => s.slice(),
+                Err(_) => return Ok(()),
+            },
+            None => return Ok(()),
+        };
+        let kind = a.name.unwrap_or(b"");
+        let value = self.b.add_str(value);
+        let depth = self.stack.last().map_or(0, |(d, _)| *d);
+        let member_target = self.member_tags_for.filter(|&(_, _, d)| d == depth);
+        match self.stack.last_mut() {
+            Some((_, Open::Ptr { tags, .. })) if kind == b"btf_type_tag" => tags.push(value),
+            Some((_, Open::Struct { idx, .. })) | Some((_, Open::Typedef { idx }))
+                if kind == b"btf_decl_tag" =>
+            {
+                self.decl_tags.push(DeclTagFix {
+                    target: TypeTarget::Type(*idx),
+                    component: -1,
+                    value,
+                })
+            }
+            Some((_, Open::Other { var: Some(v) })) if kind == b"btf_decl_tag" => {
+                self.decl_tags.push(DeclTagFix {
+                    target: TypeTarget::Var(*v),
+                    component: -1,
+                    value,
+                })
+            }
+            Some((_, Open::Other { var: None })) if kind == b"btf_decl_tag" => {
+                if let Some((idx, component, _)) = member_target {
+                    self.decl_tags.push(DeclTagFix {
+                        target: TypeTarget::Type(idx),
+                        component,
+                        value,
+                    })
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn variable(&mut self, off: u32, a: &Attrs<'d>) -> Option<usize> {
+        let mut var = UnitVar {
+            name: self.name(a),
+            addr: 0,
+            ty: a.ty.unwrap_or(0),
+            external: a.external,
+            decl_tags: Vec::new(),
+        };
+        if let Some(spec) = a.specification {
+            if let Ok(i) = self.var_decls.binary_search_by_key(&spec, |d| d.0) {
+                if let Some((_, decl)) = self.var_decls.get(i) {
+                    if var.name == 0 {
+                        var.name = decl.name;
+                    }
+                    if a.ty.is_none() {
+                        var.ty = decl.ty;
+                    }
+                    var.external |= decl.external;
+                }
+            }
+        }
+        if a.declaration {
+            self.var_decls.push((off, var));
+            return None;
+        }
+        let addr = a.location?;
+        var.addr = addr;
+        self.vars.push(var);
+        Some(self.vars.len() - 1)
+    }
+
+    fn close(&mut self) {
+        let Some((depth, open)) = self.stack.pop() else {
+            return;
+        };
+        if self.member_tags_for.is_some_and(|(_, _, d)| d == depth) {
+            self.member_tags_for = None;
+        }
+        match open {
+            Open::Enum {
+                idx,
+                signed,
+                is64: true,
+            } => {
+                if let Some(t) = self.b.types.get_mut(idx) {
+                    t.kind_flag = signed;
+                }
+            }
+            Open::Array { idx, nelems, dims } => {
+                if let Some(Type {
+                    data: TypeData::Array(a),
+                    ..
+                }) = self.b.types.get_mut(idx)
+                {
+                    a.nelems = if dims == 0 { 0 } else { nelems };
+                }
+            }
+            Open::Ptr { idx, tags } if !tags.is_empty() => {
+                // ptr -> last tag -> ... -> first tag -> pointee, as pahole.
+                let Some(Type {
+                    data: TypeData::Ptr { ty },
+                    ..
+                }) = self.b.types.get(idx)
+                else {
+                    return;
+                };
+                let mut target = *ty;
+                for value in tags {
+                    let id = self
+                        .b
+                        .add_type(Type::new(value, TypeData::TypeTag { ty: target }));
+                    target = id | LOCAL;
+                }
+                if let Some(Type {
+                    data: TypeData::Ptr { ty },
+                    ..
+                }) = self.b.types.get_mut(idx)
+                {
+                    *ty = target;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn resolve(&self, v: u32, unresolved: &mut u32) -> TypeId {
+        if v == 0 {
+            return 0;
+        }
+        if v == INDEX_PENDING {
+            return self.int_id.unwrap_or(0);
+        }
+        if v & LOCAL != 0 {
+            return v & !LOCAL;
+        }
+        match self.lookup(v) {
+            Some(id) => id,
+            None => {
+                *unresolved += 1;
+                0
+            }
+        }
+    }
+
+    fn lookup(&self, off: u32) -> Option<TypeId> {
+        let mut off = off;
+        for _ in 0..16 {
+            if let Ok(i) = self.map.binary_search_by_key(&off, |e| e.0) {
+                return self.map.get(i).map(|e| e.1);
+            }
+            let i = self.aliases.binary_search_by_key(&off, |e| e.0).ok()?;
+            off = self.aliases.get(i)?.1;
+            if off == 0 {
+                return Some(0);
+            }
+        }
+        Some(0)
+    }
+
+    fn finish(mut self, unit_offset: u64) -> Result<ConvertedUnit> {
+        if self.needs_index && self.int_id.is_none() {
+            // pahole adds a signed 32-bit "int" for array indexes when the
+            // unit has none.
+            let name = self.b.add_str(b"int");
+            let id = self.b.add_type(Type::new(
+                name,
+                TypeData::Int {
+                    size: 4,
+                    encoding: BTF_INT_SIGNED,
+                    offset: 0,
+                    bits: 32,
+                },
+            ));
+            self.int_id = Some(id);
+        }
+        // DIEs come in offset order, so `map` is sorted already; aliases too.
+        debug_assert!(self.map.windows(2).all(|w| w[0].0 < w[1].0));
+        let mut unresolved = 0u32;
+        let mut types = std::mem::take(&mut self.b.types);
+        for t in &mut types {
+            t.for_each_ref_mut(|r| *r = self.resolve(*r, &mut unresolved));
+        }
+        self.b.types = types;
+        let mut vars = std::mem::take(&mut self.vars);
+        for v in &mut vars {
+            v.ty = if v.ty == 0 {
+                0
+            } else {
+                self.lookup(v.ty).unwrap_or(0)
+            };
+        }
+        self.vars = vars;
+        // Struct members that are bitfields: kind_flag and size<<24.
+        for &(idx, member, bits) in &self.bitfields {
+            if let Some(t) = self.b.types.get_mut(idx) {
+                t.kind_flag = true;
+                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
+                    &mut t.data
+                {
+                    if let Some(m) = members.get_mut(member) {
+                        m.offset = (m.offset & 0x00ff_ffff) | (bits << 24);
+                    }
+                }
+            }
+        }
+        // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
+        for fix in std::mem::take(&mut self.bitfix) {
+            let storage = fix.storage_bytes.unwrap_or_else(|| {
+                let ty = self.resolve(fix.ty, &mut unresolved);
+                self.b.type_size(ty)
+            });
+            // Little-endian: DWARF 4 counts from the storage unit's most
+            // significant bit; BTF from the struct's first bit.
+            let from_lsb = (storage as i64 * 8) - fix.dw_bit_offset - fix.bits as i64;
+            let bit = (fix.byte_offset as i64 * 8 + from_lsb).max(0) as u32;
+            if let Some(t) = self.b.types.get_mut(fix.idx) {
+                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
+                    &mut t.data
+                {
+                    if let Some(m) = members.get_mut(fix.member) {
+                        m.offset = (m.offset & 0xff00_0000) | (bit & 0x00ff_ffff);
+                    }
+                }
+            }
+        }
+        for fix in std::mem::take(&mut self.decl_tags) {
+            match fix.target {
+                TypeTarget::Type(idx) => {
+                    self.b.add_type(Type::new(
+                        fix.value,
+                        TypeData::DeclTag {
+                            ty: idx as TypeId + 1,
+                            component_idx: fix.component,
+                        },
+                    ));
+                }
+                TypeTarget::Var(v) => {
+                    if let Some(var) = self.vars.get_mut(v) {
+                        var.decl_tags.push(fix.value);
+                    }
+                }
+            }
+        }
+        if unresolved > 0 {
+            self.warnings.push(format!(
+                "unit at {unit_offset:#x}: {unresolved} type references to DIEs that are not types (encoded as void)"
+            ));
+        }
+        if self.unknown_tags > 1 {
+            self.warnings.push(format!(
+                "unit at {unit_offset:#x}: {} DIEs with unknown tags skipped",
+                self.unknown_tags
+            ));
+        }
+        Ok(ConvertedUnit {
+            builder: self.b,
+            types: UnitTypes {
+                unit_offset,
+                map: self.map,
+                aliases: self.aliases,
+            },
+            vars: self.vars,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// The address of a location expression that is exactly `DW_OP_addr X`
+/// (a variable with a fixed address), else `None`.
+fn single_addr(mut expr: Reader<'_>, address_size: u8) -> Option<u64> {
+    use gimli::Reader as _;
+    let op = expr.read_u8().ok()?;
+    if op != dw::DW_OP_addr.0 {
+        return None;
+    }
+    let addr = expr.read_address(address_size).ok()?;
+    expr.is_empty().then_some(addr)
+}

@@ -1,0 +1,167 @@
+//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (what
+//! `pahole -J` does in place), always written to a temporary file first and
+//! renamed, so that a failed run leaves no half-written file.
+//!
+//! The ELF copy keeps every byte of the input at its offset: the BTF blob,
+//! (if needed) a new section-name table and a new section header table are
+//! appended at the end, and the ELF header is pointed at the new table. An
+//! existing `.BTF` section header is pointed at the new blob instead. The
+//! program headers are untouched, so nothing that is loaded moves.
+
+use std::io::Write;
+use std::path::Path;
+
+const EHDR_SIZE: usize = 64;
+const SHDR_SIZE: usize = 64;
+const SHT_PROGBITS: u32 = 1;
+/// e_shnum values at or above this live in section 0 (extended numbering).
+const SHN_LORESERVE: u64 = 0xff00;
+const SHN_XINDEX: u16 = 0xffff;
+
+fn rd<const N: usize>(data: &[u8], at: usize) -> Result<[u8; N], String> {
+    data.get(at..at.saturating_add(N))
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| format!("ELF truncated at {at:#x}"))
+}
+fn u16_at(d: &[u8], at: usize) -> Result<u16, String> {
+    rd::<2>(d, at).map(u16::from_le_bytes)
+}
+fn u32_at(d: &[u8], at: usize) -> Result<u32, String> {
+    rd::<4>(d, at).map(u32::from_le_bytes)
+}
+fn u64_at(d: &[u8], at: usize) -> Result<u64, String> {
+    rd::<8>(d, at).map(u64::from_le_bytes)
+}
+fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    if let Some(slot) = buf.get_mut(at..at + bytes.len()) {
+        slot.copy_from_slice(bytes);
+    }
+}
+fn to_usize(v: u64) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("offset {v:#x} too large"))
+}
+
+fn align(buf: &mut Vec<u8>, to: usize) {
+    while buf.len() % to != 0 {
+        buf.push(0);
+    }
+}
+
+/// A copy of the 64-bit little-endian ELF `elf` with `.BTF` set to `btf`.
+pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
+    if elf.get(..4) != Some(b"\x7fELF") || elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
+        return Err("only 64-bit little-endian ELF can take a .BTF section".into());
+    }
+    let shoff = to_usize(u64_at(elf, 0x28)?)?;
+    let shentsize = usize::from(u16_at(elf, 0x3a)?);
+    if shentsize != SHDR_SIZE || shoff == 0 {
+        return Err("ELF has no usable section header table".into());
+    }
+    let mut shnum = u64::from(u16_at(elf, 0x3c)?);
+    let mut shstrndx = u32::from(u16_at(elf, 0x3e)?);
+    if shnum == 0 {
+        shnum = u64_at(elf, shoff + 32)?;
+    }
+    if shstrndx == u32::from(SHN_XINDEX) {
+        shstrndx = u32_at(elf, shoff + 40)?;
+    }
+    let shnum = to_usize(shnum)?;
+    let table = elf
+        .get(shoff..shoff.saturating_add(shnum.saturating_mul(SHDR_SIZE)))
+        .filter(|t| t.len() == shnum * SHDR_SIZE)
+        .ok_or("section header table is truncated")?;
+    let mut headers: Vec<[u8; SHDR_SIZE]> = table
+        .chunks_exact(SHDR_SIZE)
+        .filter_map(|c| c.try_into().ok())
+        .collect();
+    let strhdr = *headers
+        .get(shstrndx as usize)
+        .ok_or("section name table index out of range")?;
+    let str_off = to_usize(u64_at(&strhdr, 24)?)?;
+    let str_size = to_usize(u64_at(&strhdr, 32)?)?;
+    let names = elf
+        .get(str_off..str_off.saturating_add(str_size))
+        .ok_or("section name table is truncated")?;
+    let name_of = |h: &[u8; SHDR_SIZE]| -> Option<&[u8]> {
+        let off = u32_at(h, 0).ok()? as usize;
+        let rest = names.get(off..)?;
+        Some(&rest[..rest.iter().position(|&b| b == 0)?])
+    };
+    let existing = headers.iter().position(|h| name_of(h) == Some(b".BTF"));
+
+    let mut out = Vec::with_capacity(elf.len() + btf.len() + names.len() + table.len() + 256);
+    out.extend_from_slice(elf);
+    align(&mut out, 8);
+    let btf_off = out.len() as u64;
+    out.extend_from_slice(btf);
+    match existing {
+        Some(i) => {
+            if let Some(h) = headers.get_mut(i) {
+                put(h, 24, &btf_off.to_le_bytes());
+                put(h, 32, &(btf.len() as u64).to_le_bytes());
+            }
+        }
+        None => {
+            // A new name table: the old one plus ".BTF".
+            let new_str_off = out.len() as u64;
+            out.extend_from_slice(names);
+            let name = names.len() as u32;
+            out.extend_from_slice(b".BTF\0");
+            if let Some(h) = headers.get_mut(shstrndx as usize) {
+                put(h, 24, &new_str_off.to_le_bytes());
+                put(h, 32, &((names.len() + 5) as u64).to_le_bytes());
+            }
+            let mut h = [0u8; SHDR_SIZE];
+            put(&mut h, 0, &name.to_le_bytes());
+            put(&mut h, 4, &SHT_PROGBITS.to_le_bytes());
+            put(&mut h, 24, &btf_off.to_le_bytes());
+            put(&mut h, 32, &(btf.len() as u64).to_le_bytes());
+            put(&mut h, 48, &4u64.to_le_bytes());
+            headers.push(h);
+        }
+    }
+    align(&mut out, 8);
+    let new_shoff = out.len() as u64;
+    let count = headers.len() as u64;
+    if count >= SHN_LORESERVE {
+        if let Some(h0) = headers.first_mut() {
+            put(h0, 32, &count.to_le_bytes());
+        }
+    }
+    for h in &headers {
+        out.extend_from_slice(h);
+    }
+    put(&mut out, 0x28, &new_shoff.to_le_bytes());
+    let e_shnum = if count >= SHN_LORESERVE {
+        0
+    } else {
+        count as u16
+    };
+    put(&mut out, 0x3c, &e_shnum.to_le_bytes());
+    debug_assert!(out.len() > EHDR_SIZE);
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename: readers see the old file or the whole new one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
