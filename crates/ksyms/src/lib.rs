@@ -11,6 +11,7 @@
 pub mod elf;
 mod error;
 pub mod kallsyms;
+pub mod link;
 mod scan;
 pub mod system_map;
 pub mod table;
@@ -18,6 +19,7 @@ pub mod table;
 use std::path::{Path, PathBuf};
 
 pub use error::Error;
+pub use link::{BtfIndex, FuncMatch};
 pub use table::{kaslr_offset, Hit, SizeSource, Symbol, SymbolKind, Table, TrampolineTarget};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -98,6 +100,14 @@ impl Symbols {
                 ..*s
             });
         }
+    }
+
+    /// The address of the first symbol of the kernel image named `name`.
+    pub fn kernel_addr(&self, name: &str) -> Option<u64> {
+        self.raw
+            .iter()
+            .find(|s| s.module == 0 && self.name_of(s) == Some(name))
+            .map(|s| s.addr)
     }
 
     pub(crate) fn name_of(&self, s: &RawSymbol) -> Option<&str> {

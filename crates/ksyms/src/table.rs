@@ -467,17 +467,12 @@ impl Table {
 /// The KASLR offset: how far the running kernel (`live`, from kallsyms) was
 /// moved from its link-time addresses (`linked`, from System.map or
 /// vmlinux), from `_stext`, or `_text` when `_stext` is missing.
-pub fn kaslr_offset(linked: &Table, live: &Table) -> Result<i64> {
+pub fn kaslr_offset(linked: &Symbols, live: &Symbols) -> Result<i64> {
     if live.addresses_hidden() {
         return Err(Error::hidden(live.source(), live.len()));
     }
     for anchor in ["_stext", "_text"] {
-        let first = |t: &Table| {
-            t.by_name(anchor)
-                .find(|s| s.module.is_none())
-                .map(|s| s.addr)
-        };
-        if let (Some(a), Some(b)) = (first(linked), first(live)) {
+        if let (Some(a), Some(b)) = (linked.kernel_addr(anchor), live.kernel_addr(anchor)) {
             return Ok(b.wrapping_sub(a) as i64);
         }
     }

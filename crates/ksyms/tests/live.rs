@@ -142,17 +142,17 @@ fn kaslr_offset_of_system_map_and_elf_of_one_vmlinux() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
-    let map = Table::new(system_map::read(&k.system_map).expect("System.map"));
-    let elf = Table::new(elf::read(&k.vmlinux).expect("vmlinux"));
+    let map = system_map::read(&k.system_map).expect("System.map");
+    let elf = elf::read(&k.vmlinux).expect("vmlinux");
     assert_eq!(kaslr_offset(&map, &elf).expect("offset"), 0);
 
-    let mut shifted = system_map::read(&k.system_map).expect("System.map");
+    let mut shifted = map.clone();
     shifted.relocate(0x2e00_0000);
-    let shifted = Table::new(shifted);
     assert_eq!(kaslr_offset(&map, &shifted).expect("offset"), 0x2e00_0000);
     assert_eq!(kaslr_offset(&shifted, &map).expect("offset"), -0x2e00_0000);
 
     // Both wakeup_show instances, with the ELF's exact sizes.
+    let (map, elf) = (Table::new(map), Table::new(elf));
     let from_map: Vec<u64> = map.by_name("wakeup_show").map(|s| s.addr).collect();
     let from_elf: Vec<u64> = elf.by_name("wakeup_show").map(|s| s.addr).collect();
     assert_eq!(from_map.len(), 2);

@@ -223,13 +223,12 @@ ffffffff81000110 t wakeup_show
     .expect_err("no modules in System.map");
     assert!(err.to_string().starts_with("System.map:1:"), "{err}");
 
-    let linked =
-        Table::new(system_map::parse(map.as_bytes().to_vec(), Path::new("m")).expect("map"));
-    let live = table(KALLSYMS);
+    let linked = system_map::parse(map.as_bytes().to_vec(), Path::new("m")).expect("map");
+    let live = kallsyms::parse(KALLSYMS.into(), Path::new("k"), Hidden::Error).expect("parse");
     assert_eq!(kaslr_offset(&linked, &live).expect("offset"), 0);
 
     let shifted = "ffffffff9e200000 T _stext\nffffffff9e200110 t wakeup_show\n";
-    let live = table(shifted);
+    let live = kallsyms::parse(shifted.into(), Path::new("k"), Hidden::Error).expect("parse");
     let offset = kaslr_offset(&linked, &live).expect("offset");
     assert_eq!(offset, 0x1d200000);
     let mut moved = system_map::parse(map.as_bytes().to_vec(), Path::new("m")).expect("map");
