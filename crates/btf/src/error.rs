@@ -48,4 +48,6 @@ pub enum Error {
     NoBtfSection,
     #[error("split BTF needs a base (--base)")]
     NeedsBase,
+    #[error("cannot deduplicate: type [{id}] {reason}")]
+    Dedup { id: TypeId, reason: String },
 }

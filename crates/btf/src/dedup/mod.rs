@@ -1,0 +1,1064 @@
+//! BTF deduplication: libbpf's `btf__dedup` algorithm (libbpf 1.1), in our
+//! own code, giving the same bytes.
+//!
+//! # The problem
+//!
+//! A compiler or pahole describes types one compilation unit (CU) at a time.
+//! Concatenated, the descriptions of a kernel repeat `int`, `struct page` and
+//! thousands of others once per CU that uses them, and they are not even
+//! equal copies: a CU that only sees `struct S;` has a forward declaration
+//! (FWD) where another CU has the full struct. Types also form cycles
+//! (`struct list_head { struct list_head *next, *prev; }`), so "equal"
+//! cannot be decided by comparing referenced ids bottom-up. Dedup keeps one
+//! representative of each type, resolves FWDs to the struct or union they
+//! stand for where that is unambiguous, and rewrites every reference, losing
+//! nothing.
+//!
+//! # The shape of the algorithm
+//!
+//! Every type id gets an entry in `map`: the id of its canonical
+//! representative, itself if it is one. Canonical types are also entered in a
+//! candidate table under a hash of their signature (kind, name, size, and the
+//! fields that do not refer to other types); a new type is compared only with
+//! the candidates under its hash, in the exact order libbpf's hash map gives
+//! them (see `table.rs`: when several candidates would match, the first one
+//! wins, so the order is part of the output). The passes, in order:
+//!
+//! 1. Strings (`strings.rs`). Every referenced string is kept once, in order
+//!    of first reference; after this pass equal strings have equal offsets,
+//!    so every later comparison of names is a comparison of integers.
+//!
+//! 2. Primitive types: INT, FLOAT, FWD, ENUM and ENUM64 refer to nothing, so
+//!    equal means equal fields. Enums have one twist: an enum with no values
+//!    is a forward-declared enum and matches any enum or enum64 of its name
+//!    whatever its size. Enums are therefore hashed by name alone. A
+//!    forward enum takes the first full enum of its name among the
+//!    candidates; a full enum that finds a canonical forward enum of its name
+//!    on its way takes that forward enum over (points it at itself) and goes
+//!    on looking for an equal full enum.
+//!
+//! 3. Structs and unions, the heart of it. A struct is hashed without the ids
+//!    its members refer to (they are not final yet). For each candidate under
+//!    its hash that is shallowly equal (name, size, member names and
+//!    offsets), the two type graphs are walked side by side, depth first,
+//!    from the new struct (the "candidate" side) and the canonical one. Each
+//!    pair of types visited is recorded in a hypothetical map, canonical id
+//!    -> candidate id. A pair is fine when both ids already resolve to the
+//!    same canonical type, or when the canonical id is already hypothetically
+//!    mapped to this very candidate id (that is how cycles close); it is a
+//!    contradiction when the canonical id is already mapped to a different
+//!    type, unless the two are identical arrays or identical structs (compilers
+//!    sometimes emit the same array or struct twice inside one CU). Otherwise
+//!    the pair is recorded and compared structurally (kind, name and the
+//!    non-id fields), then its referenced types are visited in order. A FWD
+//!    is compatible with a struct or union of the same name and matching
+//!    kind; FWDs are followed to what they resolve to on the canonical side
+//!    only. If the walk finds no contradiction, the graphs are equivalent and
+//!    the hypothetical map is merged into `map`: FWDs on either side are
+//!    pointed at the struct they met, and structs of the candidate graph are
+//!    mapped to their counterparts when those are already canonical (only a
+//!    shortcut for later). In split BTF the base is immutable: if the only way
+//!    to be equivalent is to resolve a FWD of the base, the base FWD is still
+//!    pointed at the struct (so that the split part's FWDs follow), but the
+//!    two structs are not merged.
+//!
+//! 4. Forward declarations left over: a FWD that no struct walk resolved is
+//!    pointed at the struct or union of its name and kind if exactly one
+//!    canonical struct or union has that name.
+//!
+//! 5. Reference types: PTR, TYPEDEF, CONST, VOLATILE, RESTRICT, TYPE_TAG,
+//!    ARRAY, FUNC, FUNC_PROTO and DECL_TAG. Everything they can end at is
+//!    final now, and in C a cycle always passes through a struct, so each
+//!    reference type is resolved depth first: first the types it refers to
+//!    (rewriting its ids to their canonical ones), then the type itself is
+//!    hashed with those ids and compared exactly with its candidates. A cycle
+//!    of reference types alone is an error, as in libbpf. VAR and DATASEC are
+//!    never merged: each is canonical.
+//!
+//! 6. Compaction: canonical types keep their relative order and get
+//!    consecutive ids; all others are dropped.
+//!
+//! 7. Remapping: every id in a kept type is replaced by the new id of its
+//!    canonical type (following FWD resolutions).
+//!
+//! Split BTF: the base's types are entered first as candidates that are
+//!    already canonical (`map[id] = id`), so a split type equal to a base type
+//!    maps to the base id, and the base's ids and strings are never changed.
+//!
+//! # Where we depart from libbpf: FUNCs tied to addresses
+//!
+//! btfkit ties a FUNC to the function instances it describes with DECL_TAGs
+//! named `addr=0x<address>` (component_idx -1). libbpf would merge two
+//! static FUNCs with the same name and prototype from two CUs into one, and
+//! both address tags would then point at that one FUNC: a BPF program
+//! attaching by BTF id could no longer say which instance it means, which is
+//! the very ambiguity the tags are there to remove (seed 004). So here the set
+//! of `addr=` tags of a FUNC is part of its identity: FUNCs merge only when
+//! name, linkage, prototype and address tags are all equal, and since tags
+//! on different FUNCs differ in their target, no tag is ever dropped. BTF
+//! without `addr=` tags (every BTF that pahole or a compiler writes)
+//! deduplicates exactly as with libbpf. Other tags (`bpf_kfunc`, source
+//! annotations) describe a function rather than pick an instance, and keep
+//! libbpf's behaviour.
+//!
+//! # Robustness
+//!
+//! libbpf assumes valid input; we check every referenced id first and return
+//! an error naming the type instead of reading out of bounds, bound the walks
+//! that could loop forever on corrupt input, and use explicit stacks rather
+//! than recursion for the graph walks, whose depth the input decides.
+
+mod strings;
+mod table;
+
+use rustc_hash::FxHashMap;
+
+use crate::format::*;
+use crate::types::*;
+use crate::{Btf, Error, Result};
+use table::CandTable;
+
+/// Options of the deduplication.
+#[derive(Clone, Debug, Default)]
+pub struct DedupOptions {}
+
+/// What a deduplication did, for reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DedupStats {
+    /// Own types before and after.
+    pub types_in: u32,
+    pub types_out: u32,
+    /// Own string section bytes before and after.
+    pub strings_in: u32,
+    pub strings_out: u32,
+}
+
+/// The name prefix of the DECL_TAGs that tie a FUNC to an address.
+pub const ADDR_TAG_PREFIX: &str = "addr=";
+
+/// Deduplicates `btf`'s own types in place (its base, if any, is left alone
+/// and types equal to base types are replaced by them).
+pub fn dedup(btf: &mut Btf, opts: &DedupOptions) -> Result<()> {
+    dedup_with_stats(btf, opts).map(|_| ())
+}
+
+/// [`dedup`], returning what it did. On error `btf` is left unchanged.
+pub fn dedup_with_stats(btf: &mut Btf, _opts: &DedupOptions) -> Result<DedupStats> {
+    check_ids(btf)?;
+    let mut types = btf.types.clone();
+    let strings = strings::dedup_strings(btf, &mut types)?;
+    let stats_in = (btf.types.len() as u32, btf.strings.len() as u32);
+    let mut d = Dedup::new(btf, types, &strings);
+    d.prep()?;
+    d.prim_types();
+    d.struct_types()?;
+    d.resolve_fwds();
+    d.ref_types()?;
+    let types = d.compact_and_remap()?;
+    let stats = DedupStats {
+        types_in: stats_in.0,
+        types_out: types.len() as u32,
+        strings_in: stats_in.1,
+        strings_out: strings.len() as u32,
+    };
+    btf.set_contents(types, strings);
+    Ok(stats)
+}
+
+/// Every id a type of `btf` or of its bases refers to must exist: the passes
+/// below index by id.
+fn check_ids(btf: &Btf) -> Result<()> {
+    let count = btf.type_count();
+    let mut b = Some(btf);
+    while let Some(cur) = b {
+        for (id, t) in cur.iter() {
+            let mut bad = None;
+            t.for_each_ref(|r| {
+                if r >= count && bad.is_none() {
+                    bad = Some(r);
+                }
+            });
+            if let Some(r) = bad {
+                return Err(Error::Dedup {
+                    id,
+                    reason: format!(
+                        "refers to type id {r}, but the last type is [{}]",
+                        count - 1
+                    ),
+                });
+            }
+        }
+        b = cur.base.as_deref();
+    }
+    Ok(())
+}
+
+/// Not yet given a canonical type.
+const UNPROCESSED: u32 = u32::MAX;
+/// A reference type whose referenced types are being resolved.
+const IN_PROGRESS: u32 = u32::MAX - 1;
+/// Map values up to this are type ids, above it the two markers.
+const MAX_NR_TYPES: u32 = 0x7fff_ffff;
+/// How deep `identical_structs` follows embedded structs. Real C nests a
+/// handful of levels; a cycle of structs embedding each other (impossible in
+/// C, possible in a corrupt file) would otherwise recurse forever.
+const MAX_EMBED_DEPTH: u32 = 256;
+
+fn is_mapped(v: u32) -> bool {
+    v <= MAX_NR_TYPES
+}
+
+/// libbpf's `hash_combine` on `long`: wrapping 64-bit arithmetic.
+fn combine(h: i64, v: u32) -> i64 {
+    h.wrapping_mul(31).wrapping_add(i64::from(v))
+}
+
+fn kind_of(t: Option<&Type>) -> u8 {
+    t.map_or(BTF_KIND_UNKN, Type::kind)
+}
+
+fn name_of(t: Option<&Type>) -> u32 {
+    t.map_or(0, |t| t.name_off)
+}
+
+fn hash_common(t: &Type) -> i64 {
+    combine(combine(combine(0, t.name_off), t.info()), t.size_or_type())
+}
+
+fn equal_common(a: &Type, b: &Type) -> bool {
+    a.name_off == b.name_off && a.info() == b.info() && a.size_or_type() == b.size_or_type()
+}
+
+/// The word after `struct btf_type` of an INT or a DECL_TAG.
+fn int_tag_word(t: &Type) -> u32 {
+    match t.data {
+        TypeData::Int {
+            encoding,
+            offset,
+            bits,
+            ..
+        } => make_int(encoding, offset, bits),
+        TypeData::DeclTag { component_idx, .. } => component_idx as u32,
+        _ => 0,
+    }
+}
+
+fn hash_int_tag(t: &Type) -> i64 {
+    combine(hash_common(t), int_tag_word(t))
+}
+
+fn equal_int_tag(a: &Type, b: &Type) -> bool {
+    equal_common(a, b) && int_tag_word(a) == int_tag_word(b)
+}
+
+/// Enums are hashed by name only, so that a forward enum meets full ones.
+fn hash_enum(t: &Type) -> i64 {
+    combine(0, t.name_off)
+}
+
+fn equal_enum(a: &Type, b: &Type) -> bool {
+    if !equal_common(a, b) {
+        return false;
+    }
+    match (&a.data, &b.data) {
+        (TypeData::Enum { values: x, .. }, TypeData::Enum { values: y, .. }) => x == y,
+        (TypeData::Enum64 { values: x, .. }, TypeData::Enum64 { values: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+fn is_any_enum(t: &Type) -> bool {
+    matches!(t.data, TypeData::Enum { .. } | TypeData::Enum64 { .. })
+}
+
+fn is_enum_fwd(t: &Type) -> bool {
+    is_any_enum(t) && t.vlen() == 0
+}
+
+/// A forward enum is compatible with any enum or enum64 of its name.
+fn compat_enum(a: &Type, b: &Type) -> bool {
+    if !is_enum_fwd(a) && !is_enum_fwd(b) {
+        return equal_enum(a, b);
+    }
+    a.name_off == b.name_off && is_any_enum(a) && is_any_enum(b)
+}
+
+fn hash_struct(t: &Type) -> i64 {
+    t.members().iter().fold(hash_common(t), |h, m| {
+        combine(combine(h, m.name_off), m.offset)
+    })
+}
+
+/// Equal but for the types the members refer to.
+fn shallow_equal_struct(a: &Type, b: &Type) -> bool {
+    equal_common(a, b)
+        && a.members().len() == b.members().len()
+        && a.members()
+            .iter()
+            .zip(b.members())
+            .all(|(x, y)| x.name_off == y.name_off && x.offset == y.offset)
+}
+
+fn array_of(t: &Type) -> Option<&Array> {
+    match &t.data {
+        TypeData::Array(a) => Some(a),
+        _ => None,
+    }
+}
+
+fn hash_array(t: &Type) -> i64 {
+    let h = hash_common(t);
+    match array_of(t) {
+        Some(a) => combine(combine(combine(h, a.elem), a.index), a.nelems),
+        None => h,
+    }
+}
+
+fn equal_array(a: &Type, b: &Type) -> bool {
+    equal_common(a, b) && array_of(a) == array_of(b)
+}
+
+fn compat_array(a: &Type, b: &Type) -> bool {
+    equal_common(a, b) && array_of(a).map(|x| x.nelems) == array_of(b).map(|x| x.nelems)
+}
+
+fn params_of(t: &Type) -> &[Param] {
+    match &t.data {
+        TypeData::FuncProto { params, .. } => params,
+        _ => &[],
+    }
+}
+
+fn hash_fnproto(t: &Type) -> i64 {
+    params_of(t)
+        .iter()
+        .fold(hash_common(t), |h, p| combine(combine(h, p.name_off), p.ty))
+}
+
+fn equal_fnproto(a: &Type, b: &Type) -> bool {
+    equal_common(a, b) && params_of(a) == params_of(b)
+}
+
+/// Equal but for the return and parameter types.
+fn compat_fnproto(a: &Type, b: &Type) -> bool {
+    a.name_off == b.name_off
+        && a.info() == b.info()
+        && params_of(a)
+            .iter()
+            .zip(params_of(b))
+            .all(|(x, y)| x.name_off == y.name_off)
+}
+
+/// The struct or union kind a FWD stands for.
+fn fwd_kind(t: &Type) -> u8 {
+    if t.kind_flag {
+        BTF_KIND_UNION
+    } else {
+        BTF_KIND_STRUCT
+    }
+}
+
+/// The number of types a reference type refers to, as resolved in pass 5.
+fn ref_count(t: &Type) -> usize {
+    match &t.data {
+        TypeData::Array(_) => 2,
+        TypeData::FuncProto { params, .. } => 1 + params.len(),
+        _ => 1,
+    }
+}
+
+/// The `i`th type a reference type refers to, in libbpf's order (an
+/// array's element before its index type, a prototype's return type first).
+fn ref_at(t: &Type, i: usize) -> TypeId {
+    match &t.data {
+        TypeData::Array(a) => {
+            if i == 0 {
+                a.elem
+            } else {
+                a.index
+            }
+        }
+        TypeData::FuncProto { ret, params } => match i.checked_sub(1) {
+            None => *ret,
+            Some(p) => params.get(p).map_or(0, |p| p.ty),
+        },
+        _ => t.ref_type().unwrap_or(0),
+    }
+}
+
+fn set_ref_at(t: &mut Type, i: usize, id: TypeId) {
+    match &mut t.data {
+        TypeData::Array(a) => {
+            if i == 0 {
+                a.elem = id
+            } else {
+                a.index = id
+            }
+        }
+        TypeData::FuncProto { ret, params } => match i.checked_sub(1) {
+            None => *ret = id,
+            Some(p) => {
+                if let Some(p) = params.get_mut(p) {
+                    p.ty = id
+                }
+            }
+        },
+        TypeData::Ptr { ty }
+        | TypeData::Typedef { ty }
+        | TypeData::Volatile { ty }
+        | TypeData::Const { ty }
+        | TypeData::Restrict { ty }
+        | TypeData::TypeTag { ty }
+        | TypeData::DeclTag { ty, .. } => *ty = id,
+        TypeData::Func { proto, .. } => *proto = id,
+        _ => {}
+    }
+}
+
+struct Dedup<'a> {
+    base: Option<&'a Btf>,
+    start_id: TypeId,
+    /// Own types, modified in pass 5 as their references are resolved.
+    types: Vec<Type>,
+    /// Canonical type of every id (base included), or a marker.
+    map: Vec<u32>,
+    /// Pass 3's hypothetical map, canonical id -> candidate id, and the ids
+    /// set in it (to clear it quickly).
+    hypot_map: Vec<u32>,
+    hypot_list: Vec<TypeId>,
+    /// The last equivalence needed a base FWD resolved: not a match.
+    hypot_adjust_canon: bool,
+    table: CandTable,
+    /// FUNC id -> identifier of the set of `addr=` tags on it (absent: none).
+    func_tags: FxHashMap<TypeId, u32>,
+    /// Scratch list of candidates.
+    cands: Vec<TypeId>,
+}
+
+impl<'a> Dedup<'a> {
+    fn new(btf: &'a Btf, types: Vec<Type>, strings: &[u8]) -> Dedup<'a> {
+        let count = btf.type_count() as usize;
+        let start_id = btf.start_id;
+        let base = btf.base.as_deref();
+        let mut map = vec![UNPROCESSED; count];
+        map[0] = 0;
+        for id in 1..start_id {
+            // The base is canonical by definition.
+            map[id as usize] = id;
+        }
+        for (i, t) in types.iter().enumerate() {
+            if matches!(t.data, TypeData::Var { .. } | TypeData::Datasec { .. }) {
+                map[start_id as usize + i] = start_id + i as u32;
+            }
+        }
+        let mut d = Dedup {
+            base,
+            start_id,
+            types,
+            map,
+            hypot_map: vec![UNPROCESSED; count],
+            hypot_list: Vec::new(),
+            hypot_adjust_canon: false,
+            table: CandTable::with_capacity(count),
+            func_tags: FxHashMap::default(),
+            cands: Vec::new(),
+        };
+        d.collect_func_tags(btf, strings);
+        d
+    }
+
+    /// The type with this id; `None` for void.
+    fn ty(&self, id: TypeId) -> Option<&Type> {
+        if id >= self.start_id {
+            self.types.get((id - self.start_id) as usize)
+        } else {
+            self.base?.type_by_id(id)
+        }
+    }
+
+    /// Gathers the `addr=` DECL_TAGs on FUNCs (see the module comment),
+    /// giving each distinct set of tag names a number. Names are compared by
+    /// offset, which pass 1 has made unique per string; `strings` is the new
+    /// own string section (own types already point into it).
+    fn collect_func_tags(&mut self, btf: &Btf, strings: &[u8]) {
+        let name = |off: u32| -> &[u8] {
+            if off < btf.start_str_off {
+                btf.str_bytes(off).unwrap_or_default()
+            } else {
+                let rest = strings
+                    .get((off - btf.start_str_off) as usize..)
+                    .unwrap_or_default();
+                rest.split(|&c| c == 0).next().unwrap_or_default()
+            }
+        };
+        let mut tags: Vec<(TypeId, u32)> = Vec::new();
+        for id in 1..btf.type_count() {
+            let Some(t) = self.ty(id) else { continue };
+            if let TypeData::DeclTag {
+                ty,
+                component_idx: -1,
+            } = t.data
+            {
+                if kind_of(self.ty(ty)) == BTF_KIND_FUNC
+                    && name(t.name_off).starts_with(ADDR_TAG_PREFIX.as_bytes())
+                {
+                    tags.push((ty, t.name_off));
+                }
+            }
+        }
+        tags.sort_unstable();
+        tags.dedup();
+        let mut sets: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        for group in tags.chunk_by(|a, b| a.0 == b.0) {
+            let names: Vec<u32> = group.iter().map(|&(_, n)| n).collect();
+            let next = sets.len() as u32 + 1;
+            let set = *sets.entry(names).or_insert(next);
+            self.func_tags.insert(group[0].0, set);
+        }
+    }
+
+    /// libbpf's `resolve_type_id`: follow `map` to a canonical type.
+    fn resolve(&self, mut id: TypeId) -> TypeId {
+        // Bounded, so that a cycle in the map (a bug, never valid input)
+        // cannot hang us.
+        for _ in 0..self.map.len() {
+            let m = self.map[id as usize];
+            if !is_mapped(m) || m == id {
+                break;
+            }
+            id = m;
+        }
+        id
+    }
+
+    /// libbpf's `resolve_fwd_id`: a FWD's struct, if it has been resolved.
+    fn resolve_fwd(&self, id: TypeId) -> TypeId {
+        if kind_of(self.ty(id)) != BTF_KIND_FWD {
+            return id;
+        }
+        let r = self.resolve(id);
+        if kind_of(self.ty(r)) != BTF_KIND_FWD {
+            r
+        } else {
+            id
+        }
+    }
+
+    fn func_tag_set(&self, id: TypeId) -> u32 {
+        self.func_tags.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The hash of any type as it is entered in the table.
+    fn hash_of(&self, id: TypeId, t: &Type) -> Option<i64> {
+        Some(match t.kind() {
+            BTF_KIND_VAR | BTF_KIND_DATASEC => return None,
+            BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
+            BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
+            BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
+            BTF_KIND_ARRAY => hash_array(t),
+            BTF_KIND_FUNC_PROTO => hash_fnproto(t),
+            BTF_KIND_FUNC => self.hash_func(id, t),
+            _ => hash_common(t),
+        })
+    }
+
+    /// A FUNC's hash: libbpf's, mixed with its address tags if it has any.
+    fn hash_func(&self, id: TypeId, t: &Type) -> i64 {
+        match self.func_tag_set(id) {
+            0 => hash_common(t),
+            set => combine(hash_common(t), set),
+        }
+    }
+
+    /// Split BTF: enter the base's types as canonical candidates.
+    fn prep(&mut self) -> Result<()> {
+        for id in 1..self.start_id {
+            let Some(t) = self.ty(id) else {
+                return Err(Error::TypeId(id));
+            };
+            if let Some(h) = self.hash_of(id, t) {
+                self.table.add(h, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Pass 2.
+    fn prim_types(&mut self) {
+        let mut cands = std::mem::take(&mut self.cands);
+        for i in 0..self.types.len() {
+            let id = self.start_id + i as u32;
+            let t = &self.types[i];
+            let mut new_id = id;
+            let h = match t.kind() {
+                BTF_KIND_INT => {
+                    let h = hash_int_tag(t);
+                    self.table.get(h, &mut cands);
+                    let t = &self.types[i];
+                    if let Some(&c) = cands
+                        .iter()
+                        .find(|&&c| self.ty(c).is_some_and(|ct| equal_int_tag(t, ct)))
+                    {
+                        new_id = c;
+                    }
+                    h
+                }
+                BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
+                    let h = hash_enum(t);
+                    self.table.get(h, &mut cands);
+                    for &c in &cands {
+                        let t = &self.types[i];
+                        let Some(ct) = self.ty(c) else { continue };
+                        if equal_enum(t, ct) {
+                            new_id = c;
+                            break;
+                        }
+                        if compat_enum(t, ct) {
+                            if is_enum_fwd(t) {
+                                new_id = c;
+                                break;
+                            }
+                            // A canonical forward enum gives way to us.
+                            self.map[c as usize] = id;
+                        }
+                    }
+                    h
+                }
+                BTF_KIND_FWD | BTF_KIND_FLOAT => {
+                    let h = hash_common(t);
+                    self.table.get(h, &mut cands);
+                    let t = &self.types[i];
+                    if let Some(&c) = cands
+                        .iter()
+                        .find(|&&c| self.ty(c).is_some_and(|ct| equal_common(t, ct)))
+                    {
+                        new_id = c;
+                    }
+                    h
+                }
+                _ => continue,
+            };
+            self.map[id as usize] = new_id;
+            if new_id == id {
+                self.table.add(h, id);
+            }
+        }
+        self.cands = cands;
+    }
+
+    fn hypot_clear(&mut self) {
+        for &id in &self.hypot_list {
+            self.hypot_map[id as usize] = UNPROCESSED;
+        }
+        self.hypot_list.clear();
+        self.hypot_adjust_canon = false;
+    }
+
+    fn identical_arrays(&self, a: TypeId, b: TypeId) -> bool {
+        match (self.ty(a), self.ty(b)) {
+            (Some(x), Some(y)) => {
+                array_of(x).is_some() && array_of(y).is_some() && equal_array(x, y)
+            }
+            _ => false,
+        }
+    }
+
+    /// Two structs equal down to the ids their members refer to, or whose
+    /// differing members are themselves identical arrays or structs.
+    fn identical_structs(&self, a: TypeId, b: TypeId, depth: u32) -> bool {
+        let (Some(x), Some(y)) = (self.ty(a), self.ty(b)) else {
+            return false;
+        };
+        if !matches!(x.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION)
+            || x.kind() != y.kind()
+            || !shallow_equal_struct(x, y)
+            || depth > MAX_EMBED_DEPTH
+        {
+            return false;
+        }
+        x.members().iter().zip(y.members()).all(|(m1, m2)| {
+            m1.ty == m2.ty
+                || self.identical_arrays(m1.ty, m2.ty)
+                || self.identical_structs(m1.ty, m2.ty, depth + 1)
+        })
+    }
+
+    /// Whether the type graphs at `cand` and `canon` are equivalent
+    /// (libbpf's `btf_dedup_is_equiv`): the depth-first walk of the module
+    /// comment, with an explicit stack that visits pairs in the same order
+    /// as libbpf's recursion. Any contradiction ends the whole walk.
+    fn is_equiv(
+        &mut self,
+        cand: TypeId,
+        canon: TypeId,
+        stack: &mut Vec<(TypeId, TypeId)>,
+    ) -> Result<bool> {
+        stack.clear();
+        stack.push((cand, canon));
+        while let Some((cand_id, canon_id)) = stack.pop() {
+            if self.resolve(cand_id) == self.resolve(canon_id) {
+                continue;
+            }
+            let canon_id = self.resolve_fwd(canon_id);
+            let hypot = self.hypot_map[canon_id as usize];
+            if is_mapped(hypot) {
+                if hypot == cand_id
+                    || self.identical_arrays(hypot, cand_id)
+                    || self.identical_structs(hypot, cand_id, 0)
+                {
+                    continue;
+                }
+                return Ok(false);
+            }
+            self.hypot_map[canon_id as usize] = cand_id;
+            self.hypot_list.push(canon_id);
+
+            let cand_t = self.ty(cand_id);
+            let canon_t = self.ty(canon_id);
+            let (cand_kind, canon_kind) = (kind_of(cand_t), kind_of(canon_t));
+            if name_of(cand_t) != name_of(canon_t) {
+                return Ok(false);
+            }
+            if (cand_kind == BTF_KIND_FWD || canon_kind == BTF_KIND_FWD) && cand_kind != canon_kind
+            {
+                let (real_kind, fwd) = match (cand_t, canon_t) {
+                    (Some(c), _) if cand_kind == BTF_KIND_FWD => (canon_kind, fwd_kind(c)),
+                    (_, Some(n)) => (cand_kind, fwd_kind(n)),
+                    _ => return Ok(false),
+                };
+                if fwd != real_kind {
+                    return Ok(false);
+                }
+                // Equivalent only by resolving a base FWD, which must not
+                // change.
+                if canon_kind == BTF_KIND_FWD && canon_id < self.start_id {
+                    self.hypot_adjust_canon = true;
+                }
+                continue;
+            }
+            if cand_kind != canon_kind {
+                return Ok(false);
+            }
+            let (Some(ct), Some(nt)) = (cand_t, canon_t) else {
+                return Ok(false);
+            };
+            match cand_kind {
+                BTF_KIND_INT => {
+                    if !equal_int_tag(ct, nt) {
+                        return Ok(false);
+                    }
+                }
+                BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
+                    if !compat_enum(ct, nt) {
+                        return Ok(false);
+                    }
+                }
+                BTF_KIND_FWD | BTF_KIND_FLOAT => {
+                    if !equal_common(ct, nt) {
+                        return Ok(false);
+                    }
+                }
+                BTF_KIND_CONST | BTF_KIND_VOLATILE | BTF_KIND_RESTRICT | BTF_KIND_PTR
+                | BTF_KIND_TYPEDEF | BTF_KIND_FUNC | BTF_KIND_TYPE_TAG => {
+                    if ct.info() != nt.info()
+                        || (cand_kind == BTF_KIND_FUNC
+                            && self.func_tag_set(cand_id) != self.func_tag_set(canon_id))
+                    {
+                        return Ok(false);
+                    }
+                    stack.push((ct.size_or_type(), nt.size_or_type()));
+                }
+                BTF_KIND_ARRAY => {
+                    let (Some(ca), Some(na)) = (array_of(ct), array_of(nt)) else {
+                        return Ok(false);
+                    };
+                    if !compat_array(ct, nt) {
+                        return Ok(false);
+                    }
+                    stack.push((ca.elem, na.elem));
+                    stack.push((ca.index, na.index));
+                }
+                BTF_KIND_STRUCT | BTF_KIND_UNION => {
+                    if !shallow_equal_struct(ct, nt) {
+                        return Ok(false);
+                    }
+                    for (cm, nm) in ct.members().iter().zip(nt.members()).rev() {
+                        stack.push((cm.ty, nm.ty));
+                    }
+                }
+                BTF_KIND_FUNC_PROTO => {
+                    if !compat_fnproto(ct, nt) {
+                        return Ok(false);
+                    }
+                    for (cp, np) in params_of(ct).iter().zip(params_of(nt)).rev() {
+                        stack.push((cp.ty, np.ty));
+                    }
+                    stack.push((ct.size_or_type(), nt.size_or_type()));
+                }
+                _ => return Err(Error::Dedup {
+                    id: cand_id,
+                    reason: format!(
+                        "is a {} where a struct's member or a prototype's parameter refers to it",
+                        ct.kind_name()
+                    ),
+                }),
+            }
+        }
+        Ok(true)
+    }
+
+    /// After an equivalence, record what the hypothetical map learnt.
+    fn merge_hypot_map(&mut self) {
+        for i in 0..self.hypot_list.len() {
+            let canon_id = self.hypot_list[i];
+            let targ_id = self.hypot_map[canon_id as usize];
+            let t_id = self.resolve(targ_id);
+            let c_id = self.resolve(canon_id);
+            let t_kind = kind_of(self.ty(t_id));
+            let c_kind = kind_of(self.ty(c_id));
+            // A FWD, even one in the base, points at the struct it met, so
+            // that the split part's FWDs that resolve to it follow.
+            if t_kind != BTF_KIND_FWD && c_kind == BTF_KIND_FWD {
+                self.map[c_id as usize] = t_id;
+            }
+            if self.hypot_adjust_canon {
+                continue;
+            }
+            if t_kind == BTF_KIND_FWD && c_kind != BTF_KIND_FWD {
+                self.map[t_id as usize] = c_id;
+            }
+            if matches!(t_kind, BTF_KIND_STRUCT | BTF_KIND_UNION)
+                && c_kind != BTF_KIND_FWD
+                && is_mapped(self.map[c_id as usize])
+                && !is_mapped(self.map[t_id as usize])
+            {
+                self.map[t_id as usize] = c_id;
+            }
+        }
+    }
+
+    /// Pass 3.
+    fn struct_types(&mut self) -> Result<()> {
+        let mut cands = std::mem::take(&mut self.cands);
+        let mut stack = Vec::new();
+        for i in 0..self.types.len() {
+            let id = self.start_id + i as u32;
+            if is_mapped(self.map[id as usize]) {
+                continue;
+            }
+            let t = &self.types[i];
+            if !matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) {
+                continue;
+            }
+            let h = hash_struct(t);
+            self.table.get(h, &mut cands);
+            let mut new_id = id;
+            for &c in &cands {
+                // A FWD under the same hash would look equivalent and
+                // create a FWD <-> struct loop: only structs qualify.
+                let same = match self.ty(c) {
+                    Some(ct) => shallow_equal_struct(&self.types[i], ct),
+                    None => false,
+                };
+                if !same {
+                    continue;
+                }
+                self.hypot_clear();
+                if !self.is_equiv(id, c, &mut stack)? {
+                    continue;
+                }
+                self.merge_hypot_map();
+                if self.hypot_adjust_canon {
+                    continue;
+                }
+                new_id = c;
+                break;
+            }
+            self.map[id as usize] = new_id;
+            if new_id == id {
+                self.table.add(h, id);
+            }
+        }
+        self.cands = cands;
+        Ok(())
+    }
+
+    /// Pass 4: FWDs to the only canonical struct or union of their name.
+    fn resolve_fwds(&mut self) {
+        // name -> the canonical struct or union of that name, 0 if several.
+        let mut names: FxHashMap<u32, TypeId> = FxHashMap::default();
+        for id in 1..self.map.len() as u32 {
+            let Some(t) = self.ty(id) else { continue };
+            if matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) && self.map[id as usize] == id {
+                names.entry(t.name_off).and_modify(|v| *v = 0).or_insert(id);
+            }
+        }
+        for i in 0..self.types.len() {
+            let id = self.start_id + i as u32;
+            let t = &self.types[i];
+            if t.kind() != BTF_KIND_FWD || self.map[id as usize] != id {
+                continue;
+            }
+            let Some(&cand) = names.get(&t.name_off) else {
+                continue;
+            };
+            if cand != 0 && kind_of(self.ty(cand)) == fwd_kind(t) {
+                self.map[id as usize] = cand;
+            }
+        }
+    }
+
+    /// Pass 5, for one type: resolves the types it refers to, depth first,
+    /// then finds its canonical type.
+    fn ref_type(&mut self, root: TypeId) -> Result<()> {
+        match self.map[root as usize] {
+            IN_PROGRESS => return Err(self.loop_error(root)),
+            m if is_mapped(m) => return Ok(()),
+            _ => {}
+        }
+        self.map[root as usize] = IN_PROGRESS;
+        // (own index of the type, index of the next reference to resolve)
+        let mut stack: Vec<(usize, usize)> = vec![(self.own_index(root)?, 0)];
+        while let Some(&(i, next)) = stack.last() {
+            let t = &self.types[i];
+            if next < ref_count(t) {
+                let r = ref_at(t, next);
+                match self.map[r as usize] {
+                    IN_PROGRESS => return Err(self.loop_error(r)),
+                    m if is_mapped(m) => {
+                        let resolved = self.resolve(r);
+                        set_ref_at(&mut self.types[i], next, resolved);
+                        if let Some(top) = stack.last_mut() {
+                            top.1 += 1;
+                        }
+                    }
+                    _ => {
+                        self.map[r as usize] = IN_PROGRESS;
+                        stack.push((self.own_index(r)?, 0));
+                    }
+                }
+                continue;
+            }
+            let new_id = self.ref_canon(i)?;
+            stack.pop();
+            if let Some(top) = stack.last_mut() {
+                set_ref_at(&mut self.types[top.0], top.1, new_id);
+                top.1 += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn own_index(&self, id: TypeId) -> Result<usize> {
+        id.checked_sub(self.start_id)
+            .map(|i| i as usize)
+            .filter(|&i| i < self.types.len())
+            .ok_or_else(|| Error::Dedup {
+                id,
+                reason: "is a base type left without a canonical type".into(),
+            })
+    }
+
+    fn loop_error(&self, id: TypeId) -> Error {
+        Error::Dedup {
+            id,
+            reason: "is part of a cycle of reference types that passes through no struct or union"
+                .into(),
+        }
+    }
+
+    /// The canonical type of own type `i`, whose references are final.
+    fn ref_canon(&mut self, i: usize) -> Result<TypeId> {
+        let id = self.start_id + i as u32;
+        let t = &self.types[i];
+        let kind = t.kind();
+        let (h, equal): (i64, fn(&Type, &Type) -> bool) = match kind {
+            BTF_KIND_CONST | BTF_KIND_VOLATILE | BTF_KIND_RESTRICT | BTF_KIND_PTR
+            | BTF_KIND_TYPEDEF | BTF_KIND_TYPE_TAG => (hash_common(t), equal_common),
+            BTF_KIND_FUNC => (self.hash_func(id, t), equal_common),
+            BTF_KIND_DECL_TAG => (hash_int_tag(t), equal_int_tag),
+            BTF_KIND_ARRAY => (hash_array(t), equal_array),
+            BTF_KIND_FUNC_PROTO => (hash_fnproto(t), equal_fnproto),
+            _ => {
+                return Err(Error::Dedup {
+                    id,
+                    reason: format!("is a {} left without a canonical type", t.kind_name()),
+                })
+            }
+        };
+        let mut cands = std::mem::take(&mut self.cands);
+        self.table.get(h, &mut cands);
+        let tags = if kind == BTF_KIND_FUNC {
+            self.func_tag_set(id)
+        } else {
+            0
+        };
+        let t = &self.types[i];
+        let new_id = cands
+            .iter()
+            .copied()
+            .find(|&c| {
+                self.ty(c).is_some_and(|ct| equal(t, ct))
+                    && (kind != BTF_KIND_FUNC || self.func_tag_set(c) == tags)
+            })
+            .unwrap_or(id);
+        self.cands = cands;
+        self.map[id as usize] = new_id;
+        if new_id == id {
+            self.table.add(h, id);
+        }
+        Ok(new_id)
+    }
+
+    /// Pass 5.
+    fn ref_types(&mut self) -> Result<()> {
+        for i in 0..self.types.len() {
+            self.ref_type(self.start_id + i as u32)?;
+        }
+        Ok(())
+    }
+
+    /// Passes 6 and 7: keep the canonical types, renumber, remap.
+    fn compact_and_remap(mut self) -> Result<Vec<Type>> {
+        // Reuse the hypothetical map as old id -> new id.
+        let new_ids = &mut self.hypot_map;
+        for (id, v) in new_ids.iter_mut().enumerate().take(self.start_id as usize) {
+            *v = id as u32;
+        }
+        let mut next = self.start_id;
+        for i in 0..self.types.len() {
+            let id = self.start_id + i as u32;
+            new_ids[id as usize] = if self.map[id as usize] == id {
+                next += 1;
+                next - 1
+            } else {
+                UNPROCESSED
+            };
+        }
+        let old = std::mem::take(&mut self.types);
+        let mut kept = Vec::with_capacity((next - self.start_id) as usize);
+        for (i, mut t) in old.into_iter().enumerate() {
+            let id = self.start_id + i as u32;
+            if self.map[id as usize] != id {
+                continue;
+            }
+            let mut bad = None;
+            t.for_each_ref_mut(|r| {
+                let n = self.hypot_map[self.resolve(*r) as usize];
+                if is_mapped(n) {
+                    *r = n;
+                } else if bad.is_none() {
+                    bad = Some(*r);
+                }
+            });
+            if let Some(r) = bad {
+                return Err(Error::Dedup {
+                    id,
+                    reason: format!("refers to type [{r}], which has no canonical type"),
+                });
+            }
+            kept.push(t);
+        }
+        Ok(kept)
+    }
+}

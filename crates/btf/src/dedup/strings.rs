@@ -1,0 +1,96 @@
+//! Pass 1: string deduplication (libbpf's `btf_dedup_strings`).
+//!
+//! The new string section holds each referenced string once, in the order in
+//! which the types first refer to them (type by type, the type's name first,
+//! then its members', values' or parameters' names). Strings nothing refers
+//! to disappear. In split BTF, a string the base already has is replaced by
+//! the base's offset (the first one, if the base holds it twice) and is not
+//! copied; the split section then starts with the first string of its own,
+//! not with an empty string, exactly as libbpf 1.1 writes it.
+
+use rustc_hash::FxHashMap;
+
+use crate::types::Type;
+use crate::{Btf, Error, Result};
+
+/// Every string of `btf` and its bases, with the global offset libbpf's
+/// `btf__find_str` returns for it: the deepest base first, and within one
+/// section the first occurrence.
+fn index_bases(base: Option<&Btf>) -> FxHashMap<&[u8], u32> {
+    let mut chain = Vec::new();
+    let mut b = base;
+    while let Some(btf) = b {
+        chain.push(btf);
+        b = btf.base.as_deref();
+    }
+    let mut index: FxHashMap<&[u8], u32> = FxHashMap::default();
+    index.reserve(chain.iter().map(|b| b.strings.len() / 16).sum());
+    for btf in chain.iter().rev() {
+        let start = btf.start_str_off;
+        let mut off = 0usize;
+        for s in btf.strings.split(|&c| c == 0) {
+            if off >= btf.strings.len() {
+                break;
+            }
+            index.entry(s).or_insert(start + off as u32);
+            off += s.len() + 1;
+        }
+    }
+    index
+}
+
+/// Rewrites every string offset in `types` (the own types of `btf`) and
+/// returns the new own string section.
+pub(super) fn dedup_strings(btf: &Btf, types: &mut [Type]) -> Result<Vec<u8>> {
+    let old = &btf.strings[..];
+    let start = btf.start_str_off;
+    let base = btf.base.as_deref();
+    let base_index = index_bases(base);
+    let mut new: Vec<u8> = Vec::with_capacity(old.len());
+    if base.is_none() {
+        new.push(0);
+    }
+    let mut interned: FxHashMap<&[u8], u32> = FxHashMap::default();
+    interned.reserve(old.len() / 16);
+    interned.insert(b"", 0);
+    // Old local offset -> new global offset, so that each string is hashed
+    // once however many types refer to it.
+    let mut remapped = vec![u32::MAX; old.len()];
+    let mut err = None;
+    for t in types.iter_mut() {
+        t.for_each_str_mut(|off| {
+            if *off == 0 || *off < start || err.is_some() {
+                return;
+            }
+            let local = (*off - start) as usize;
+            let Some(&done) = remapped.get(local) else {
+                err = Some(Error::StringOffset(*off));
+                return;
+            };
+            if done != u32::MAX {
+                *off = done;
+                return;
+            }
+            let Some(end) = old[local..].iter().position(|&c| c == 0) else {
+                err = Some(Error::StringUnterminated(*off));
+                return;
+            };
+            let s = &old[local..local + end];
+            let new_off = match base_index.get(s) {
+                Some(&b) => b,
+                None => *interned.entry(s).or_insert_with(|| {
+                    let o = start + new.len() as u32;
+                    new.extend_from_slice(s);
+                    new.push(0);
+                    o
+                }),
+            };
+            remapped[local] = new_off;
+            *off = new_off;
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    Ok(new)
+}

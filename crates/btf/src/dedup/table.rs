@@ -1,0 +1,141 @@
+//! The table of canonical candidates, keyed by type signature hash.
+//!
+//! libbpf keeps its candidates in its own `hashmap` (src/hashmap.c): each
+//! bucket is a singly linked list, a new entry is pushed at the head, and
+//! when the table grows every bucket is walked from its head and its entries
+//! pushed, one by one, at the head of their new bucket. All entries with the
+//! same key always share a bucket, so for one key the candidates come out
+//! newest first, and every growth reverses the order of those already there.
+//!
+//! Which candidate is tried first decides the result whenever more than one
+//! would match: a forward-declared enum against several full enums of its
+//! name, a struct equivalent to two canonical structs through forward
+//! declarations, duplicates inside a split BTF's base. To give libbpf's
+//! bytes, this table reproduces the order, not the buckets: it counts entries
+//! the way libbpf's growth rule does and remembers, per key, how many growths
+//! it has already applied, reversing lazily when a key is next touched.
+
+use rustc_hash::FxHashMap;
+
+use crate::types::TypeId;
+
+/// The candidates of one key, stored oldest-to-newest as libbpf would list
+/// them after an even number of growths (so that pushing is appending).
+#[derive(Debug)]
+enum Cands {
+    One(TypeId),
+    Many(Vec<TypeId>),
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// The table's growth count when this slot was last brought up to date.
+    epoch: u32,
+    cands: Cands,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct CandTable {
+    slots: FxHashMap<i64, Slot>,
+    /// Entries and capacity as libbpf's hashmap counts them.
+    len: usize,
+    cap: usize,
+    growths: u32,
+}
+
+impl CandTable {
+    pub(super) fn with_capacity(n: usize) -> CandTable {
+        let mut slots = FxHashMap::default();
+        slots.reserve(n);
+        CandTable {
+            slots,
+            ..CandTable::default()
+        }
+    }
+
+    /// libbpf's `hashmap_needs_to_grow` and `hashmap_grow`: grow before an
+    /// insert that would fill the table past 75%, starting at 4 buckets.
+    fn count_insert(&mut self) {
+        if self.cap == 0 || (self.len + 1) * 4 / 3 > self.cap {
+            self.cap = (self.cap * 2).max(4);
+            self.growths += 1;
+        }
+        self.len += 1;
+    }
+
+    fn catch_up(slot: &mut Slot, growths: u32) {
+        if (growths - slot.epoch) % 2 == 1 {
+            if let Cands::Many(v) = &mut slot.cands {
+                v.reverse();
+            }
+        }
+        slot.epoch = growths;
+    }
+
+    /// Adds a candidate under `hash`, in front of the others (libbpf's
+    /// `hashmap__append`).
+    pub(super) fn add(&mut self, hash: i64, id: TypeId) {
+        self.count_insert();
+        let growths = self.growths;
+        match self.slots.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(Slot {
+                    epoch: growths,
+                    cands: Cands::One(id),
+                });
+            }
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let slot = e.get_mut();
+                Self::catch_up(slot, growths);
+                match &mut slot.cands {
+                    Cands::One(first) => slot.cands = Cands::Many(vec![*first, id]),
+                    Cands::Many(v) => v.push(id),
+                }
+            }
+        }
+    }
+
+    /// The candidates under `hash` in the order libbpf would try them,
+    /// written into `out` (cleared first).
+    pub(super) fn get(&mut self, hash: i64, out: &mut Vec<TypeId>) {
+        out.clear();
+        let growths = self.growths;
+        if let Some(slot) = self.slots.get_mut(&hash) {
+            Self::catch_up(slot, growths);
+            match &slot.cands {
+                Cands::One(id) => out.push(*id),
+                Cands::Many(v) => out.extend(v.iter().rev()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A direct model of libbpf's buckets for one key: head insertion, and
+    /// reversal of the list at each growth.
+    #[test]
+    fn order_follows_libbpf_growth() {
+        let mut table = CandTable::default();
+        let mut model: Vec<TypeId> = Vec::new();
+        let (mut len, mut cap) = (0usize, 0usize);
+        let mut out = Vec::new();
+        for id in 1..200u32 {
+            // Every third entry goes under the key we watch.
+            let key = if id % 3 == 0 { 7 } else { i64::from(id) * 1000 };
+            if cap == 0 || (len + 1) * 4 / 3 > cap {
+                cap = (cap * 2).max(4);
+                model.reverse();
+            }
+            len += 1;
+            if key == 7 {
+                model.insert(0, id);
+            }
+            table.add(key, id);
+            table.get(7, &mut out);
+            assert_eq!(out, model, "after adding {id}");
+        }
+    }
+}
