@@ -1,8 +1,0 @@
-//! Placeholder: being written.
-
-use crate::Btf;
-
-/// Writes `btf` in bpftool's c format.
-pub fn dump<W: std::io::Write>(_btf: &Btf, _out: &mut W) -> std::io::Result<()> {
-    Err(std::io::Error::other("c dump is not built yet"))
-}
