@@ -83,7 +83,9 @@ pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
         (EntryLoc::Reg { reg }, _) if ARG_REGS.contains(reg) => ParamState::Moved,
         (EntryLoc::Reg { .. }, _) => ParamState::Unexpected,
         (EntryLoc::Stack { .. }, Slot::Stack) => ParamState::InPlace,
-        (EntryLoc::Stack { .. }, _) => ParamState::Unexpected,
+        // A stack home for a register argument is where the prologue spills
+        // it, never where it arrives.
+        (EntryLoc::Stack { .. }, _) => ParamState::Scope,
         (EntryLoc::Pieces { pieces }, Slot::Regs(regs)) => {
             let mut in_place = 0;
             let mut dropped = 0;
@@ -201,12 +203,14 @@ pub struct Verdict {
     pub detail: Option<String>,
 }
 
-/// Analyses one instance. `clone` is true when the symbol carries a
+/// Analyses one instance. `suffix` is set when the symbol carries a
 /// compiler suffix (`.isra.0`, `.constprop.1`, `.part.0`, `.llvm.N`): GCC and
 /// LLVM rename every function whose calling convention they change, so an
 /// unsuffixed function keeps its source ABI whatever its DWARF says about
 /// unused parameters.
-pub fn analyse(c: &Concrete, clone: bool) -> Verdict {
+pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
+    let clone = suffix.is_some();
+    let isra = suffix.is_some_and(|s| s.contains(".isra"));
     let slots = expected_slots(&c.ret, &c.params);
     let states: Vec<ParamState> = c
         .params
@@ -237,7 +241,7 @@ pub fn analyse(c: &Concrete, clone: bool) -> Verdict {
             .join(", ")
     };
     if changed && !all_in_place {
-        return match true_signature(c) {
+        return match true_signature(c, isra) {
             Ok(params) => Verdict {
                 status: Status::ChangedAbi,
                 signature: Signature::True { params },
@@ -341,7 +345,7 @@ fn changes(c: &Concrete, states: &[ParamState]) -> String {
 /// the type of the one member that fills that eightbyte or else `u64`; the
 /// member-name alternative breaks down when an eightbyte holds several
 /// members, `__coerce<N>` never does.
-pub fn true_signature(c: &Concrete) -> Result<Vec<SigParam>, String> {
+pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String> {
     let mut placed: Vec<(usize, SigParam)> = Vec::new();
     for p in &c.params {
         match &p.loc {
@@ -409,11 +413,14 @@ pub fn true_signature(c: &Concrete) -> Result<Vec<SigParam>, String> {
                     p.name
                 ))
             }
-            // GCC's IPA-SRA marks a parameter it replaced by some of its
-            // parts (new arguments DWARF does not describe) this way.
+            // GCC marks every parameter a clone no longer receives this way;
+            // IPA-SRA (`.isra`) may pass parts of a pointed-to or by-value
+            // aggregate instead, in registers DWARF does not describe. A
+            // scalar cannot be split, so it was simply removed.
+            EntryLoc::ParamRef if !isra || !(p.ty.pointer || p.ty.aggregate) => {}
             EntryLoc::ParamRef => {
                 return Err(format!(
-                    "{} was replaced by values DWARF does not describe (DW_OP_GNU_parameter_ref)",
+                    "{} was removed by IPA-SRA, which may pass parts of it in registers DWARF does not describe",
                     p.name
                 ))
             }

@@ -55,6 +55,8 @@ pub struct TypeInfo {
     pub shape: u64,
     /// Whether the type, stripped of typedefs and qualifiers, is a struct or union.
     pub aggregate: bool,
+    /// Whether the type, stripped of typedefs and qualifiers, is a pointer.
+    pub pointer: bool,
 }
 
 pub struct TypeNamer<'a, 'u> {
@@ -91,6 +93,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
                 class: ArgClass::Int1,
                 shape: 0,
                 aggregate: false,
+                pointer: false,
             };
         };
         let c = self.name(off);
@@ -107,6 +110,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             class,
             shape: self.shape(off, 2),
             aggregate,
+            pointer: tag == Some(gimli::DW_TAG_pointer_type),
         }
     }
 

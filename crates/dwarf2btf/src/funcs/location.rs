@@ -60,9 +60,6 @@ pub fn entry_location(
             EntryLoc::Reg { reg } if !ARG_REGS.contains(&reg) => EntryLoc::Scope {
                 what: format!("{} for the whole function", reg_name(reg)),
             },
-            EntryLoc::Stack { offset } => EntryLoc::Scope {
-                what: format!("stack{offset:+} for the whole function"),
-            },
             l => l,
         });
     }
@@ -143,7 +140,7 @@ fn single(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
             }
         }
         [Operation::FrameOffset { offset }] => EntryLoc::Stack { offset: *offset },
-        [Operation::ParameterRef { .. }] => EntryLoc::ParamRef,
+        [Operation::ParameterRef { .. }, ..] => EntryLoc::ParamRef,
         [Operation::ImplicitValue { .. }] => EntryLoc::Const,
         [Operation::UnsignedConstant { .. } | Operation::SignedConstant { .. }, Operation::StackValue] => {
             EntryLoc::Const

@@ -145,8 +145,7 @@ impl FuncModel {
                     if let Some(n) = &c.name {
                         inst.name = n.clone();
                     }
-                    let clone = inst.suffix().is_some();
-                    let v = abi::analyse(c, clone);
+                    let v = abi::analyse(c, inst.suffix());
                     inst.status = v.status;
                     inst.signature = v.signature;
                     inst.detail = v.detail;
