@@ -1,8 +1,44 @@
+//! `btfkit dump FILE [--base B] [--format raw|json|c]`: print BTF as bpftool does.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct DumpArgs {}
+use anyhow::Context;
 
-pub fn run(_args: DumpArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'dump' is not built yet")
+#[derive(clap::Args)]
+pub struct DumpArgs {
+    /// Raw BTF, an ELF with a .BTF section, or /sys/kernel/btf/*
+    file: PathBuf,
+    /// Base BTF for split BTF (a module); /sys/kernel/btf/<module> finds vmlinux by itself
+    #[arg(long)]
+    base: Option<PathBuf>,
+    /// Output format, as `bpftool btf dump file FILE [format c]` and `bpftool -j`
+    #[arg(long, value_enum, default_value_t = Format::Raw)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Raw,
+    Json,
+    C,
+}
+
+pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
+    let btf = btf::load_file(&args.file, args.base.as_deref())
+        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        // These two stage their output in large chunks themselves: a
+        // BufWriter would only add a copy.
+        Format::Raw => btf::dump::raw::dump(&btf, &mut stdout),
+        Format::Json => btf::dump::json::dump(&btf, &mut stdout),
+        Format::C => {
+            let mut out = BufWriter::with_capacity(1 << 20, &mut stdout);
+            btf::dump::c::dump(&btf, &mut out).and_then(|()| out.flush())
+        }
+    }
+    .with_context(|| format!("cannot dump {}", args.file.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
