@@ -14,6 +14,7 @@ pub mod diff;
 pub mod dump;
 pub mod error;
 pub mod format;
+pub mod kernel;
 mod load;
 mod read;
 mod strings;

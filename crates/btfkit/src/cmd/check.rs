@@ -1,8 +1,115 @@
+//! `btfkit check FILE [--base B] [--kernel]`: the kernel verifier's rules, and
+//! optionally the kernel's verifier itself.
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use btf::kernel::{self, KernelError};
+use btf::Btf;
 
 #[derive(clap::Args)]
-pub struct CheckArgs {}
+pub struct CheckArgs {
+    /// Raw BTF, an ELF with a .BTF section, or a file under /sys/kernel/btf
+    pub file: PathBuf,
+    /// Base BTF of a split BTF (a module's); found automatically under /sys/kernel/btf
+    #[arg(long)]
+    pub base: Option<PathBuf>,
+    /// Also load it into the running kernel with BPF_BTF_LOAD (root or CAP_BPF)
+    #[arg(long)]
+    pub kernel: bool,
+}
 
-pub fn run(_args: CheckArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'check' is not built yet")
+/// Lines of the kernel's log shown on rejection: the error is at the end,
+/// after one line per type checked.
+const LOG_TAIL_LINES: usize = 40;
+
+pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let file = &args.file;
+    let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
+    let blob = if bytes.starts_with(b"\x7fELF") {
+        btf::elf_btf_section(&bytes).with_context(|| format!("{}", file.display()))?
+    } else {
+        bytes
+    };
+    let base = match base_path(file, args.base.as_deref()) {
+        Some(b) => Some(Arc::new(btf::load_file(&b, None)?)),
+        None => None,
+    };
+    let btf = btf::parse_any(&blob, base).with_context(|| format!("{}", file.display()))?;
+
+    let mut problems = btf::validate::validate_blob(&blob, &btf);
+    problems.extend(btf::validate::validate(&btf));
+    problems.sort_by_key(|p| p.id);
+    let mut ok = problems.is_empty();
+    if ok {
+        println!(
+            "{}: OK ({} types, {} bytes)",
+            file.display(),
+            btf.own_types().len(),
+            blob.len()
+        );
+    } else {
+        for p in &problems {
+            println!("{p}");
+        }
+        println!("{}: {} problems", file.display(), problems.len());
+    }
+
+    if args.kernel {
+        ok &= load_into_kernel(&btf, &blob)?;
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The base to use: the one given, or vmlinux for a module under /sys/kernel/btf.
+fn base_path(file: &Path, base: Option<&Path>) -> Option<PathBuf> {
+    if let Some(b) = base {
+        return Some(b.to_owned());
+    }
+    let vmlinux = Path::new(btf::SYSFS_VMLINUX);
+    (file.parent() == vmlinux.parent() && file != vmlinux).then(|| vmlinux.to_owned())
+}
+
+/// Loads the blob with BPF_BTF_LOAD and says what the kernel thought: true
+/// if it accepted it. Lack of privilege is an error, not a verdict.
+fn load_into_kernel(btf: &Btf, blob: &[u8]) -> anyhow::Result<bool> {
+    let standalone;
+    let blob = if btf.base().is_some() {
+        println!("kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base");
+        standalone = kernel::standalone_blob(btf);
+        &standalone[..]
+    } else {
+        blob
+    };
+    match kernel::load(blob) {
+        Ok(_fd) => {
+            println!("kernel: accepted");
+            Ok(true)
+        }
+        Err(KernelError::Rejected { error, log }) => {
+            println!("kernel: rejected: {error}");
+            let lines: Vec<&str> = log.lines().collect();
+            let from = lines.len().saturating_sub(LOG_TAIL_LINES);
+            if from > 0 {
+                println!(
+                    "kernel log (last {} of {} lines):",
+                    lines.len() - from,
+                    lines.len()
+                );
+            } else {
+                println!("kernel log:");
+            }
+            for l in &lines[from..] {
+                println!("  {l}");
+            }
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
