@@ -1,0 +1,225 @@
+//! A whole perf.data, file or pipe format, held in memory (mapped for
+//! files), and the iteration over its records.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::attr::Attrs;
+use crate::bytes::{pos, u16_at, u32_at};
+use crate::error::{Error, Result};
+use crate::features::Features;
+use crate::header::{FileHeader, Format};
+use crate::records::{self, kind, Event, Record};
+
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+pub struct PerfData {
+    bytes: Bytes,
+    path: PathBuf,
+    pub header: FileHeader,
+    pub attrs: Attrs,
+    pub features: Features,
+}
+
+impl PerfData {
+    /// Opens a perf.data file; `-` reads a pipe-format stream from stdin.
+    pub fn open(path: &Path) -> Result<PerfData> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = if path == Path::new("-") {
+            let mut v = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
+            Bytes::Owned(v)
+        } else {
+            let file = std::fs::File::open(path).map_err(io)?;
+            let is_file = file.metadata().map_err(io)?.is_file();
+            if is_file {
+                // SAFETY: the map is read-only and private to us; a perf.data
+                // that another process truncates while we read it is outside
+                // what this tool supports (as for perf itself).
+                Bytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
+            } else {
+                // A FIFO or character device: perf record -o - | btfkit perf /dev/stdin.
+                let mut v = Vec::new();
+                (&file).read_to_end(&mut v).map_err(io)?;
+                Bytes::Owned(v)
+            }
+        };
+        PerfData::from_parts(bytes, path.to_path_buf())
+    }
+
+    /// Reads perf.data from memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfData> {
+        PerfData::from_parts(Bytes::Owned(bytes), PathBuf::from("<memory>"))
+    }
+
+    fn from_parts(bytes: Bytes, path: PathBuf) -> Result<PerfData> {
+        let file = bytes.as_slice();
+        let header = FileHeader::parse(file)?;
+        let (attrs, features) = match header.format {
+            Format::File => (header.read_attrs(file)?, Features::read_file(&header, file)),
+            Format::Pipe => pipe_metadata(&header, file),
+        };
+        Ok(PerfData {
+            bytes,
+            path,
+            header,
+            attrs,
+            features,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn format(&self) -> Format {
+        self.header.format
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// The records of the data section, decoded, in file order. A record
+    /// whose body is bad yields an error and iteration goes on; an error
+    /// that breaks the framing ([`Error::breaks_framing`]) ends it.
+    pub fn records(&self) -> Records<'_> {
+        Records {
+            frames: Frames::new(self.bytes(), &self.header),
+            attrs: &self.attrs,
+        }
+    }
+}
+
+/// Pipe format: the attrs and features are records of the stream, read in
+/// one pass over the framing before the records are decoded.
+fn pipe_metadata(header: &FileHeader, file: &[u8]) -> (Attrs, Features) {
+    let mut attrs = Attrs::new();
+    let mut features = Features::default();
+    for frame in Frames::new(file, header) {
+        let Ok((offset, rec)) = frame else { break };
+        let k = u32_at(rec, 0).unwrap_or(0);
+        if k != kind::HEADER_ATTR && k != kind::HEADER_FEATURE {
+            continue;
+        }
+        match records::parse(rec, offset, &attrs) {
+            Ok(Event {
+                record: Record::HeaderAttr { attr, ids },
+                ..
+            }) => attrs.push(attr, ids),
+            Ok(Event {
+                record: Record::HeaderFeature { feature, data },
+                ..
+            }) => features.add(feature, &data, offset + 16),
+            Ok(_) => {}
+            Err(e) => features.warnings.push(e),
+        }
+    }
+    (attrs, features)
+}
+
+/// The records of the data section as byte slices, with their offsets:
+/// only the framing (header.size) is checked here.
+pub struct Frames<'a> {
+    file: &'a [u8],
+    at: usize,
+    end: usize,
+    done: bool,
+}
+
+impl<'a> Frames<'a> {
+    pub fn new(file: &'a [u8], header: &FileHeader) -> Frames<'a> {
+        let start = usize::try_from(header.data.offset).unwrap_or(usize::MAX);
+        let end = usize::try_from(header.data.offset.saturating_add(header.data.size))
+            .unwrap_or(usize::MAX)
+            .min(file.len());
+        Frames {
+            file,
+            at: start,
+            end,
+            done: false,
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Option<Result<(u64, &'a [u8])>> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<(u64, &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.at >= self.end {
+            return None;
+        }
+        let offset = pos(self.at);
+        let left = self.end - self.at;
+        if left < 8 {
+            return self.fail(Error::truncated("record header", offset, 8, pos(left)));
+        }
+        let size = u16_at(self.file, self.at + 6).unwrap_or(0);
+        if size < 8 {
+            return self.fail(Error::RecordTooSmall { offset, size });
+        }
+        let size = usize::from(size);
+        if size > left {
+            return self.fail(Error::RecordPastEnd {
+                offset,
+                size: pos(size),
+                left: pos(left),
+            });
+        }
+        let Some(rec) = self.file.get(self.at..self.at + size) else {
+            return self.fail(Error::truncated("record", offset, pos(size), pos(left)));
+        };
+        let k = u32_at(rec, 0).unwrap_or(0);
+        let extra = records::extra_payload(rec, k);
+        let next = u64::try_from(self.at + size)
+            .ok()
+            .and_then(|n| n.checked_add(extra))
+            .filter(|&n| n <= pos(self.end));
+        match next {
+            Some(n) => self.at = usize::try_from(n).unwrap_or(self.end),
+            None => {
+                return self.fail(Error::RecordPastEnd {
+                    offset,
+                    size: pos(size).saturating_add(extra),
+                    left: pos(left),
+                })
+            }
+        }
+        Some(Ok((offset, rec)))
+    }
+}
+
+/// Decoded records: see [`PerfData::records`].
+pub struct Records<'a> {
+    frames: Frames<'a>,
+    attrs: &'a Attrs,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let frame = self.frames.next()?;
+        Some(frame.and_then(|(offset, rec)| records::parse(rec, offset, self.attrs)))
+    }
+}

@@ -1,0 +1,686 @@
+//! Records: `struct perf_event_header` followed by a body whose layout the
+//! type says (include/uapi/linux/perf_event.h, enum perf_event_type), and for
+//! the kernel's non-sample records, a sample_id trailer when the event has
+//! sample_id_all. Records that perf itself writes (types 64 and up) are in
+//! tools/perf/util/event.h.
+
+use crate::attr::{sample, Attrs, EventAttr};
+use crate::bytes::{align8, array, cstr_at, pos, u16_at, u32_at, u64_at};
+use crate::error::{Error, Result};
+
+/// Record types.
+pub mod kind {
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const UNTHROTTLE: u32 = 6;
+    pub const FORK: u32 = 7;
+    pub const READ: u32 = 8;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const AUX: u32 = 11;
+    pub const ITRACE_START: u32 = 12;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const SWITCH: u32 = 14;
+    pub const SWITCH_CPU_WIDE: u32 = 15;
+    pub const NAMESPACES: u32 = 16;
+    pub const KSYMBOL: u32 = 17;
+    pub const BPF_EVENT: u32 = 18;
+    pub const CGROUP: u32 = 19;
+    pub const TEXT_POKE: u32 = 20;
+    pub const AUX_OUTPUT_HW_ID: u32 = 21;
+    /// The first of the types perf writes itself; they have no sample_id.
+    pub const USER_START: u32 = 64;
+    pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_TRACING_DATA: u32 = 66;
+    pub const FINISHED_ROUND: u32 = 68;
+    pub const AUXTRACE: u32 = 71;
+    pub const HEADER_FEATURE: u32 = 80;
+    pub const COMPRESSED: u32 = 81;
+    pub const COMPRESSED2: u32 = 83;
+}
+
+/// The name perf uses for a record type (`perf report -D`), without the
+/// PERF_RECORD_ prefix.
+pub fn kind_name(k: u32) -> &'static str {
+    match k {
+        1 => "MMAP",
+        2 => "LOST",
+        3 => "COMM",
+        4 => "EXIT",
+        5 => "THROTTLE",
+        6 => "UNTHROTTLE",
+        7 => "FORK",
+        8 => "READ",
+        9 => "SAMPLE",
+        10 => "MMAP2",
+        11 => "AUX",
+        12 => "ITRACE_START",
+        13 => "LOST_SAMPLES",
+        14 => "SWITCH",
+        15 => "SWITCH_CPU_WIDE",
+        16 => "NAMESPACES",
+        17 => "KSYMBOL",
+        18 => "BPF_EVENT",
+        19 => "CGROUP",
+        20 => "TEXT_POKE",
+        21 => "AUX_OUTPUT_HW_ID",
+        64 => "HEADER_ATTR",
+        65 => "HEADER_EVENT_TYPE",
+        66 => "HEADER_TRACING_DATA",
+        67 => "HEADER_BUILD_ID",
+        68 => "FINISHED_ROUND",
+        69 => "ID_INDEX",
+        70 => "AUXTRACE_INFO",
+        71 => "AUXTRACE",
+        72 => "AUXTRACE_ERROR",
+        73 => "THREAD_MAP",
+        74 => "CPU_MAP",
+        75 => "STAT_CONFIG",
+        76 => "STAT",
+        77 => "STAT_ROUND",
+        78 => "EVENT_UPDATE",
+        79 => "TIME_CONV",
+        80 => "HEADER_FEATURE",
+        81 => "COMPRESSED",
+        82 => "FINISHED_INIT",
+        83 => "COMPRESSED2",
+        _ => "unknown",
+    }
+}
+
+/// `header.misc & PERF_RECORD_MISC_CPUMODE_MASK`: where the CPU was.
+pub mod cpumode {
+    pub const MASK: u16 = 7;
+    pub const KERNEL: u16 = 1;
+    pub const USER: u16 = 2;
+    pub const GUEST_KERNEL: u16 = 4;
+}
+
+/// PERF_RECORD_MISC_COMM_EXEC: the COMM comes from an exec.
+const MISC_COMM_EXEC: u16 = 1 << 13;
+/// PERF_RECORD_MISC_MMAP_BUILD_ID: MMAP2 carries a build id, not inode data.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// The fields of the sample_id trailer (or of a sample) that say who, when
+/// and where; each is present only when the event's sample_type asks for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleId {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub time: Option<u64>,
+    pub id: Option<u64>,
+    pub stream_id: Option<u64>,
+    pub cpu: Option<u32>,
+}
+
+/// PERF_RECORD_MMAP and MMAP2: a mapping of code. With pid -1 and a kernel
+/// cpumode, the kernel image (`[kernel.kallsyms]_text`) or a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mmap {
+    pub pid: u32,
+    pub tid: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub filename: String,
+    /// MMAP2 only: protection and flags of the mapping.
+    pub prot: Option<u32>,
+    pub map_flags: Option<u32>,
+    /// MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID.
+    pub build_id: Option<Vec<u8>>,
+}
+
+/// PERF_RECORD_COMM: a thread's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comm {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// Set by exec rather than prctl(PR_SET_NAME).
+    pub exec: bool,
+}
+
+/// PERF_RECORD_FORK and EXIT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub pid: u32,
+    pub ppid: u32,
+    pub tid: u32,
+    pub ptid: u32,
+    pub time: u64,
+}
+
+/// ksym_type of PERF_RECORD_KSYMBOL.
+pub mod ksym_type {
+    pub const UNKNOWN: u16 = 0;
+    pub const BPF: u16 = 1;
+    /// Out-of-line code: ftrace and BPF trampolines, dispatchers, kprobes.
+    pub const OOL: u16 = 2;
+
+    pub fn name(t: u16) -> &'static str {
+        match t {
+            UNKNOWN => "unknown",
+            BPF => "bpf",
+            OOL => "ool",
+            _ => "other",
+        }
+    }
+}
+
+/// PERF_RECORD_KSYMBOL: kernel text registered or unregistered at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ksymbol {
+    pub addr: u64,
+    pub len: u32,
+    pub ksym_type: u16,
+    pub flags: u16,
+    pub name: String,
+}
+
+impl Ksymbol {
+    /// PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER.
+    pub fn is_unregister(&self) -> bool {
+        self.flags & 1 != 0
+    }
+}
+
+/// PERF_RECORD_BPF_EVENT: a BPF program loaded (1) or unloaded (2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BpfEvent {
+    pub kind: u16,
+    pub flags: u16,
+    pub id: u32,
+    pub tag: [u8; 8],
+}
+
+impl BpfEvent {
+    pub const PROG_LOAD: u16 = 1;
+    pub const PROG_UNLOAD: u16 = 2;
+
+    /// The tag as bpftool and kallsyms print it: 16 hex digits.
+    pub fn tag_hex(&self) -> String {
+        tag_hex(&self.tag)
+    }
+}
+
+pub fn tag_hex(tag: &[u8; 8]) -> String {
+    tag.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// PERF_RECORD_SAMPLE, decoded up to the callchain; the pid, tid, time, id
+/// and cpu are in the [`Event`]'s [`SampleId`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    pub ip: Option<u64>,
+    pub addr: Option<u64>,
+    pub period: Option<u64>,
+    pub callchain: Vec<u64>,
+    /// `header.misc & 7`: kernel, user, guest... (see [`cpumode`]).
+    pub cpumode: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    Mmap(Mmap),
+    Comm(Comm),
+    Fork(Task),
+    Exit(Task),
+    Lost {
+        id: u64,
+        lost: u64,
+    },
+    Sample(Sample),
+    Ksymbol(Ksymbol),
+    BpfEvent(BpfEvent),
+    FinishedRound,
+    /// Pipe format: an event's attr and ids.
+    HeaderAttr {
+        attr: EventAttr,
+        ids: Vec<u64>,
+    },
+    /// Pipe format: a header feature section, carried as a record; `data`
+    /// is the section's bytes.
+    HeaderFeature {
+        feature: u64,
+        data: Vec<u8>,
+    },
+    /// zstd-compressed records (`perf record -z`), not decoded here.
+    Compressed,
+    /// A type this crate does not decode (see [`Event::kind`]).
+    Other,
+}
+
+/// One record, where it was and its sample_id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Offset of the record's header in the file (or stream).
+    pub offset: u64,
+    pub kind: u32,
+    pub misc: u16,
+    /// `header.size` as written; may exceed the record's real length.
+    pub size: u16,
+    pub record: Record,
+    pub id: SampleId,
+}
+
+impl Event {
+    pub fn time(&self) -> Option<u64> {
+        self.id.time
+    }
+}
+
+/// Bytes that follow a record outside its `header.size`: perf writes the
+/// payload of tracing data and AUX trace data right after those records.
+pub(crate) fn extra_payload(rec: &[u8], k: u32) -> u64 {
+    match k {
+        kind::HEADER_TRACING_DATA => u32_at(rec, 8).map_or(0, |n| (u64::from(n) + 7) & !7),
+        kind::AUXTRACE => u64_at(rec, 8).map_or(0, |n| n.saturating_add(7) & !7),
+        _ => 0,
+    }
+}
+
+/// Decodes one record; `rec` is exactly `header.size` bytes (framing was
+/// checked by the caller) and `offset` is where it starts.
+pub fn parse(rec: &[u8], offset: u64, attrs: &Attrs) -> Result<Event> {
+    let k = u32_at(rec, 0).unwrap_or(0);
+    let misc = u16_at(rec, 4).unwrap_or(0);
+    let size = u16_at(rec, 6).unwrap_or(0);
+    let name = kind_name(k);
+    let bad = |reason: String| Error::record(offset, name, reason);
+    let need = |n: usize, what: &str| {
+        if rec.len() < n {
+            Err(bad(format!(
+                "body needs {n} bytes for {what}, the record has {}",
+                rec.len()
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let f32 = |off: usize| u32_at(rec, off).unwrap_or(0);
+    let f64 = |off: usize| u64_at(rec, off).unwrap_or(0);
+    let string = |off: usize, what: &str| -> Result<(String, usize)> {
+        let (s, after) = cstr_at(rec, off)
+            .ok_or_else(|| bad(format!("{what} at record offset {off} has no NUL")))?;
+        let end = align8(after).ok_or_else(|| bad(format!("{what} is too long")))?;
+        Ok((s, end))
+    };
+
+    // Each arm gives the record and where its body ends (None when its
+    // layout is not known here, so no trailer can be read after it).
+    let (record, body_end) = match k {
+        kind::SAMPLE => {
+            let attr = attrs
+                .for_sample(rec)
+                .ok_or_else(|| bad("no attr describes this sample".into()))?;
+            let (sample, id) = parse_sample(rec, offset, attr, misc)?;
+            return Ok(Event {
+                offset,
+                kind: k,
+                misc,
+                size,
+                record: Record::Sample(sample),
+                id,
+            });
+        }
+        kind::MMAP => {
+            need(40, "pid, tid, addr, len, pgoff")?;
+            let (filename, end) = string(40, "filename")?;
+            let m = Mmap {
+                pid: f32(8),
+                tid: f32(12),
+                addr: f64(16),
+                len: f64(24),
+                pgoff: f64(32),
+                filename,
+                prot: None,
+                map_flags: None,
+                build_id: None,
+            };
+            (Record::Mmap(m), Some(end))
+        }
+        kind::MMAP2 => {
+            need(72, "pid, tid, addr, len, pgoff, ids, prot, flags")?;
+            let (filename, end) = string(72, "filename")?;
+            let build_id = (misc & MISC_MMAP_BUILD_ID != 0).then(|| {
+                let n = usize::from(rec.get(40).copied().unwrap_or(0)).min(20);
+                rec.get(44..44 + n).map(<[u8]>::to_vec).unwrap_or_default()
+            });
+            let m = Mmap {
+                pid: f32(8),
+                tid: f32(12),
+                addr: f64(16),
+                len: f64(24),
+                pgoff: f64(32),
+                filename,
+                prot: Some(f32(64)),
+                map_flags: Some(f32(68)),
+                build_id,
+            };
+            (Record::Mmap(m), Some(end))
+        }
+        kind::COMM => {
+            need(16, "pid, tid")?;
+            let (comm, end) = string(16, "comm")?;
+            let c = Comm {
+                pid: f32(8),
+                tid: f32(12),
+                comm,
+                exec: misc & MISC_COMM_EXEC != 0,
+            };
+            (Record::Comm(c), Some(end))
+        }
+        kind::FORK | kind::EXIT => {
+            need(32, "pid, ppid, tid, ptid, time")?;
+            let t = Task {
+                pid: f32(8),
+                ppid: f32(12),
+                tid: f32(16),
+                ptid: f32(20),
+                time: f64(24),
+            };
+            let r = if k == kind::FORK {
+                Record::Fork(t)
+            } else {
+                Record::Exit(t)
+            };
+            (r, Some(32))
+        }
+        kind::LOST => {
+            need(24, "id, lost")?;
+            (
+                Record::Lost {
+                    id: f64(8),
+                    lost: f64(16),
+                },
+                Some(24),
+            )
+        }
+        kind::KSYMBOL => {
+            need(24, "addr, len, ksym_type, flags")?;
+            let (name, end) = string(24, "name")?;
+            let ks = Ksymbol {
+                addr: f64(8),
+                len: f32(16),
+                ksym_type: u16_at(rec, 20).unwrap_or(0),
+                flags: u16_at(rec, 22).unwrap_or(0),
+                name,
+            };
+            (Record::Ksymbol(ks), Some(end))
+        }
+        kind::BPF_EVENT => {
+            need(24, "type, flags, id, tag")?;
+            let ev = BpfEvent {
+                kind: u16_at(rec, 8).unwrap_or(0),
+                flags: u16_at(rec, 10).unwrap_or(0),
+                id: f32(12),
+                tag: array(rec, 16).unwrap_or_default(),
+            };
+            (Record::BpfEvent(ev), Some(24))
+        }
+        kind::THROTTLE | kind::UNTHROTTLE => (Record::Other, Some(32)),
+        kind::AUX => (Record::Other, Some(32)),
+        kind::ITRACE_START | kind::SWITCH_CPU_WIDE => (Record::Other, Some(16)),
+        kind::LOST_SAMPLES | kind::AUX_OUTPUT_HW_ID => (Record::Other, Some(16)),
+        kind::SWITCH => (Record::Other, Some(8)),
+        kind::NAMESPACES => {
+            need(24, "pid, tid, nr_namespaces")?;
+            let end = usize::try_from(f64(16))
+                .ok()
+                .and_then(|n| n.checked_mul(16))
+                .and_then(|n| n.checked_add(24))
+                .ok_or_else(|| bad("nr_namespaces is absurd".into()))?;
+            (Record::Other, Some(end))
+        }
+        kind::CGROUP => {
+            need(16, "id")?;
+            let (_, end) = string(16, "path")?;
+            (Record::Other, Some(end))
+        }
+        kind::TEXT_POKE => {
+            need(20, "addr, old_len, new_len")?;
+            let bytes = 4
+                + usize::from(u16_at(rec, 16).unwrap_or(0))
+                + usize::from(u16_at(rec, 18).unwrap_or(0));
+            (Record::Other, align8(bytes).map(|b| 16 + b))
+        }
+        kind::READ => {
+            need(16, "pid, tid")?;
+            let end = attrs
+                .for_trailer(rec, 16)
+                .and_then(|a| a.read_format_len(f64(16)))
+                .and_then(|n| n.checked_add(16));
+            (Record::Other, end)
+        }
+        kind::HEADER_ATTR => {
+            need(16, "attr")?;
+            let attr_size = f32(12) as usize;
+            let attr_bytes = rec
+                .get(8..8usize.saturating_add(attr_size))
+                .ok_or_else(|| bad(format!("attr of {attr_size} bytes runs past the record")))?;
+            let attr = EventAttr::parse(attr_bytes, offset + 8)?;
+            let ids = rec
+                .get(8 + attr_size..)
+                .unwrap_or_default()
+                .chunks_exact(8)
+                .filter_map(|c| u64_at(c, 0))
+                .collect();
+            return Ok(plain(rec, offset, Record::HeaderAttr { attr, ids }));
+        }
+        kind::HEADER_FEATURE => {
+            need(16, "feature id")?;
+            let data = rec.get(16..).unwrap_or_default().to_vec();
+            let r = Record::HeaderFeature {
+                feature: f64(8),
+                data,
+            };
+            return Ok(plain(rec, offset, r));
+        }
+        kind::FINISHED_ROUND => return Ok(plain(rec, offset, Record::FinishedRound)),
+        kind::COMPRESSED | kind::COMPRESSED2 => return Ok(plain(rec, offset, Record::Compressed)),
+        _ => return Ok(plain(rec, offset, Record::Other)),
+    };
+
+    let mut event = plain(rec, offset, record);
+    if k >= kind::USER_START {
+        return Ok(event);
+    }
+    if let Some(end) = body_end {
+        if end > rec.len() {
+            return Err(bad(format!(
+                "body needs {end} bytes, the record has {}",
+                rec.len()
+            )));
+        }
+        if let Some(attr) = attrs.for_trailer(rec, end) {
+            event.id = parse_sample_id(rec, end, offset, name, attr)?;
+        }
+    }
+    Ok(event)
+}
+
+fn plain(rec: &[u8], offset: u64, record: Record) -> Event {
+    Event {
+        offset,
+        kind: u32_at(rec, 0).unwrap_or(0),
+        misc: u16_at(rec, 4).unwrap_or(0),
+        size: u16_at(rec, 6).unwrap_or(0),
+        record,
+        id: SampleId::default(),
+    }
+}
+
+/// The sample_id trailer that starts at `start`, right after the body.
+fn parse_sample_id(
+    rec: &[u8],
+    start: usize,
+    offset: u64,
+    name: &'static str,
+    attr: &EventAttr,
+) -> Result<SampleId> {
+    let len = attr.sample_id_len();
+    if len == 0 {
+        return Ok(SampleId::default());
+    }
+    let have = rec.len().saturating_sub(start);
+    if have < len {
+        return Err(Error::record(
+            offset,
+            name,
+            format!("sample_id trailer at record offset {start} needs {len} bytes, {have} left"),
+        ));
+    }
+    let mut id = SampleId::default();
+    let mut f = Fields {
+        rec,
+        at: start,
+        offset,
+        name,
+    };
+    if attr.has(sample::TID) {
+        id.pid = Some(f.u32()?);
+        id.tid = Some(f.u32()?);
+    }
+    if attr.has(sample::TIME) {
+        id.time = Some(f.u64()?);
+    }
+    if attr.has(sample::ID) {
+        id.id = Some(f.u64()?);
+    }
+    if attr.has(sample::STREAM_ID) {
+        id.stream_id = Some(f.u64()?);
+    }
+    if attr.has(sample::CPU) {
+        id.cpu = Some(f.u32()?);
+        f.u32()?;
+    }
+    if attr.has(sample::IDENTIFIER) {
+        id.id = Some(f.u64()?);
+    }
+    Ok(id)
+}
+
+/// Sequential reads inside one record, with errors that say where.
+struct Fields<'a> {
+    rec: &'a [u8],
+    at: usize,
+    offset: u64,
+    name: &'static str,
+}
+
+impl Fields<'_> {
+    fn err(&self, n: usize) -> Error {
+        Error::record(
+            self.offset,
+            self.name,
+            format!(
+                "field at record offset {} (file offset {:#x}) needs {n} bytes, the record has {}",
+                self.at,
+                self.offset + pos(self.at),
+                self.rec.len()
+            ),
+        )
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let v = u32_at(self.rec, self.at).ok_or_else(|| self.err(4))?;
+        self.at += 4;
+        Ok(v)
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let v = u64_at(self.rec, self.at).ok_or_else(|| self.err(8))?;
+        self.at += 8;
+        Ok(v)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<()> {
+        match self.at.checked_add(n) {
+            Some(end) if end <= self.rec.len() => {
+                self.at = end;
+                Ok(())
+            }
+            _ => Err(self.err(n)),
+        }
+    }
+}
+
+/// A sample's fields in kernel order (perf_output_sample), up to the
+/// callchain; later fields (raw data, branch stacks, registers) are left.
+fn parse_sample(
+    rec: &[u8],
+    offset: u64,
+    attr: &EventAttr,
+    misc: u16,
+) -> Result<(Sample, SampleId)> {
+    let mut f = Fields {
+        rec,
+        at: 8,
+        offset,
+        name: "SAMPLE",
+    };
+    let mut s = Sample {
+        cpumode: misc & cpumode::MASK,
+        ..Sample::default()
+    };
+    let mut id = SampleId::default();
+    if attr.has(sample::IDENTIFIER) {
+        id.id = Some(f.u64()?);
+    }
+    if attr.has(sample::IP) {
+        s.ip = Some(f.u64()?);
+    }
+    if attr.has(sample::TID) {
+        id.pid = Some(f.u32()?);
+        id.tid = Some(f.u32()?);
+    }
+    if attr.has(sample::TIME) {
+        id.time = Some(f.u64()?);
+    }
+    if attr.has(sample::ADDR) {
+        s.addr = Some(f.u64()?);
+    }
+    if attr.has(sample::ID) {
+        id.id = Some(f.u64()?);
+    }
+    if attr.has(sample::STREAM_ID) {
+        id.stream_id = Some(f.u64()?);
+    }
+    if attr.has(sample::CPU) {
+        id.cpu = Some(f.u32()?);
+        f.u32()?;
+    }
+    if attr.has(sample::PERIOD) {
+        s.period = Some(f.u64()?);
+    }
+    if attr.has(sample::READ) {
+        let nr = if attr.read_format & crate::attr::read_format::GROUP != 0 {
+            u64_at(rec, f.at).unwrap_or(0)
+        } else {
+            0
+        };
+        let len = attr
+            .read_format_len(nr)
+            .ok_or_else(|| Error::record(offset, "SAMPLE", format!("read group of {nr} values")))?;
+        f.skip(len)?;
+    }
+    if attr.has(sample::CALLCHAIN) {
+        let nr = f.u64()?;
+        // Bounded by the record: a u16 size holds at most 8191 addresses.
+        let left = (rec.len().saturating_sub(f.at) / 8) as u64;
+        if nr > left {
+            return Err(Error::record(
+                offset,
+                "SAMPLE",
+                format!("callchain of {nr} entries, room for {left}"),
+            ));
+        }
+        for _ in 0..nr {
+            s.callchain.push(f.u64()?);
+        }
+    }
+    Ok((s, id))
+}
