@@ -18,10 +18,9 @@ pub enum Error {
     },
     #[error(
         "{path}: all {count} addresses read as zero: the kernel hides them from this process. \
-         It shows real addresses only to a process with CAP_SYSLOG while \
-         kernel.kptr_restrict <= 1 (now {kptr_restrict}), and perf tools also need \
-         kernel.perf_event_paranoid <= 1 (now {perf_event_paranoid}); run as root, or \
-         lower these sysctls"
+         It shows them when kernel.kptr_restrict is 0 and kernel.perf_event_paranoid <= 1 \
+         (now {kptr_restrict} and {perf_event_paranoid}), or to a process with CAP_SYSLOG \
+         while kptr_restrict <= 1; run as root, or lower these sysctls"
     )]
     AddressesHidden {
         path: PathBuf,
