@@ -229,8 +229,7 @@ impl B {
     }
 }
 
-#[test]
-fn dump_c_fixture_bitfields_and_padding_match_bpftool() {
+fn fixture_bitfields() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     let uint = b.int("unsigned int", 4, false);
@@ -275,11 +274,15 @@ fn dump_c_fixture_bitfields_and_padding_match_bpftool() {
             members: vec![],
         },
     );
-    b.check("bitfields");
+    b
 }
 
 #[test]
-fn dump_c_fixture_packed_matches_bpftool() {
+fn dump_c_fixture_bitfields_and_padding_match_bpftool() {
+    fixture_bitfields().check("bitfields");
+}
+
+fn fixture_packed() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     let char_ = b.int("char", 1, true);
@@ -303,11 +306,15 @@ fn dump_c_fixture_packed_matches_bpftool() {
             members: m,
         },
     );
-    b.check("packed");
+    b
 }
 
 #[test]
-fn dump_c_fixture_anonymous_types_match_bpftool() {
+fn dump_c_fixture_packed_matches_bpftool() {
+    fixture_packed().check("packed");
+}
+
+fn fixture_anonymous() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     let char_ = b.int("char", 1, true);
@@ -362,11 +369,15 @@ fn dump_c_fixture_anonymous_types_match_bpftool() {
     let v = vec![b.enumv("MODE_X", 3)];
     let e = b.add("", TypeData::Enum { size: 4, values: v });
     b.add("mode_t", TypeData::Typedef { ty: e });
-    b.check("anonymous");
+    b
 }
 
 #[test]
-fn dump_c_fixture_function_pointers_match_bpftool() {
+fn dump_c_fixture_anonymous_types_match_bpftool() {
+    fixture_anonymous().check("anonymous");
+}
+
+fn fixture_funcptrs() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     let char_ = b.int("char", 1, true);
@@ -458,11 +469,15 @@ fn dump_c_fixture_function_pointers_match_bpftool() {
             component_idx: -1,
         },
     );
-    b.check("funcptrs");
+    b
 }
 
 #[test]
-fn dump_c_fixture_forward_declarations_match_bpftool() {
+fn dump_c_fixture_function_pointers_match_bpftool() {
+    fixture_funcptrs().check("funcptrs");
+}
+
+fn fixture_forward() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     // Mutually pointing structs: the first needs a forward declaration.
@@ -505,11 +520,15 @@ fn dump_c_fixture_forward_declarations_match_bpftool() {
     // A struct that embeds a typedef'ed struct.
     let m = vec![b.member("t", td, 0)];
     b.strukt("embeds", 4, m);
-    b.check("forward");
+    b
 }
 
 #[test]
-fn dump_c_fixture_name_conflicts_match_bpftool() {
+fn dump_c_fixture_forward_declarations_match_bpftool() {
+    fixture_forward().check("forward");
+}
+
+fn fixture_conflicts() -> B {
     let mut b = B::new();
     let int = b.int("int", 4, true);
     let long = b.int("long", 8, true);
@@ -543,7 +562,12 @@ fn dump_c_fixture_name_conflicts_match_bpftool() {
             values: vec![],
         },
     );
-    b.check("conflicts");
+    b
+}
+
+#[test]
+fn dump_c_fixture_name_conflicts_match_bpftool() {
+    fixture_conflicts().check("conflicts");
 }
 
 #[test]
@@ -577,4 +601,171 @@ fn dump_c_rejects_bad_ids_and_loops_without_panicking() {
     b.strukt("self", 4, m);
     let err = btf::dump::c::dump(&b.btf, &mut Vec::new()).unwrap_err();
     assert!(err.to_string().contains("cycle"), "{err}");
+}
+
+fn fixture_tags() -> B {
+    let mut b = B::new();
+    let int = b.int("int", 4, true);
+    // int __attribute__((btf_type_tag("user"))) *p;
+    let tag = b.add("user", TypeData::TypeTag { ty: int });
+    let p = b.ptr(tag);
+    // const tagged pointer target, and a tag on a pointer itself.
+    let c = b.konst(int);
+    let tag2 = b.add("rcu", TypeData::TypeTag { ty: c });
+    let p2 = b.ptr(tag2);
+    let tag3 = b.add("percpu", TypeData::TypeTag { ty: p2 });
+    let m = vec![b.member("p", p, 0), b.member("q", tag3, 64)];
+    let s = b.strukt("tagged", 16, m);
+    // Declaration tags print nothing.
+    b.add(
+        "member_tag",
+        TypeData::DeclTag {
+            ty: s,
+            component_idx: 0,
+        },
+    );
+    b.add(
+        "struct_tag",
+        TypeData::DeclTag {
+            ty: s,
+            component_idx: -1,
+        },
+    );
+    b
+}
+
+#[test]
+fn dump_c_fixture_type_and_decl_tags_match_bpftool() {
+    fixture_tags().check("tags");
+}
+
+#[test]
+fn dump_c_matches_bpftool_debian_module_split_btf() {
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let ko = k.image_modules.join("kernel/net/key/af_key.ko");
+    if !ko.is_file() {
+        return testkit::skip(
+            "Debian's af_key.ko is not cached: run scripts/fetch-debian-kernel.sh",
+        );
+    }
+    let btf = btf::load_file(&ko, Some(&k.vmlinux)).expect("load split BTF");
+    let theirs = testkit::run_ok(
+        Command::new(&bpftool)
+            .arg("-B")
+            .arg(&k.vmlinux)
+            .args(["btf", "dump", "file"])
+            .arg(&ko)
+            .args(["format", "c"]),
+    );
+    assert_same_text(&ko.display().to_string(), &ours_c(&btf), &theirs);
+}
+
+#[test]
+fn dump_c_deep_nesting_errors_or_succeeds_without_overflow() {
+    // Anonymous structs nested inside each other, far deeper than any real
+    // kernel: written inline, each level recurses. This runs on a test
+    // thread's small stack on purpose.
+    for levels in [200u32, 1000, 5000] {
+        let mut b = B::new();
+        let int = b.int("int", 4, true);
+        let mut inner = int;
+        for _ in 0..levels {
+            let m = vec![b.member("x", inner, 0)];
+            inner = b.strukt("", 4, m);
+        }
+        let m = vec![b.member("deep", inner, 0)];
+        b.strukt("top", 4, m);
+        let mut out = Vec::new();
+        let res = btf::dump::c::dump(&b.btf, &mut out);
+        if levels == 200 {
+            res.expect("200 levels are within bounds");
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(text.matches("struct {").count(), 200);
+        } else if levels == 5000 {
+            assert!(res.is_err(), "5000 levels must be refused, not crash");
+        }
+    }
+}
+
+#[test]
+fn dump_c_shared_prototypes_do_not_blow_up() {
+    // Each prototype takes two pointers to the next one: printed in full,
+    // the declaration doubles at each level (2^48 here). The dump must
+    // refuse it quickly rather than run for ever.
+    let mut b = B::new();
+    let int = b.int("int", 4, true);
+    let mut next = b.proto(int, vec![]);
+    for _ in 0..48 {
+        let p = b.ptr(next);
+        let pa = b.param("a", p);
+        let pb = b.param("b", p);
+        next = b.proto(int, vec![pa, pb]);
+    }
+    let p = b.ptr(next);
+    b.add("huge_t", TypeData::Typedef { ty: p });
+    let err = btf::dump::c::dump(&b.btf, &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("without bound"), "{err}");
+}
+
+#[test]
+fn dump_c_survives_scrambled_references() {
+    // Rewire the references of every fixture at random (within range):
+    // loops, functions used as members, arrays of void... Each dump must
+    // end with output or an error, never a panic or a hang.
+    let fixtures = [
+        fixture_bitfields(),
+        fixture_packed(),
+        fixture_anonymous(),
+        fixture_funcptrs(),
+        fixture_forward(),
+        fixture_conflicts(),
+        fixture_tags(),
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for fx in fixtures {
+        let n = u64::from(fx.btf.type_count());
+        for _ in 0..100 {
+            let mut btf = fx.btf.clone();
+            for id in 1..btf.type_count() {
+                let t = btf.type_by_id_mut(id).unwrap();
+                t.for_each_ref_mut(|r| {
+                    if next() % 3 == 0 {
+                        *r = (next() % n) as TypeId;
+                    }
+                });
+                // Also flags, names (some past the string section) and
+                // member offsets. A struct keeps its kind_flag: read the
+                // other way, a bitfield's offset word is a gap of millions
+                // of bits, which both bpftool and we fill, slowly.
+                let composite = matches!(t.data, TypeData::Struct { .. } | TypeData::Union { .. });
+                if !composite && next() % 7 == 0 {
+                    t.kind_flag = !t.kind_flag;
+                }
+                if next() % 11 == 0 {
+                    t.name_off = (next() % 1000) as u32;
+                }
+                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
+                    &mut t.data
+                {
+                    for m in members {
+                        if next() % 5 == 0 {
+                            m.offset = (next() % 65536) as u32;
+                        }
+                    }
+                }
+            }
+            let _ = btf::dump::c::dump(&btf, &mut Vec::new());
+        }
+    }
 }

@@ -38,6 +38,7 @@ impl<'a> Dumper<'a> {
         if depth > MAX_DEPTH {
             return Err(too_deep(id));
         }
+        self.step(id)?;
         let depth = depth + 1;
         let top_level = cont_id == 0;
 
@@ -317,7 +318,9 @@ impl<'a> Dumper<'a> {
     ) -> io::Result<()> {
         let start = self.decl_stack.len();
         loop {
-            if (self.decl_stack.len() - start) as u32 > MAX_DEPTH {
+            // Each step moves to another type: a chain longer than the
+            // number of types has a loop in it.
+            if self.decl_stack.len() - start > self.types.len() {
                 self.decl_stack.truncate(start);
                 return Err(too_deep(id));
             }
@@ -404,6 +407,7 @@ impl<'a> Dumper<'a> {
         if depth > MAX_DEPTH {
             return Err(too_deep(self.frame_top(frame).unwrap_or(0)));
         }
+        self.step(self.frame_top(frame).unwrap_or(0))?;
         let depth = depth + 1;
         // Starts true so that a lone pointer (a function pointer's `*`)
         // gets no space before it.

@@ -31,6 +31,7 @@ impl Dumper<'_> {
         if depth > MAX_DEPTH {
             return Err(too_deep(id));
         }
+        self.step(id)?;
         let depth = depth + 1;
         match &t.data {
             TypeData::Int { .. } | TypeData::Float { .. } => {
