@@ -92,6 +92,14 @@ pub fn collect_unit(
     header: gimli::UnitHeader<Reader<'_>>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
+    collect_from_unit(dwarf, &unit)
+}
+
+/// Like [`collect_unit`], for a unit already parsed (the encoder's).
+pub fn collect_from_unit(
+    dwarf: &Dwarf<'_>,
+    unit: &gimli::Unit<Reader<'_>>,
+) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
         .offset()
@@ -99,7 +107,7 @@ pub fn collect_unit(
         .map_or(0, |o| o.0 as u64);
     let mut tree = unit.entries_tree(None)?;
     let root = tree.root()?;
-    let cu_name = attr_str(dwarf, &unit, root.entry(), gimli::DW_AT_name).unwrap_or_default();
+    let cu_name = attr_str(dwarf, unit, root.entry(), gimli::DW_AT_name).unwrap_or_default();
     let comp_dir = unit
         .comp_dir
         .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
@@ -116,16 +124,16 @@ pub fn collect_unit(
             continue;
         }
         let mut ranges = Vec::new();
-        let mut rl = dwarf.die_ranges(&unit, e)?;
+        let mut rl = dwarf.die_ranges(unit, e)?;
         while let Some(r) = rl.next()? {
             if r.begin < r.end {
                 ranges.push((r.begin, r.end));
             }
         }
         let entry = match e.attr_value(gimli::DW_AT_entry_pc)? {
-            Some(v) => dwarf.attr_address(&unit, v)?,
+            Some(v) => dwarf.attr_address(unit, v)?,
             None => match e.attr_value(gimli::DW_AT_low_pc)? {
-                Some(v) => dwarf.attr_address(&unit, v)?,
+                Some(v) => dwarf.attr_address(unit, v)?,
                 None => None,
             },
         }
@@ -136,13 +144,13 @@ pub fn collect_unit(
 
     let mut ctx = UnitCtx {
         dwarf,
-        unit: &unit,
+        unit,
         base,
         comp_dir,
         files: FxHashMap::default(),
         raw: FxHashMap::default(),
     };
-    let mut namer = TypeNamer::new(dwarf, &unit);
+    let mut namer = TypeNamer::new(dwarf, unit);
     let mut out = Vec::with_capacity(found.len());
     for (off, entry, ranges) in found {
         out.push(ctx.resolve(&mut namer, off, entry, ranges, &cu_name));

@@ -12,6 +12,7 @@
 pub mod abi;
 pub mod collect;
 pub mod ctype;
+pub mod emit;
 pub mod location;
 
 use std::collections::BTreeMap;

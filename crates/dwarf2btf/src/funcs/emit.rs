@@ -1,0 +1,266 @@
+//! `--funcs exact`: one BTF FUNC per distinct prototype of every function
+//! instance the model can vouch for, tied to the instances' addresses with
+//! DECL_TAG "addr=0x<hex>" (component_idx -1).
+//!
+//! Invariants:
+//! - Only instances whose signature is `Source` or `True` get a FUNC: a
+//!   FUNC never claims parameters the compiled code does not take.
+//! - Instances whose prototypes are the same (same FUNC name, parameter
+//!   names and types, compared by the model's structural fingerprint) share
+//!   one FUNC, decided in `finish` in unit order, so the output does not
+//!   depend on threads. Prototypes that differ only past the fingerprint's
+//!   depth would wrongly share; those that dedup would make equal but the
+//!   fingerprint tells apart (a struct declared in one unit, defined in the
+//!   other) get two FUNCs with their own tags: safe, a few bytes larger.
+//! - Tags: `All` tags every FUNC with each of its addresses; `Ambiguous`
+//!   only FUNCs whose name does not pick out one symbol by itself (several
+//!   FUNCs or addresses for the name, or no symbol of exactly that name);
+//!   `None` no FUNC.
+
+use std::hash::{Hash, Hasher};
+
+use btf::{Btf, Param, Type, TypeData, TypeId};
+use rustc_hash::{FxHashMap, FxHasher};
+
+use super::abi::{analyse, SigType, Signature};
+use super::collect::{collect_from_unit, Concrete};
+use super::{read_symbols, Binding};
+use crate::convert::UnitBuilder;
+use crate::encode::{func_type, AddrTags, FuncPolicy, UnitContext, UnitRemap};
+use crate::error::{Error, Result};
+use crate::load::ElfFile;
+
+/// The prefix of the DECL_TAG names that tie a FUNC to an address.
+pub const ADDR_TAG_PREFIX: &str = "addr=";
+
+/// The `--funcs exact` policy.
+pub struct ExactFuncs {
+    tags: AddrTags,
+    /// Entry address -> symbol names there.
+    by_addr: FxHashMap<u64, Vec<String>>,
+    /// Symbol name -> how many STT_FUNC symbols carry it.
+    name_count: FxHashMap<String, usize>,
+}
+
+/// One encodable instance of a unit, with its prototype in the unit's builder.
+pub struct Candidate {
+    name: String,
+    address: u64,
+    proto: TypeId,
+    key: u64,
+}
+
+impl ExactFuncs {
+    pub fn from_elf(elf: &ElfFile, tags: AddrTags) -> Result<ExactFuncs> {
+        let obj = elf.object()?;
+        Ok(ExactFuncs::new(read_symbols(&obj), tags))
+    }
+
+    pub fn new(symbols: Vec<(String, u64, u64, Binding)>, tags: AddrTags) -> ExactFuncs {
+        let mut by_addr: FxHashMap<u64, Vec<String>> = FxHashMap::default();
+        let mut name_count: FxHashMap<String, usize> = FxHashMap::default();
+        for (name, addr, _, _) in symbols {
+            *name_count.entry(name.clone()).or_default() += 1;
+            by_addr.entry(addr).or_default().push(name);
+        }
+        ExactFuncs {
+            tags,
+            by_addr,
+            name_count,
+        }
+    }
+
+    /// The candidates of one concrete subprogram: one per symbol at its entry.
+    fn candidates(
+        &self,
+        c: &Concrete,
+        cx: &UnitContext<'_, '_>,
+        out: &mut UnitBuilder,
+        u64_id: &mut Option<TypeId>,
+        protos: &mut FxHashMap<u64, TypeId>,
+        found: &mut Vec<Candidate>,
+    ) {
+        let Some(symbols) = self.by_addr.get(&c.entry) else {
+            return;
+        };
+        let src_name = c.name.as_deref().unwrap_or("");
+        for sym in symbols {
+            let suffix = sym
+                .strip_prefix(src_name)
+                .filter(|s| !src_name.is_empty() && s.starts_with('.'));
+            let verdict = analyse(c, suffix);
+            let name = match &verdict.signature {
+                Signature::Source => src_name,
+                Signature::True { .. } => sym.as_str(),
+                Signature::Unwritable { .. } | Signature::None => continue,
+            };
+            if name.is_empty() {
+                continue;
+            }
+            let die_id = |die: Option<u64>| -> Option<TypeId> {
+                match die {
+                    None => Some(0),
+                    Some(d) => cx.types.type_id_global(gimli::DebugInfoOffset(d as usize)),
+                }
+            };
+            let Some(ret) = die_id(c.ret.die) else {
+                continue;
+            };
+            let mut key = FxHasher::default();
+            name.hash(&mut key);
+            c.ret.shape.hash(&mut key);
+            let mut params: Vec<(String, TypeId)> = Vec::new();
+            let mut ok = true;
+            match &verdict.signature {
+                Signature::Source => {
+                    for p in &c.params {
+                        let Some(t) = die_id(p.ty.die) else {
+                            ok = false;
+                            break;
+                        };
+                        (p.name.as_str(), p.ty.shape).hash(&mut key);
+                        params.push((p.name.clone(), t));
+                    }
+                    if c.varargs {
+                        "...".hash(&mut key);
+                        params.push((String::new(), 0));
+                    }
+                }
+                Signature::True { params: sig } => {
+                    for p in sig {
+                        let t = match p.ty {
+                            SigType::Die(d) => die_id(d),
+                            SigType::U64 => Some(*u64_id.get_or_insert_with(|| {
+                                let n = out.add_str(b"long unsigned int");
+                                out.add_type(Type::new(
+                                    n,
+                                    TypeData::Int {
+                                        size: 8,
+                                        encoding: 0,
+                                        offset: 0,
+                                        bits: 64,
+                                    },
+                                ))
+                            })),
+                        };
+                        let Some(t) = t else {
+                            ok = false;
+                            break;
+                        };
+                        (p.name.as_str(), &p.c, &p.ty).hash(&mut key);
+                        params.push((p.name.clone(), t));
+                    }
+                }
+                Signature::Unwritable { .. } | Signature::None => ok = false,
+            }
+            if !ok {
+                continue;
+            }
+            let key = key.finish();
+            let proto = *protos.entry(key).or_insert_with(|| {
+                let params = params
+                    .iter()
+                    .map(|(n, t)| Param {
+                        name_off: out.add_str(n.as_bytes()),
+                        ty: *t,
+                    })
+                    .collect();
+                out.add_type(Type::new(0, TypeData::FuncProto { ret, params }))
+            });
+            found.push(Candidate {
+                name: name.to_owned(),
+                address: c.entry,
+                proto,
+                key,
+            });
+        }
+    }
+}
+
+/// One FUNC to write: its name, prototype (global id) and addresses.
+struct Group {
+    name: String,
+    proto: TypeId,
+    addrs: Vec<u64>,
+}
+
+impl FuncPolicy for ExactFuncs {
+    type Unit = Vec<Candidate>;
+
+    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
+        let offset = cx.types.unit_offset().0 as u64;
+        let concretes = collect_from_unit(cx.dwarf, cx.unit).map_err(|source| Error::Dwarf {
+            path: cx.path.to_owned(),
+            offset,
+            source,
+        })?;
+        let mut found = Vec::new();
+        let mut u64_id = None;
+        let mut protos = FxHashMap::default();
+        for c in &concretes {
+            self.candidates(c, cx, out, &mut u64_id, &mut protos, &mut found);
+        }
+        Ok(found)
+    }
+
+    fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut index: FxHashMap<u64, usize> = FxHashMap::default();
+        for (remap, cands) in units {
+            for c in cands {
+                let g = *index.entry(c.key).or_insert_with(|| {
+                    groups.push(Group {
+                        name: c.name.clone(),
+                        proto: remap.type_id(c.proto),
+                        addrs: Vec::new(),
+                    });
+                    groups.len() - 1
+                });
+                if let Some(g) = groups.get_mut(g) {
+                    if !g.addrs.contains(&c.address) {
+                        g.addrs.push(c.address);
+                    }
+                }
+            }
+        }
+        let mut funcs_per_name: FxHashMap<&str, usize> = FxHashMap::default();
+        for g in &groups {
+            *funcs_per_name.entry(g.name.as_str()).or_default() += 1;
+        }
+        let mut plan = Vec::with_capacity(groups.len());
+        for g in &groups {
+            let unique = funcs_per_name.get(g.name.as_str()) == Some(&1)
+                && g.addrs.len() == 1
+                && self.name_count.get(&g.name) == Some(&1)
+                && self
+                    .by_addr
+                    .get(&g.addrs[0])
+                    .is_some_and(|s| s.contains(&g.name));
+            let tag = match self.tags {
+                AddrTags::All => true,
+                AddrTags::Ambiguous => !unique,
+                AddrTags::None => false,
+            };
+            plan.push(tag);
+        }
+        for (g, tag) in groups.iter().zip(plan) {
+            let name = btf.add_str(&g.name);
+            let func = btf.add_type(func_type(name, g.proto));
+            if tag {
+                let mut addrs = g.addrs.clone();
+                addrs.sort_unstable();
+                for a in addrs {
+                    let t = btf.add_str(&format!("{ADDR_TAG_PREFIX}{a:#x}"));
+                    btf.add_type(Type::new(
+                        t,
+                        TypeData::DeclTag {
+                            ty: func,
+                            component_idx: -1,
+                        },
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

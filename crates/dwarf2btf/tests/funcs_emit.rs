@@ -1,0 +1,211 @@
+//! `--funcs exact` emission: FUNCs per distinct prototype, addr tags, and
+//! what each tag mode costs. Oracles: `nm` and System.map for addresses,
+//! btf's validator for the format.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use btf::{Btf, TypeData};
+use dwarf2btf::encode::{encode_with, AddrTags, EncodeOptions, NoProgress};
+use dwarf2btf::funcs::emit::{ExactFuncs, ADDR_TAG_PREFIX};
+use dwarf2btf::load::ElfFile;
+
+fn encode(path: &Path, tags: AddrTags) -> Btf {
+    let elf = ElfFile::open(path).expect("open");
+    let opts = EncodeOptions {
+        addr_tags: tags,
+        ..EncodeOptions::default()
+    };
+    let policy = ExactFuncs::from_elf(&elf, tags).expect("symbols");
+    encode_with(&elf, None, &opts, &policy, &NoProgress)
+        .expect("encode")
+        .btf
+}
+
+/// FUNC name -> [(prototype in C, sorted addr tags)].
+fn funcs(btf: &Btf) -> BTreeMap<String, Vec<(String, Vec<u64>)>> {
+    let mut tags: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (_, t) in btf.iter() {
+        if let TypeData::DeclTag {
+            ty,
+            component_idx: -1,
+        } = t.data
+        {
+            let name = btf.name_of(t).expect("tag name");
+            if let Some(hex) = name
+                .strip_prefix(ADDR_TAG_PREFIX)
+                .and_then(|h| h.strip_prefix("0x"))
+            {
+                tags.entry(ty)
+                    .or_default()
+                    .push(u64::from_str_radix(hex, 16).expect("hex"));
+            }
+        }
+    }
+    let mut out: BTreeMap<String, Vec<(String, Vec<u64>)>> = BTreeMap::new();
+    for (id, t) in btf.iter() {
+        if let TypeData::Func { .. } = t.data {
+            let mut a = tags.remove(&id).unwrap_or_default();
+            a.sort_unstable();
+            out.entry(btf.name_of(t).expect("name").to_owned())
+                .or_default()
+                .push((btf::cdecl::func_prototype(btf, id), a));
+        }
+    }
+    out
+}
+
+/// libbpf (through bpftool) parses the blob: ids, strings and kinds are sane.
+fn bpftool_accepts(btf: &Btf) {
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("out.btf");
+    std::fs::write(&p, btf.to_bytes()).expect("write");
+    testkit::run_ok(Command::new(bpftool).args(["btf", "dump", "file"]).arg(&p));
+}
+
+fn tag_bytes(btf: &Btf) -> usize {
+    let mut n = 0;
+    for (_, t) in btf.iter() {
+        if let TypeData::DeclTag { .. } = t.data {
+            let name = btf.name_of(t).expect("tag name");
+            if name.starts_with(ADDR_TAG_PREFIX) {
+                n += t.encoded_len() + name.len() + 1;
+            }
+        }
+    }
+    n
+}
+
+fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
+    testkit::tool_or_skip("gcc", "gcc")?;
+    let fx = testkit::Fixture::new();
+    for (n, src) in [
+        ("a.c", include_str!("funcs_fixtures/a.c")),
+        ("b.c", include_str!("funcs_fixtures/b.c")),
+        ("c.c", include_str!("funcs_fixtures/c.c")),
+        ("note.c", include_str!("funcs_fixtures/note.c")),
+    ] {
+        fx.write(n, src);
+    }
+    let cc = |args: &[&str]| {
+        testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
+    };
+    for f in ["a.c", "b.c", "c.c"] {
+        cc(&["-g", "-O2", "-c", f]);
+    }
+    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
+    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
+    cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
+    let exe = fx.path("fx");
+    Some((fx, exe))
+}
+
+fn nm(path: &Path, name: &str) -> Vec<u64> {
+    let out = testkit::run_ok(Command::new("nm").arg(path));
+    let mut v: Vec<u64> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn funcs_emit_fixture_two_prototypes_tagged_nm() {
+    let Some((_fx, exe)) = build_fixture() else {
+        return;
+    };
+    let btf = encode(&exe, AddrTags::Ambiguous);
+    let f = funcs(&btf);
+    let wake = &f["wakeup_show"];
+    assert_eq!(wake.len(), 2, "{wake:?}");
+    let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, a)| a.clone()).collect();
+    tagged.sort_unstable();
+    assert_eq!(tagged, nm(&exe, "wakeup_show"));
+    assert!(wake.iter().all(|(_, a)| a.len() == 1));
+    // Built twice against different headers: two FUNCs, each with its address.
+    let fill = &f["fill_thread_core_info"];
+    assert!(
+        fill.is_empty() || fill.iter().all(|(_, a)| a.len() == 1),
+        "{fill:?}"
+    );
+    // The true signature under the symbol-table name.
+    let cp = &f["cp_fn.constprop.0"];
+    assert_eq!(cp.len(), 1);
+    assert!(
+        cp[0].0.contains("cp_fn.constprop.0(long int v)") || cp[0].0.contains("(long v)"),
+        "{:?}",
+        cp[0]
+    );
+    // A name that picks out one symbol needs no tag in `ambiguous` mode...
+    assert_eq!(f["a_entry"], vec![(f["a_entry"][0].0.clone(), vec![])]);
+    // ...and has one in `all` mode.
+    let all = funcs(&encode(&exe, AddrTags::All));
+    assert_eq!(all["a_entry"][0].1, nm(&exe, "a_entry"));
+    let none = funcs(&encode(&exe, AddrTags::None));
+    assert!(none.values().flatten().all(|(_, a)| a.is_empty()));
+    bpftool_accepts(&btf);
+}
+
+#[test]
+fn funcs_emit_debian_seed_examples_system_map() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let map = std::fs::read_to_string(&k.system_map).expect("System.map");
+    let addrs = |name: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = map
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+                (n == name).then(|| u64::from_str_radix(a, 16).ok())?
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut sizes = Vec::new();
+    for mode in [AddrTags::None, AddrTags::Ambiguous, AddrTags::All] {
+        let btf = encode(&k.vmlinux, mode);
+        sizes.push((mode, tag_bytes(&btf)));
+        if mode != AddrTags::Ambiguous {
+            continue;
+        }
+        let f = funcs(&btf);
+        let wake = &f["wakeup_show"];
+        assert_eq!(wake.len(), 2);
+        for (proto, a) in wake {
+            assert_eq!(a.len(), 1);
+            if proto.contains("struct kobject *") {
+                assert_eq!(a[0], 0xffffffff81111e90, "kernel/irq/irqdesc.c");
+            } else {
+                assert!(proto.contains("struct device *"), "{proto}");
+                assert_eq!(a[0], 0xffffffff8170ac00, "drivers/base/power/sysfs.c");
+            }
+        }
+        let detach = &f["bpf_iter_detach_map"];
+        let tagged: Vec<u64> = {
+            let mut v: Vec<u64> = detach.iter().flat_map(|(_, a)| a.clone()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(tagged, addrs("bpf_iter_detach_map"));
+        for name in ["cpumask_weight", "cpumask_weight.constprop.0"] {
+            let mut v: Vec<u64> = f[name].iter().flat_map(|(_, a)| a.clone()).collect();
+            v.sort_unstable();
+            assert_eq!(v, addrs(name), "{name}");
+        }
+        assert!(f.contains_key("map_create"));
+        bpftool_accepts(&btf);
+    }
+    eprintln!("addr tag bytes per mode: {sizes:?}");
+}
