@@ -12,6 +12,7 @@
 //! in one kernel): the layouts under one key are compared as multisets, and
 //! only the layouts that find no equal partner on the other side are shown.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -232,7 +233,10 @@ fn multiset_difference(a: Vec<Layout>, b: Vec<Layout>) -> (Vec<Layout>, Vec<Layo
 }
 
 fn entries(btf: &Btf, opts: &DiffOptions) -> Entries {
-    let r = Renderer { btf };
+    let r = Renderer {
+        btf,
+        budget: Cell::new(0),
+    };
     let mut map = Entries::new();
     for (_, t) in btf.iter() {
         if t.name_off == 0 {
@@ -261,9 +265,16 @@ fn entries(btf: &Btf, opts: &DiffOptions) -> Entries {
 /// it, and a reference loop in bad input must not recurse forever.
 const MAX_DEPTH: u32 = 32;
 
+/// Type references one entry may render. Anonymous aggregates are spelled
+/// out wherever they are used, so crafted input nesting them many times
+/// could grow without bound; real kernels stay under a few thousand.
+const RENDER_BUDGET: u32 = 100_000;
+
 /// Renders types as C type strings, looking through the base.
 struct Renderer<'a> {
     btf: &'a Btf,
+    /// What is left of [`RENDER_BUDGET`] for the entry being rendered.
+    budget: Cell<u32>,
 }
 
 impl Renderer<'_> {
@@ -275,7 +286,13 @@ impl Renderer<'_> {
         }
     }
 
+    /// The layout of a named entry; starts a fresh render budget.
     fn layout(&self, t: &Type, name: &str) -> Layout {
+        self.budget.set(RENDER_BUDGET);
+        self.layout_of(t, name)
+    }
+
+    fn layout_of(&self, t: &Type, name: &str) -> Layout {
         match &t.data {
             TypeData::Struct { size, members } | TypeData::Union { size, members } => {
                 Layout::Aggregate {
@@ -352,9 +369,11 @@ impl Renderer<'_> {
     /// reads it: pointers prefix it, arrays and parameter lists suffix it,
     /// and a pointer to an array or function needs parentheses.
     fn decl(&self, id: TypeId, inner: &str, depth: u32) -> String {
-        if depth > MAX_DEPTH {
+        let budget = self.budget.get();
+        if depth > MAX_DEPTH || budget == 0 {
             return join("...", inner);
         }
+        self.budget.set(budget - 1);
         if id == 0 {
             return join("void", inner);
         }
@@ -471,7 +490,7 @@ impl Renderer<'_> {
 
     fn anon_enum(&self, t: &Type) -> String {
         let mut s = String::from("enum {");
-        if let Layout::Enum { values, size, .. } = self.layout(t, "") {
+        if let Layout::Enum { values, size, .. } = self.layout_of(t, "") {
             let _ = write!(s, "size {size}:");
             for (i, (name, val)) in values.iter().enumerate() {
                 s.push_str(if i > 0 { ", " } else { " " });

@@ -294,3 +294,40 @@ fn diff_renders_prototypes_as_c() {
         vec!["static int get(struct pair *p) -> global int get(void)".to_owned()]
     );
 }
+
+/// Anonymous structs are spelled out where they are used; forty levels of
+/// an anonymous struct holding two of the next would be 2^40 expansions.
+/// The renderer cuts that short instead of running forever.
+#[test]
+fn diff_survives_exponential_anonymous_nesting() {
+    let mut b = Btf::new();
+    let n = b.add_str("int");
+    let mut inner = b.add_type(Type::new(
+        n,
+        TypeData::Int {
+            size: 4,
+            encoding: 1,
+            offset: 0,
+            bits: 32,
+        },
+    ));
+    for _ in 0..40 {
+        let m = |offset| Member {
+            name_off: 0,
+            ty: inner,
+            offset,
+        };
+        inner = b.add_type(Type::new(
+            0,
+            TypeData::Struct {
+                size: 8,
+                members: vec![m(0), m(32)],
+            },
+        ));
+    }
+    let n = b.add_str("top");
+    b.add_type(Type::new(n, TypeData::Typedef { ty: inner }));
+    let d = diff(&b, &b, &DiffOptions::default());
+    assert!(d.is_empty());
+    assert_eq!(d.equal, 1);
+}
