@@ -37,10 +37,13 @@ for fmt in raw c; do
   fi
 done
 
+# hyperfine's CSV: command,mean,stddev,median,user,system,min,max (seconds).
 mean() { awk -F, -v cmd="$2" 'NR > 1 && $1 == cmd { print $2 }' "$1"; }
+cpu() { awk -F, -v cmd="$2" 'NR > 1 && $1 == cmd { print $5 + $6 }' "$1"; }
 rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '/Maximum resident/ { print $2 }'; }
 
-printf '%-6s %-5s %12s %12s %8s %14s %14s\n' format out "ours ms" "bpftool ms" ratio "ours RSS KiB" "bpftool RSS KiB"
+# "cpu ratio" (user+system) is steadier than wall time on a busy machine.
+printf '%-6s %-5s %10s %12s %8s %10s %14s %16s\n' format out "ours ms" "bpftool ms" ratio "cpu ratio" "ours RSS KiB" "bpftool RSS KiB"
 for fmt in "${formats[@]}"; do
   a="$ours dump $file --format $fmt"
   b="bpftool btf dump file $file format $fmt"
@@ -48,8 +51,10 @@ for fmt in "${formats[@]}"; do
     hyperfine -N -w 3 -r "$runs" --output="$out" --export-csv "$tmp/$fmt.$out.csv" "$a" "$b" >/dev/null 2>&1
     ma=$(mean "$tmp/$fmt.$out.csv" "$a")
     mb=$(mean "$tmp/$fmt.$out.csv" "$b")
-    printf '%-6s %-5s %12.1f %12.1f %8.3f %14s %14s\n' "$fmt" "$out" \
+    ca=$(cpu "$tmp/$fmt.$out.csv" "$a")
+    cb=$(cpu "$tmp/$fmt.$out.csv" "$b")
+    printf '%-6s %-5s %10.1f %12.1f %8.3f %10.3f %14s %16s\n' "$fmt" "$out" \
       "$(echo "$ma * 1000" | bc -l)" "$(echo "$mb * 1000" | bc -l)" "$(echo "$ma / $mb" | bc -l)" \
-      "$(rss $a)" "$(rss $b)"
+      "$(echo "$ca / $cb" | bc -l)" "$(rss $a)" "$(rss $b)"
   done
 done
