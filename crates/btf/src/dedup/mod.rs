@@ -431,8 +431,6 @@ struct Dedup<'a> {
     table: CandTable,
     /// FUNC id -> identifier of the set of `addr=` tags on it (absent: none).
     func_tags: FxHashMap<TypeId, u32>,
-    /// Scratch list of candidates.
-    cands: Vec<TypeId>,
 }
 
 impl<'a> Dedup<'a> {
@@ -461,7 +459,6 @@ impl<'a> Dedup<'a> {
             hypot_adjust_canon: false,
             table: CandTable::with_capacity(count),
             func_tags: FxHashMap::default(),
-            cands: Vec::new(),
         };
         d.collect_func_tags(btf, strings);
         d
@@ -585,7 +582,7 @@ impl<'a> Dedup<'a> {
 
     /// Pass 2.
     fn prim_types(&mut self) {
-        let mut cands = std::mem::take(&mut self.cands);
+        let mut table = std::mem::take(&mut self.table);
         for i in 0..self.types.len() {
             let id = self.start_id + i as u32;
             let t = &self.types[i];
@@ -593,11 +590,9 @@ impl<'a> Dedup<'a> {
             let h = match t.kind() {
                 BTF_KIND_INT => {
                     let h = hash_int_tag(t);
-                    self.table.get(h, &mut cands);
-                    let t = &self.types[i];
-                    if let Some(&c) = cands
-                        .iter()
-                        .find(|&&c| self.ty(c).is_some_and(|ct| equal_int_tag(t, ct)))
+                    if let Some(c) = table
+                        .get(h)
+                        .find(|&c| self.ty(c).is_some_and(|ct| equal_int_tag(t, ct)))
                     {
                         new_id = c;
                     }
@@ -605,8 +600,7 @@ impl<'a> Dedup<'a> {
                 }
                 BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
                     let h = hash_enum(t);
-                    self.table.get(h, &mut cands);
-                    for &c in &cands {
+                    for c in table.get(h) {
                         let t = &self.types[i];
                         let Some(ct) = self.ty(c) else { continue };
                         if equal_enum(t, ct) {
@@ -626,11 +620,9 @@ impl<'a> Dedup<'a> {
                 }
                 BTF_KIND_FWD | BTF_KIND_FLOAT => {
                     let h = hash_common(t);
-                    self.table.get(h, &mut cands);
-                    let t = &self.types[i];
-                    if let Some(&c) = cands
-                        .iter()
-                        .find(|&&c| self.ty(c).is_some_and(|ct| equal_common(t, ct)))
+                    if let Some(c) = table
+                        .get(h)
+                        .find(|&c| self.ty(c).is_some_and(|ct| equal_common(t, ct)))
                     {
                         new_id = c;
                     }
@@ -640,10 +632,10 @@ impl<'a> Dedup<'a> {
             };
             self.map[id as usize] = new_id;
             if new_id == id {
-                self.table.add(h, id);
+                table.add(h, id);
             }
         }
-        self.cands = cands;
+        self.table = table;
     }
 
     fn hypot_clear(&mut self) {
@@ -795,13 +787,15 @@ impl<'a> Dedup<'a> {
                     }
                     stack.push((ct.size_or_type(), nt.size_or_type()));
                 }
-                _ => return Err(Error::Dedup {
-                    id: cand_id,
-                    reason: format!(
+                _ => {
+                    return Err(Error::Dedup {
+                        id: cand_id,
+                        reason: format!(
                         "is a {} where a struct's member or a prototype's parameter refers to it",
                         ct.kind_name()
                     ),
-                }),
+                    })
+                }
             }
         }
         Ok(true)
@@ -839,7 +833,9 @@ impl<'a> Dedup<'a> {
 
     /// Pass 3.
     fn struct_types(&mut self) -> Result<()> {
-        let mut cands = std::mem::take(&mut self.cands);
+        // Out of `self` while its candidates are walked; a failed dedup
+        // drops it anyway.
+        let mut table = std::mem::take(&mut self.table);
         let mut stack = Vec::new();
         for i in 0..self.types.len() {
             let id = self.start_id + i as u32;
@@ -851,9 +847,8 @@ impl<'a> Dedup<'a> {
                 continue;
             }
             let h = hash_struct(t);
-            self.table.get(h, &mut cands);
             let mut new_id = id;
-            for &c in &cands {
+            for c in table.get(h) {
                 // A FWD under the same hash would look equivalent and
                 // create a FWD <-> struct loop: only structs qualify.
                 let same = match self.ty(c) {
@@ -876,10 +871,10 @@ impl<'a> Dedup<'a> {
             }
             self.map[id as usize] = new_id;
             if new_id == id {
-                self.table.add(h, id);
+                table.add(h, id);
             }
         }
-        self.cands = cands;
+        self.table = table;
         Ok(())
     }
 
@@ -910,7 +905,12 @@ impl<'a> Dedup<'a> {
 
     /// Pass 5, for one type: resolves the types it refers to, depth first,
     /// then finds its canonical type.
-    fn ref_type(&mut self, root: TypeId) -> Result<()> {
+    fn ref_type(
+        &mut self,
+        table: &mut CandTable,
+        stack: &mut Vec<(usize, usize)>,
+        root: TypeId,
+    ) -> Result<()> {
         match self.map[root as usize] {
             IN_PROGRESS => return Err(self.loop_error(root)),
             m if is_mapped(m) => return Ok(()),
@@ -918,7 +918,8 @@ impl<'a> Dedup<'a> {
         }
         self.map[root as usize] = IN_PROGRESS;
         // (own index of the type, index of the next reference to resolve)
-        let mut stack: Vec<(usize, usize)> = vec![(self.own_index(root)?, 0)];
+        stack.clear();
+        stack.push((self.own_index(root)?, 0));
         while let Some(&(i, next)) = stack.last() {
             let t = &self.types[i];
             if next < ref_count(t) {
@@ -939,7 +940,7 @@ impl<'a> Dedup<'a> {
                 }
                 continue;
             }
-            let new_id = self.ref_canon(i)?;
+            let new_id = self.ref_canon(table, i)?;
             stack.pop();
             if let Some(top) = stack.last_mut() {
                 set_ref_at(&mut self.types[top.0], top.1, new_id);
@@ -968,7 +969,7 @@ impl<'a> Dedup<'a> {
     }
 
     /// The canonical type of own type `i`, whose references are final.
-    fn ref_canon(&mut self, i: usize) -> Result<TypeId> {
+    fn ref_canon(&mut self, table: &mut CandTable, i: usize) -> Result<TypeId> {
         let id = self.start_id + i as u32;
         let t = &self.types[i];
         let kind = t.kind();
@@ -986,34 +987,32 @@ impl<'a> Dedup<'a> {
                 })
             }
         };
-        let mut cands = std::mem::take(&mut self.cands);
-        self.table.get(h, &mut cands);
         let tags = if kind == BTF_KIND_FUNC {
             self.func_tag_set(id)
         } else {
             0
         };
         let t = &self.types[i];
-        let new_id = cands
-            .iter()
-            .copied()
+        let new_id = table
+            .get(h)
             .find(|&c| {
                 self.ty(c).is_some_and(|ct| equal(t, ct))
                     && (kind != BTF_KIND_FUNC || self.func_tag_set(c) == tags)
             })
             .unwrap_or(id);
-        self.cands = cands;
         self.map[id as usize] = new_id;
         if new_id == id {
-            self.table.add(h, id);
+            table.add(h, id);
         }
         Ok(new_id)
     }
 
     /// Pass 5.
     fn ref_types(&mut self) -> Result<()> {
+        let mut table = std::mem::take(&mut self.table);
+        let mut stack = Vec::new();
         for i in 0..self.types.len() {
-            self.ref_type(self.start_id + i as u32)?;
+            self.ref_type(&mut table, &mut stack, self.start_id + i as u32)?;
         }
         Ok(())
     }

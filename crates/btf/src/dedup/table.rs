@@ -19,24 +19,25 @@ use rustc_hash::FxHashMap;
 
 use crate::types::TypeId;
 
-/// The candidates of one key, stored oldest-to-newest as libbpf would list
-/// them after an even number of growths (so that pushing is appending).
-#[derive(Debug)]
-enum Cands {
-    One(TypeId),
-    Many(Vec<TypeId>),
-}
+/// A key's entry: a single candidate id, or (with [`MANY`] set) the index
+/// of its list in `lists`. Most keys have one candidate, and a small entry
+/// keeps the table in cache.
+const MANY: u32 = 1 << 31;
 
+/// The candidates of a key with several, stored oldest-to-newest as libbpf
+/// would list them after an even number of growths (so that pushing is
+/// appending), and the table's growth count when it was last brought up to
+/// date.
 #[derive(Debug)]
-struct Slot {
-    /// The table's growth count when this slot was last brought up to date.
+struct List {
     epoch: u32,
-    cands: Cands,
+    ids: Vec<TypeId>,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct CandTable {
-    slots: FxHashMap<i64, Slot>,
+    slots: FxHashMap<i64, u32>,
+    lists: Vec<List>,
     /// Entries and capacity as libbpf's hashmap counts them.
     len: usize,
     cap: usize,
@@ -63,13 +64,11 @@ impl CandTable {
         self.len += 1;
     }
 
-    fn catch_up(slot: &mut Slot, growths: u32) {
-        if (growths - slot.epoch) % 2 == 1 {
-            if let Cands::Many(v) = &mut slot.cands {
-                v.reverse();
-            }
+    fn catch_up(list: &mut List, growths: u32) {
+        if (growths - list.epoch) % 2 == 1 {
+            list.ids.reverse();
         }
-        slot.epoch = growths;
+        list.epoch = growths;
     }
 
     /// Adds a candidate under `hash`, in front of the others (libbpf's
@@ -79,33 +78,55 @@ impl CandTable {
         let growths = self.growths;
         match self.slots.entry(hash) {
             std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(Slot {
-                    epoch: growths,
-                    cands: Cands::One(id),
-                });
+                e.insert(id);
             }
             std::collections::hash_map::Entry::Occupied(mut e) => {
-                let slot = e.get_mut();
-                Self::catch_up(slot, growths);
-                match &mut slot.cands {
-                    Cands::One(first) => slot.cands = Cands::Many(vec![*first, id]),
-                    Cands::Many(v) => v.push(id),
+                let v = *e.get();
+                if v & MANY == 0 {
+                    // One id reads the same in either order.
+                    e.insert(MANY | self.lists.len() as u32);
+                    self.lists.push(List {
+                        epoch: growths,
+                        ids: vec![v, id],
+                    });
+                } else if let Some(list) = self.lists.get_mut((v & !MANY) as usize) {
+                    Self::catch_up(list, growths);
+                    list.ids.push(id);
                 }
             }
         }
     }
 
-    /// The candidates under `hash` in the order libbpf would try them,
-    /// written into `out` (cleared first).
-    pub(super) fn get(&mut self, hash: i64, out: &mut Vec<TypeId>) {
-        out.clear();
+    /// The candidates under `hash`, in the order libbpf would try them.
+    pub(super) fn get(&mut self, hash: i64) -> Candidates<'_> {
         let growths = self.growths;
-        if let Some(slot) = self.slots.get_mut(&hash) {
-            Self::catch_up(slot, growths);
-            match &slot.cands {
-                Cands::One(id) => out.push(*id),
-                Cands::Many(v) => out.extend(v.iter().rev()),
-            }
+        match self.slots.get(&hash) {
+            None => Candidates::One(None),
+            Some(&v) if v & MANY == 0 => Candidates::One(Some(v)),
+            Some(&v) => match self.lists.get_mut((v & !MANY) as usize) {
+                Some(list) => {
+                    Self::catch_up(list, growths);
+                    Candidates::Many(list.ids.iter().rev())
+                }
+                None => Candidates::One(None),
+            },
+        }
+    }
+}
+
+/// An iterator over one key's candidates.
+pub(super) enum Candidates<'a> {
+    One(Option<TypeId>),
+    Many(std::iter::Rev<std::slice::Iter<'a, TypeId>>),
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = TypeId;
+
+    fn next(&mut self) -> Option<TypeId> {
+        match self {
+            Candidates::One(id) => id.take(),
+            Candidates::Many(it) => it.next().copied(),
         }
     }
 }
@@ -121,7 +142,6 @@ mod tests {
         let mut table = CandTable::default();
         let mut model: Vec<TypeId> = Vec::new();
         let (mut len, mut cap) = (0usize, 0usize);
-        let mut out = Vec::new();
         for id in 1..200u32 {
             // Every third entry goes under the key we watch.
             let key = if id % 3 == 0 { 7 } else { i64::from(id) * 1000 };
@@ -134,7 +154,7 @@ mod tests {
                 model.insert(0, id);
             }
             table.add(key, id);
-            table.get(7, &mut out);
+            let out: Vec<TypeId> = table.get(7).collect();
             assert_eq!(out, model, "after adding {id}");
         }
     }

@@ -9,8 +9,9 @@
 //       copied with btf__add_type and its ids into the input's own part are
 //       shifted to where that part now starts.
 //   libbpf_dedup dedup OUT IN [--base BASE]
-//       Runs btf__dedup on IN and writes btf__raw_data. Prints the seconds
-//       spent in btf__dedup alone on stderr, for timing comparisons.
+//       Runs btf__dedup on IN and writes btf__raw_data. Prints the wall and
+//       CPU seconds spent in btf__dedup alone on stderr, for timing
+//       comparisons.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,19 +151,22 @@ int main(int argc, char **argv)
 			btf__free(src);
 		}
 	} else if (!strcmp(argv[1], "dedup")) {
-		struct timespec t0, t1;
+		struct timespec t0, t1, c0, c1;
 		int err;
 
 		if (argc == 6 && !strcmp(argv[4], "--base"))
 			base = load(argv[5], NULL);
 		btf = load(argv[3], base);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		err = btf__dedup(btf, NULL);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (err)
 			die("btf__dedup failed on", argv[3], err);
-		fprintf(stderr, "btf__dedup: %.3f s\n",
-			(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		fprintf(stderr, "btf__dedup: %.3f s wall, %.3f s cpu\n",
+			(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+			(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9);
 	} else {
 		die("unknown mode", argv[1], EINVAL);
 	}
