@@ -570,6 +570,55 @@ fn dump_c_fixture_name_conflicts_match_bpftool() {
     fixture_conflicts().check("conflicts");
 }
 
+fn fixture_quirks() -> B {
+    let mut b = B::new();
+    let int = b.int("int", 4, true);
+    let char_ = b.int("char", 1, true);
+    // GCC's va_list types: the builtin is never redefined, and an old
+    // GCC's typedef of void becomes a typedef of the builtin.
+    let va = b.strukt("__va_list_tag", 24, vec![]);
+    let va_arr = b.array(va, int, 1);
+    let builtin = b.add("__builtin_va_list", TypeData::Typedef { ty: va_arr });
+    b.add("__gnuc_va_list", TypeData::Typedef { ty: 0 });
+    b.add("va_list", TypeData::Typedef { ty: builtin });
+    // ARM's polynomial types get an alias when a member uses them.
+    let poly8 = b.int("__Poly8_t", 1, false);
+    b.int("__Poly128_t", 16, false);
+    // A typedef'ed pointer to a struct that uses the typedef: the typedef
+    // comes first, as its own forward declaration.
+    let list_id = b.btf.type_count() + 2;
+    let plist = b.ptr(list_id);
+    let list_p = b.add("list_p", TypeData::Typedef { ty: plist });
+    let m = vec![b.member("next", list_p, 0), b.member("v", int, 64)];
+    assert_eq!(b.strukt("list", 16, m), list_id);
+    // Qualifiers GCC puts on arrays of const and on noreturn function
+    // pointers are dropped.
+    let cint = b.konst(int);
+    let carr = b.array(cint, int, 2);
+    let const_arr = b.konst(carr);
+    let pv = b.param("", 0);
+    let noret = b.proto(0, vec![pv]);
+    let vnoret = b.add("", TypeData::Volatile { ty: noret });
+    let pvnoret = b.ptr(vnoret);
+    // Signed enumerators, negative ones included.
+    let v = vec![b.enumv("NEG", (-5i32) as u32), b.enumv("POS", 5)];
+    let signed = b.add_kf("sgn", TypeData::Enum { size: 4, values: v });
+    let m = vec![
+        b.member("ca", const_arr, 0),
+        b.member("die", pvnoret, 64),
+        b.member("s", signed, 128),
+        b.member("c", char_, 160),
+        b.member("p8", poly8, 168),
+    ];
+    b.strukt("quirks", 24, m);
+    b
+}
+
+#[test]
+fn dump_c_fixture_quirks_match_bpftool() {
+    fixture_quirks().check("quirks");
+}
+
 #[test]
 fn dump_c_rejects_bad_ids_and_loops_without_panicking() {
     // A member type id past the end.
@@ -725,6 +774,7 @@ fn dump_c_survives_scrambled_references() {
         fixture_forward(),
         fixture_conflicts(),
         fixture_tags(),
+        fixture_quirks(),
     ];
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
