@@ -167,7 +167,24 @@ u64 f3(struct holder *h, volatile u64 *p, const char **argv) { return *p + (h->o
 struct opaque { int secret; struct opaque *next; };
 enum fwd_enum { FE_A, FE_B };
 enum fwd_enum *g4;
-int f4(struct opaque *o, struct node *n, enum fwd_enum *e) { return o->secret + n->point.x + (e != 0); }
+struct holder { struct opaque *o; struct node *n; int (*fn)(struct holder *, ...); };
+int f4(struct opaque *o, struct node *n, enum fwd_enum *e, struct holder *h) {
+    return o->secret + n->point.x + (e != 0) + (h != 0);
+}
+"#,
+    ),
+    (
+        // Another program's idea of the same names: cu3's forward enum and
+        // its `holder` (whose `opaque` is only declared) are compatible with
+        // both this CU's and cu4's, and the first candidate in libbpf's
+        // order must win.
+        "cu5.c",
+        r#"
+#include "common.h"
+struct opaque { long other; };
+struct holder { struct opaque *o; struct node *n; int (*fn)(struct holder *, ...); };
+enum fwd_enum { FE_C = 7 };
+int f5(struct holder *h, enum fwd_enum e) { return h->o->other + e; }
 "#,
     ),
 ];
@@ -476,4 +493,118 @@ fn dedup_rejects_bad_ids_without_panicking() {
     }
     dedup(&mut btf, &DedupOptions::default()).expect("self-embedding structs dedup");
     assert_eq!(btf.own_types().len(), 1);
+}
+
+fn add_int(btf: &mut Btf, name: &str, size: u32) -> u32 {
+    let name = btf.add_str(name);
+    btf.add_type(Type::new(
+        name,
+        TypeData::Int {
+            size,
+            encoding: BTF_INT_SIGNED,
+            offset: 0,
+            bits: (size * 8) as u8,
+        },
+    ))
+}
+
+fn add_enum(btf: &mut Btf, name: &str, values: &[(&str, u32)]) -> u32 {
+    let name = btf.add_str(name);
+    let values = values
+        .iter()
+        .map(|&(n, val)| btf::EnumValue {
+            name_off: btf.add_str(n),
+            val,
+        })
+        .collect();
+    btf.add_type(Type::new(name, TypeData::Enum { size: 4, values }))
+}
+
+/// A struct `name` with one pointer member `o` to `target`.
+fn add_holder(btf: &mut Btf, name: &str, target: u32) -> u32 {
+    let ptr = btf.add_type(Type::new(0, TypeData::Ptr { ty: target }));
+    let name = btf.add_str(name);
+    let o = btf.add_str("o");
+    btf.add_type(Type::new(
+        name,
+        TypeData::Struct {
+            size: 8,
+            members: vec![btf::Member {
+                name_off: o,
+                ty: ptr,
+                offset: 0,
+            }],
+        },
+    ))
+}
+
+/// One small BTF in which a forward enum and a forward struct are each
+/// compatible with two canonical types of their name, with `fill[i]`
+/// unrelated INTs at four places in between.
+fn ambiguous_fwds(fill: [u32; 4], fwd_first: bool) -> Btf {
+    let mut btf = Btf::new();
+    let filler = |btf: &mut Btf, n: u32, tag: &str| {
+        for i in 0..n {
+            add_int(btf, &format!("f{tag}{i}"), 4);
+        }
+    };
+    let int = add_int(&mut btf, "int", 4);
+    let long = add_int(&mut btf, "long", 8);
+    filler(&mut btf, fill[0], "a");
+    // Two full enums and a forward one of the same name.
+    if fwd_first {
+        let fwd = add_enum(&mut btf, "e", &[]);
+        btf.add_type(Type::new(0, TypeData::Ptr { ty: fwd }));
+    }
+    add_enum(&mut btf, "e", &[("X", 1)]);
+    filler(&mut btf, fill[1], "b");
+    add_enum(&mut btf, "e", &[("Y", 2)]);
+    filler(&mut btf, fill[2], "c");
+    let fwd = add_enum(&mut btf, "e", &[]);
+    btf.add_type(Type::new(0, TypeData::Ptr { ty: fwd }));
+    // Two different `opaque`s, each behind a `holder`, and a third `holder`
+    // whose `opaque` is only declared: equivalent to both.
+    let o_name = btf.add_str("opaque");
+    for (member, ty, size) in [("a", int, 4), ("b", long, 8)] {
+        let m = btf.add_str(member);
+        let o = btf.add_type(Type::new(
+            o_name,
+            TypeData::Struct {
+                size,
+                members: vec![btf::Member {
+                    name_off: m,
+                    ty,
+                    offset: 0,
+                }],
+            },
+        ));
+        add_holder(&mut btf, "holder", o);
+        filler(&mut btf, fill[3], member);
+    }
+    let fwd = btf.add_type(Type::new(o_name, TypeData::Fwd));
+    add_holder(&mut btf, "holder", fwd);
+    btf
+}
+
+/// When a forward declaration is compatible with several canonical types,
+/// the first candidate in libbpf's hash map order wins, and that order
+/// depends on when the map grew: the cases put the growths everywhere.
+#[test]
+fn dedup_matches_libbpf_when_candidate_order_decides() {
+    let fx = Fixture::new();
+    let Some(oracle) = oracle(&fx) else { return };
+    let input = fx.path("order.btf");
+    for a in 0..14 {
+        for b in [0, 3] {
+            for c in [0, 2, 5] {
+                for d in [0, 1, 4] {
+                    let btf = ambiguous_fwds([a, b, c, d], a % 2 == 1);
+                    std::fs::write(&input, btf.to_bytes()).expect("write");
+                    let theirs = libbpf_dedup(&oracle, &input, None);
+                    let ours = our_dedup(&input, None);
+                    assert_same(&ours, &theirs, &format!("fillers {a} {b} {c} {d}"));
+                }
+            }
+        }
+    }
 }
