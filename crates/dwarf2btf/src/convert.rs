@@ -203,6 +203,9 @@ pub struct UnitVar {
     /// Local type id (0: void).
     pub ty: TypeId,
     pub external: bool,
+    /// The name is the DIE's own, not its declaration's (pahole trusts only
+    /// an own name at address 0).
+    pub own_name: bool,
     /// Local string offsets of btf_decl_tag values attached to it.
     pub decl_tags: Vec<u32>,
 }
@@ -623,7 +626,8 @@ impl<'a, 'd> Conv<'a, 'd> {
             dw::DW_TAG_enumeration_type => {
                 let a = self.attrs(entry)?;
                 let name = self.name(&a);
-                let size = a.byte_size.unwrap_or(0);
+                // pahole takes an enum without a size (a declaration) as int.
+                let size = a.byte_size.filter(|&b| b != 0).unwrap_or(4);
                 // Signedness comes from the underlying type (DW_AT_type),
                 // resolved in `finish`; 64-bit enums become ENUM64.
                 let is64 = size > 4;
@@ -946,7 +950,7 @@ impl<'a, 'd> Conv<'a, 'd> {
     ) -> gimli::Result<()> {
         let a = self.attrs(entry)?;
         let value = match &a.const_value {
-            Some(v) => match self.dwarf.attr_string(self.unit, v.clone()) {
+            Some(v) => match self.dwarf.attr_string(self.unit, *v) {
                 Ok(s) => s.slice(),
                 Err(_) => return Ok(()),
             },
@@ -994,6 +998,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             addr: 0,
             ty: a.ty.unwrap_or(0),
             external: a.external,
+            own_name: a.name.is_some(),
             decl_tags: Vec::new(),
         };
         if let Some(spec) = a.specification {

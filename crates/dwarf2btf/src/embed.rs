@@ -143,8 +143,13 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename: readers see the old file or the whole new one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// and a rename: readers see the old file or the whole new one. `perm`:
+/// the new file's permissions (an embedded ELF keeps its input's).
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    perm: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -157,7 +162,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
+        if let Some(perm) = perm {
+            f.set_permissions(perm)?;
+        }
         f.sync_all()?;
+        drop(f);
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -127,6 +127,13 @@ impl FuncPolicy for PaholeFuncs {
         Ok(c)
     }
 
+    fn referenced(&self, unit: &Vec<Candidate>, ids: &mut Vec<TypeId>) {
+        for c in unit {
+            ids.push(c.ret);
+            ids.extend(c.params.iter().map(|p| p.1));
+        }
+    }
+
     fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
         let mut done: HashSet<String> = HashSet::new();
         for (remap, cands) in units {

@@ -70,7 +70,7 @@ impl VarsContext {
                 })
             })
             .collect();
-        syms.sort_by(|a, b| (a.value, a.section).cmp(&(b.value, b.section)));
+        syms.sort_by_key(|s| (s.value, s.section));
         VarsContext {
             mode,
             syms,
@@ -82,10 +82,14 @@ impl VarsContext {
 
     /// The symbol a variable at `addr` named `name` is, if any. In a linked
     /// image addresses are unique except at 0 (special per-CPU variables,
-    /// `__UNIQUE_ID_*`), where the names must agree, as in pahole. In a
+    /// `__UNIQUE_ID_*`), where the DIE's own name must agree, as in pahole
+    /// (a definition named only through DW_AT_specification is left out). In a
     /// relocatable object `addr` is a section offset that any section may
     /// hold, so the names must always agree.
-    fn symbol_for(&self, addr: u64, name: &[u8]) -> Option<&DataSym> {
+    fn symbol_for(&self, addr: u64, name: &[u8], own_name: bool) -> Option<&DataSym> {
+        if addr == 0 && !self.relocatable && !own_name {
+            return None;
+        }
         let start = self.syms.partition_point(|s| s.value < addr);
         let at = self
             .syms
@@ -113,7 +117,7 @@ impl VarsContext {
         let mut out = Vec::new();
         for v in vars {
             let dwarf_name = b.str_at(v.name).to_vec();
-            let Some(sym) = self.symbol_for(v.addr, &dwarf_name) else {
+            let Some(sym) = self.symbol_for(v.addr, &dwarf_name, v.own_name) else {
                 continue;
             };
             if self.mode == VarsMode::Percpu && Some(sym.section) != self.percpu {

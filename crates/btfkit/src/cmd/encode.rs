@@ -38,6 +38,9 @@ pub struct EncodeArgs {
     /// Encode Rust compilation units too
     #[arg(long)]
     keep_rust: bool,
+    /// Print each stage's duration and the type counts
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -60,13 +63,21 @@ enum Tags {
     None,
 }
 
-/// A progress bar on stderr when it is a terminal.
+/// A progress bar on stderr when it is a terminal; with `-v`, stage
+/// durations.
 struct Bar {
     bar: Mutex<Option<indicatif::ProgressBar>>,
+    draw: bool,
+    verbose: bool,
+    stage: Mutex<Option<(String, std::time::Instant)>>,
 }
 
 impl Progress for Bar {
     fn stage(&self, name: &str, total: u64) {
+        self.log_stage(Some(name));
+        if !self.draw {
+            return;
+        }
         let Ok(mut slot) = self.bar.lock() else {
             return;
         };
@@ -100,7 +111,20 @@ impl Progress for Bar {
 }
 
 impl Bar {
+    fn log_stage(&self, next: Option<&str>) {
+        if !self.verbose {
+            return;
+        }
+        if let Ok(mut stage) = self.stage.lock() {
+            if let Some((name, start)) = stage.take() {
+                eprintln!("{name}: {:.2?}", start.elapsed());
+            }
+            *stage = next.map(|n| (n.to_owned(), std::time::Instant::now()));
+        }
+    }
+
     fn done(&self) {
+        self.log_stage(None);
         if let Ok(mut slot) = self.bar.lock() {
             if let Some(b) = slot.take() {
                 b.finish_and_clear();
@@ -143,28 +167,33 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     let elf = dwarf2btf::load::ElfFile::open(&args.elf)?;
     let bar = Bar {
         bar: Mutex::new(None),
+        draw: std::io::stderr().is_terminal(),
+        verbose: args.verbose,
+        stage: Mutex::new(None),
     };
-    let quiet = dwarf2btf::encode::NoProgress;
-    let progress: &dyn Progress = if std::io::stderr().is_terminal() {
-        &bar
-    } else {
-        &quiet
-    };
-    let encoded = dwarf2btf::encode(&elf, base, &opts, progress);
+    let encoded = dwarf2btf::encode(&elf, base, &opts, &bar);
     bar.done();
     let encoded = encoded?;
     for w in &encoded.warnings {
         eprintln!("btfkit: warning: {w}");
     }
+    if args.verbose {
+        eprintln!(
+            "{} types before dedup, {} after",
+            encoded.types_before_dedup,
+            encoded.btf.type_count()
+        );
+    }
     let bytes = encoded.btf.to_bytes();
     if let Some(out) = &args.output {
-        dwarf2btf::embed::write_atomic(out, &bytes)
+        dwarf2btf::embed::write_atomic(out, &bytes, None)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     if let Some(out) = &args.embed {
         let image = dwarf2btf::embed::embed_btf(elf.data(), &bytes)
             .map_err(|e| anyhow::anyhow!("{}: {e}", args.elf.display()))?;
-        dwarf2btf::embed::write_atomic(out, &image)
+        let perm = std::fs::metadata(&args.elf).ok().map(|m| m.permissions());
+        dwarf2btf::embed::write_atomic(out, &image, perm)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,575 @@
+//! The encoder against its oracles: pahole 1.24 (`pahole -J`), Debian's
+//! shipped BTF, bpftool and the running kernel's BTF verifier.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use btf::diff::{Category, DiffOptions};
+use btf::Btf;
+use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress};
+use dwarf2btf::load::ElfFile;
+use testkit::Fixture;
+
+fn opts(jobs: usize) -> EncodeOptions {
+    EncodeOptions {
+        jobs,
+        funcs: FuncMode::Pahole,
+        ..EncodeOptions::default()
+    }
+}
+
+fn encode(path: &Path, base: Option<Arc<Btf>>, jobs: usize) -> Btf {
+    let elf = ElfFile::open(path).expect("open");
+    dwarf2btf::encode(&elf, base, &opts(jobs), &NoProgress)
+        .unwrap_or_else(|e| panic!("encode {}: {e}", path.display()))
+        .btf
+}
+
+fn try_encode(path: &Path) -> Result<Btf, dwarf2btf::Error> {
+    let elf = ElfFile::open(path)?;
+    dwarf2btf::encode(&elf, None, &opts(2), &NoProgress).map(|e| e.btf)
+}
+
+/// Types per kind, without FUNC and FUNC_PROTO (function choice differs
+/// from pahole's by design, see the issue).
+fn kinds(btf: &Btf) -> BTreeMap<&'static str, usize> {
+    let mut m = dwarf2btf::encode::kind_counts(btf);
+    m.remove("FUNC");
+    m.remove("FUNC_PROTO");
+    m
+}
+
+/// `pahole -J` (1.24, the flags Debian's kernel build uses) on a copy.
+fn pahole_btf(pahole: &Path, elf: &Path, dir: &Path) -> Btf {
+    let out = dir.join(format!(
+        "{}.pahole.btf",
+        elf.file_name().map_or("x".into(), |n| n.to_string_lossy())
+    ));
+    testkit::run_ok(
+        Command::new(pahole)
+            .arg("-J")
+            .arg("--btf_gen_floats")
+            .arg("-j")
+            .arg("--lang_exclude=rust")
+            .arg(format!("--btf_encode_detached={}", out.display()))
+            .arg(elf),
+    );
+    btf::load_file(&out, None).expect("pahole's BTF")
+}
+
+fn layout_diff(a: &Btf, b: &Btf) -> btf::diff::Diff {
+    btf::diff::diff(
+        a,
+        b,
+        &DiffOptions {
+            categories: vec![
+                Category::Struct,
+                Category::Union,
+                Category::Enum,
+                Category::Typedef,
+            ],
+        },
+    )
+}
+
+fn assert_same_layouts(what: &str, ours: &Btf, theirs: &Btf) {
+    let d = layout_diff(ours, theirs);
+    assert!(
+        d.is_empty(),
+        "{what}: layouts differ: only ours {:?}\nonly theirs {:?}\nchanged {:?}",
+        d.only_a.iter().map(|o| &o.name).collect::<Vec<_>>(),
+        d.only_b.iter().map(|o| &o.name).collect::<Vec<_>>(),
+        d.changed.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+}
+
+const FIXTURE_A: &str = r#"
+struct bits { unsigned a:3; int b:5; unsigned long c:40; char d; _Bool e:1; };
+struct __attribute__((packed)) pk { char a; int b; long c; };
+struct al { int x __attribute__((aligned(16))); char y; };
+struct flex { int n; char data[]; };
+struct anon { int k; union { int i; float f; }; struct { short s1, s2; }; };
+enum neg { N1 = -1, N2 = 5 };
+enum big { B1 = 0x100000000ULL, B2 = 1 };
+enum bigneg { BN1 = -0x100000000LL, BN2 = 3 };
+struct fwd_only;
+struct usesfwd { struct fwd_only *p; union fwd_union *u; };
+typedef int (*fp_t)(int, const char *, ...);
+struct ops { void (*cb)(struct ops *, long); fp_t f; int (*arr[2])(void); };
+typedef const volatile int cvint;
+typedef cvint cvint2;
+typedef cvint2 cvint3;
+struct cv { const volatile unsigned long *const restrict p; volatile const char c; };
+struct shared { int a; struct shared *next; };
+struct same_name { int only_in_a; };
+int matrix[3][4][5];
+_Bool flag; double dd; long double ld; float ff;
+struct bits gb; struct pk gp; struct al ga; struct flex *gf; struct anon gan;
+enum neg gn; enum big gbig; enum bigneg gbn; struct usesfwd gu; struct ops go;
+cvint3 gcv; struct cv gcvs; struct shared gs; struct same_name sna;
+int vf(int a, ...) { return a; }
+int main(void) { return vf(1, 2); }
+"#;
+
+const FIXTURE_B: &str = r#"
+struct shared { int a; struct shared *next; };
+struct same_name { long only_in_b; char z; };
+struct same_name snb;
+int bfunc(struct shared *s) { return s->a; }
+"#;
+
+fn fixture_elf(fx: &Fixture, name: &str, flags: &[&str]) -> PathBuf {
+    fx.write("a.c", FIXTURE_A);
+    fx.write("b.c", FIXTURE_B);
+    fx.cc(name, &["a.c", "b.c"], flags)
+}
+
+fn count_named(btf: &Btf, kind: &str, name: &str) -> usize {
+    btf.iter()
+        .filter(|(_, t)| t.kind_name() == kind && btf.name_of(t).ok() == Some(name))
+        .count()
+}
+
+fn fixture_matches_pahole(flags: &[&str]) {
+    let Some(pahole) = testkit::tool_or_skip("pahole", "dwarves") else {
+        return;
+    };
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", flags);
+    let ours = encode(&elf, None, 2);
+    let theirs = pahole_btf(&pahole, &elf, fx.dir.path());
+    assert_eq!(kinds(&ours), kinds(&theirs), "kind counts, {flags:?}");
+    assert_same_layouts(&format!("{flags:?}"), &ours, &theirs);
+    // The same struct in two units is one type; two different structs
+    // with one name stay two.
+    assert_eq!(count_named(&ours, "STRUCT", "shared"), 1);
+    assert_eq!(count_named(&ours, "STRUCT", "same_name"), 2);
+    assert_eq!(count_named(&ours, "FWD", "fwd_only"), 1);
+    // The bitfields: kind_flag and sizes.
+    let (_, bits) = ours
+        .iter()
+        .find(|(_, t)| t.kind_name() == "STRUCT" && ours.name_of(t).ok() == Some("bits"))
+        .expect("struct bits");
+    assert!(bits.kind_flag);
+    let sizes: Vec<u32> = bits
+        .members()
+        .iter()
+        .map(|m| m.bitfield_size(true))
+        .collect();
+    assert_eq!(sizes, [3, 5, 40, 0, 1]);
+    let offsets: Vec<u32> = bits.members().iter().map(|m| m.bit_offset(true)).collect();
+    assert_eq!(offsets, [0, 3, 8, 48, 56]);
+}
+
+#[test]
+fn fixture_o0_types_equal_pahole_1_24() {
+    fixture_matches_pahole(&["-g", "-O0"]);
+}
+
+#[test]
+fn fixture_o2_types_equal_pahole_1_24() {
+    fixture_matches_pahole(&["-g", "-O2"]);
+}
+
+#[test]
+fn fixture_dwarf4_types_equal_pahole_1_24() {
+    fixture_matches_pahole(&["-gdwarf-4", "-O2"]);
+}
+
+#[test]
+fn fixture_dwarf5_types_equal_pahole_1_24() {
+    fixture_matches_pahole(&["-gdwarf-5", "-O0"]);
+}
+
+#[test]
+fn fixture_compressed_debug_sections_equal_uncompressed() {
+    let fx = Fixture::new();
+    let plain = fixture_elf(&fx, "plain", &["-g", "-O2"]);
+    let gz = fixture_elf(&fx, "gz", &["-g", "-O2", "-gz"]);
+    let readelf = Command::new("readelf").arg("-SW").arg(&gz).output();
+    if let Ok(out) = readelf {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !text
+            .lines()
+            .any(|l| l.contains(".debug_info") && l.contains(" C "))
+        {
+            return testkit::skip("cc -gz did not compress .debug_info");
+        }
+    }
+    let a = encode(&plain, None, 2);
+    let b = encode(&gz, None, 2);
+    assert_eq!(a.to_bytes(), b.to_bytes());
+}
+
+#[test]
+fn fixture_relocatable_object_equals_pahole_1_24() {
+    let Some(pahole) = testkit::tool_or_skip("pahole", "dwarves") else {
+        return;
+    };
+    let fx = Fixture::new();
+    fx.write("a.c", FIXTURE_A);
+    let obj = fx.cc("a.o", &["a.c"], &["-g", "-O2", "-c"]);
+    let ours = encode(&obj, None, 2);
+    let theirs = pahole_btf(&pahole, &obj, fx.dir.path());
+    assert_eq!(kinds(&ours), kinds(&theirs));
+    assert_same_layouts("a.o", &ours, &theirs);
+}
+
+#[test]
+fn fixture_same_bytes_for_any_thread_count() {
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O2"]);
+    let one = encode(&elf, None, 1).to_bytes();
+    let two = encode(&elf, None, 2).to_bytes();
+    let four = encode(&elf, None, 4).to_bytes();
+    assert_eq!(one, two);
+    assert_eq!(one, four);
+}
+
+#[test]
+fn embed_writes_a_btf_section_bpftool_reads() {
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O2"]);
+    let btf = encode(&elf, None, 2);
+    let data = std::fs::read(&elf).expect("read");
+    let image = dwarf2btf::embed::embed_btf(&data, &btf.to_bytes()).expect("embed");
+    let out = fx.path("fx.btf.elf");
+    let perm = std::fs::metadata(&elf).expect("stat").permissions();
+    dwarf2btf::embed::write_atomic(&out, &image, Some(perm)).expect("write");
+    // Re-embedding replaces the section instead of adding a second one.
+    let again = dwarf2btf::embed::embed_btf(&image, &btf.to_bytes()).expect("embed again");
+    let out2 = fx.path("fx.btf2.elf");
+    dwarf2btf::embed::write_atomic(&out2, &again, None).expect("write");
+    for f in [&out, &out2] {
+        let dump = testkit::run_ok(Command::new(&bpftool).args(["btf", "dump", "file"]).arg(f));
+        assert!(String::from_utf8_lossy(&dump).contains("STRUCT 'shared'"));
+        let read = btf::load_file(f, None).expect("load embedded");
+        assert_eq!(read.to_bytes(), btf.to_bytes());
+    }
+    // The program still runs: nothing loaded moved.
+    let status = Command::new(&out).status().expect("run");
+    assert_eq!(status.code(), Some(1), "main returns vf(1, 2) = 1");
+}
+
+// ---- bad input: an error naming the file (and DIE offset), never a panic.
+
+fn assert_error(path: &Path, what: &str) -> String {
+    match try_encode(path) {
+        Ok(_) => panic!("{what}: expected an error"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&path.display().to_string()),
+                "{what}: error does not name the file: {msg}"
+            );
+            msg
+        }
+    }
+}
+
+#[test]
+fn bad_input_without_dwarf_is_an_error() {
+    let fx = Fixture::new();
+    fx.write("a.c", FIXTURE_A);
+    let elf = fx.cc("nodwarf", &["a.c"], &["-O2"]);
+    let msg = assert_error(&elf, "no DWARF");
+    assert!(msg.contains("DWARF"), "{msg}");
+}
+
+#[test]
+fn bad_input_without_symbols_still_encodes_types() {
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O2"]);
+    let stripped = fx.path("stripped");
+    testkit::run_ok(
+        Command::new("strip")
+            .arg("-s")
+            .arg("--keep-section=.debug_*")
+            .arg(&elf)
+            .arg("-o")
+            .arg(&stripped),
+    );
+    let btf = try_encode(&stripped).expect("types without symbols");
+    assert_eq!(count_named(&btf, "STRUCT", "shared"), 1);
+}
+
+#[test]
+fn bad_input_not_elf_is_an_error() {
+    let fx = Fixture::new();
+    let p = fx.write("junk", "this is not an ELF file at all, just text\n");
+    assert_error(&p, "not ELF");
+}
+
+fn patched(fx: &Fixture, from: &Path, name: &str, patch: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let mut data = std::fs::read(from).expect("read");
+    patch(&mut data);
+    let p = fx.path(name);
+    std::fs::write(&p, data).expect("write");
+    p
+}
+
+/// File offset and size of a section, from `readelf -SW`.
+fn section_range(elf: &Path, name: &str) -> Option<(usize, usize)> {
+    let out = Command::new("readelf").arg("-SW").arg(elf).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == name))?;
+    let after = line.split(']').nth(1)?;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let off = usize::from_str_radix(f.get(3)?, 16).ok()?;
+    let size = usize::from_str_radix(f.get(4)?, 16).ok()?;
+    Some((off, size))
+}
+
+#[test]
+fn bad_input_32_bit_and_big_endian_are_unsupported() {
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O0"]);
+    fx.write(
+        "m.c",
+        "struct s { int a; } v; int main(void) { return 0; }\n",
+    );
+    let m32 = Command::new("cc")
+        .current_dir(fx.dir.path())
+        .args(["-m32", "-g", "-o", "m32", "m.c"])
+        .status();
+    let elf32 = if m32.is_ok_and(|s| s.success()) {
+        fx.path("m32")
+    } else {
+        // No multilib: a 64-bit file whose header says ELFCLASS32.
+        patched(&fx, &elf, "class32", |d| {
+            if let Some(b) = d.get_mut(4) {
+                *b = 1;
+            }
+        })
+    };
+    try_encode(&elf32).expect_err("32-bit ELF");
+    let be = patched(&fx, &elf, "bigendian", |d| {
+        if let Some(b) = d.get_mut(5) {
+            *b = 2;
+        }
+    });
+    try_encode(&be).expect_err("big-endian ELF");
+}
+
+#[test]
+fn bad_input_truncated_dwarf_is_an_error_with_offset() {
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O0"]);
+    let Some((off, size)) = section_range(&elf, ".debug_info") else {
+        return testkit::skip("readelf could not locate .debug_info");
+    };
+    // The first unit's length claims far more than the section holds.
+    let long = patched(&fx, &elf, "unit_too_long", |d| {
+        if let Some(s) = d.get_mut(off..off + 4) {
+            s.copy_from_slice(&((size as u32) * 4).to_le_bytes());
+        }
+    });
+    let msg = assert_error(&long, "unit longer than the section");
+    assert!(msg.contains("offset"), "{msg}");
+    // Garbage in the middle of the DIEs: an error or a warning, no panic.
+    for (i, fill) in [0xffu8, 0x00, 0x7f].into_iter().enumerate() {
+        let junk = patched(&fx, &elf, &format!("junk{i}"), |d| {
+            let start = off + size / 3;
+            if let Some(s) = d.get_mut(start..start + size / 3) {
+                s.fill(fill);
+            }
+        });
+        let _ = try_encode(&junk);
+    }
+    // Every truncation point of the first unit: never a panic.
+    for cut in (12..size.min(400)).step_by(7) {
+        let t = patched(&fx, &elf, "cut", |d| {
+            if let Some(s) = d.get_mut(off + cut..off + size) {
+                s.fill(0);
+            }
+        });
+        let _ = try_encode(&t);
+    }
+}
+
+#[test]
+fn bad_input_unknown_tags_and_forms() {
+    let fx = Fixture::new();
+    let elf = fixture_elf(&fx, "fx", &["-g", "-O0"]);
+    let Some((aoff, asize)) = section_range(&elf, ".debug_abbrev") else {
+        return testkit::skip("readelf could not locate .debug_abbrev");
+    };
+    // An abbreviation: code (uleb), tag (uleb), children (u8), then
+    // (attr, form) pairs ended by (0, 0). Give the DW_TAG_base_type
+    // abbreviations (0x24) an unknown tag: a warning, types still encoded.
+    let unknown_tag = patched(&fx, &elf, "unknown_tag", |d| {
+        let mut i = aoff;
+        while i + 2 < aoff + asize {
+            if d.get(i + 1) == Some(&0x24) && d.get(i + 2).is_some_and(|&c| c <= 1) {
+                if let Some(b) = d.get_mut(i + 1) {
+                    *b = 0x7e;
+                }
+            }
+            i += 1;
+        }
+    });
+    let _ = try_encode(&unknown_tag);
+    // An unknown form (0x7f) for DW_AT_name (0x03): gimli cannot size the
+    // attribute, so the unit is an error naming the DIE offset.
+    let unknown_form = patched(&fx, &elf, "unknown_form", |d| {
+        let mut i = aoff;
+        while i + 1 < aoff + asize {
+            if d.get(i) == Some(&0x03)
+                && matches!(
+                    d.get(i + 1),
+                    Some(&0x0e) | Some(&0x08) | Some(&0x1f) | Some(&0x25)
+                )
+            {
+                if let Some(b) = d.get_mut(i + 1) {
+                    *b = 0x7f;
+                }
+                break;
+            }
+            i += 1;
+        }
+    });
+    if let Err(e) = try_encode(&unknown_form) {
+        assert!(e.to_string().contains(&unknown_form.display().to_string()));
+    }
+}
+
+// ---- Debian's kernel.
+
+struct Ours {
+    /// Our vmlinux BTF, and where it was written.
+    btf: Arc<Btf>,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Our vmlinux BTF, encoded once per test process.
+fn ours_vmlinux() -> Option<&'static Ours> {
+    static OURS: OnceLock<Option<Ours>> = OnceLock::new();
+    let k = testkit::debian_kernel_or_skip()?;
+    OURS.get_or_init(|| {
+        let mut btf = encode(&k.vmlinux, None, 2);
+        btf.index_strings();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("vmlinux.btf");
+        std::fs::write(&file, btf.to_bytes()).expect("write");
+        Some(Ours {
+            btf: Arc::new(btf),
+            file,
+            _dir: dir,
+        })
+    })
+    .as_ref()
+}
+
+#[test]
+fn encode_debian_vmlinux_accepted_by_kernel_btf_load() {
+    let Some(ours) = ours_vmlinux() else { return };
+    if !testkit::is_root() {
+        return testkit::skip("BPF_BTF_LOAD needs root");
+    }
+    if let Err(e) = btf::kernel::load(&ours.btf.to_bytes()) {
+        panic!("the kernel rejected our vmlinux BTF: {e}");
+    }
+}
+
+#[test]
+fn encode_debian_vmlinux_layouts_equal_debian_btf() {
+    let Some(ours) = ours_vmlinux() else { return };
+    let Some(k) = testkit::debian_kernel() else {
+        return;
+    };
+    let debian = btf::load_file(&k.vmlinux, None).expect("Debian's .BTF");
+    assert_same_layouts("vmlinux vs Debian's .BTF", &ours.btf, &debian);
+}
+
+#[test]
+fn encode_kind_counts_match_pahole_1_24() {
+    let Some(ours) = ours_vmlinux() else { return };
+    let Some(pahole) = testkit::tool_or_skip("pahole", "dwarves") else {
+        return;
+    };
+    let Some(k) = testkit::debian_kernel() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let theirs = pahole_btf(&pahole, &k.vmlinux, dir.path());
+    assert_eq!(kinds(&ours.btf), kinds(&theirs));
+}
+
+/// 20 debug modules spread over the tree, in a fixed order.
+fn twenty_modules(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                out.push(p);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    walk(root, &mut all);
+    all.sort();
+    let step = (all.len() / 20).max(1);
+    all.into_iter().step_by(step).take(20).collect()
+}
+
+#[test]
+fn encode_debian_modules_split_over_our_vmlinux() {
+    let Some(ours) = ours_vmlinux() else { return };
+    let Some(k) = testkit::debian_kernel() else {
+        return;
+    };
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
+    let mut debian_base = btf::load_file(&k.vmlinux, None).expect("Debian's .BTF");
+    debian_base.index_strings();
+    let debian_base = Arc::new(debian_base);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let modules = twenty_modules(&k.dbg_modules);
+    assert_eq!(modules.len(), 20, "fewer than 20 debug modules");
+    for m in modules {
+        let rel = m.strip_prefix(&k.dbg_modules).expect("under dbg-modules");
+        let btf = encode(&m, Some(ours.btf.clone()), 2);
+        let out = dir.path().join("m.btf");
+        std::fs::write(&out, btf.to_bytes()).expect("write");
+        testkit::run_ok(
+            Command::new(&bpftool)
+                .arg("--base-btf")
+                .arg(&ours.file)
+                .args(["btf", "dump", "file"])
+                .arg(&out),
+        );
+        let shipped = k.image_modules.join(rel);
+        let data = std::fs::read(&shipped).expect("shipped module");
+        let theirs = btf::parse_any(&data, Some(debian_base.clone())).expect("shipped .BTF");
+        assert_same_layouts(&rel.display().to_string(), &btf, &theirs);
+    }
+}
+
+#[test]
+fn encode_debian_module_same_bytes_for_any_thread_count() {
+    let Some(ours) = ours_vmlinux() else { return };
+    let Some(k) = testkit::debian_kernel() else {
+        return;
+    };
+    let m = twenty_modules(&k.dbg_modules)
+        .into_iter()
+        .next()
+        .expect("a module");
+    let one = encode(&m, Some(ours.btf.clone()), 1).to_bytes();
+    let two = encode(&m, Some(ours.btf.clone()), 2).to_bytes();
+    assert_eq!(one, two);
+}
