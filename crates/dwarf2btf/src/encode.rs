@@ -539,11 +539,11 @@ pub fn encode(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     match opts.funcs {
-        // Until the function model lands (funcs.rs), `exact` falls back to
-        // pahole's choice so that every encode still has functions.
-        FuncMode::Exact | FuncMode::Pahole => {
-            encode_with(elf, base, opts, &crate::pahole::PaholeFuncs, progress)
+        FuncMode::Exact => {
+            let policy = crate::funcs::emit::ExactFuncs::from_elf(elf, opts.addr_tags)?;
+            encode_with(elf, base, opts, &policy, progress)
         }
+        FuncMode::Pahole => encode_with(elf, base, opts, &crate::pahole::PaholeFuncs, progress),
     }
 }
 
