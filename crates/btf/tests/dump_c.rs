@@ -369,6 +369,15 @@ fn fixture_anonymous() -> B {
     let v = vec![b.enumv("MODE_X", 3)];
     let e = b.add("", TypeData::Enum { size: 4, values: v });
     b.add("mode_t", TypeData::Typedef { ty: e });
+    // An anonymous enum used only as a return type counts as unreferenced
+    // (libbpf marks parameters, not return types): it is printed on its
+    // own, and again inline in the prototype.
+    let v = vec![b.enumv("RET_OK", 0)];
+    let ret = b.add("", TypeData::Enum { size: 4, values: v });
+    let proto = b.proto(ret, vec![]);
+    let p = b.ptr(proto);
+    let m = vec![b.member("cb", p, 0)];
+    b.strukt("callbacks", 8, m);
     b
 }
 

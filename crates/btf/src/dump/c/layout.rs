@@ -3,7 +3,7 @@
 //! make a C compiler reproduce BTF's offsets from what it can deduce.
 
 use super::{Dumper, MAX_DEPTH};
-use crate::{Type, TypeData, TypeId};
+use crate::{Member, Type, TypeData, TypeId};
 
 /// libbpf's bound on typedef/modifier/array chains when resolving a size.
 const MAX_RESOLVE_DEPTH: usize = 32;
@@ -61,13 +61,7 @@ impl Dumper<'_> {
 
     /// A struct's alignment is its largest member's, or 1 if the layout
     /// shows it packed; 0 if a member has none.
-    fn composite_align(
-        &mut self,
-        t: &Type,
-        size: u32,
-        members: &[crate::Member],
-        depth: u32,
-    ) -> u32 {
+    fn composite_align(&mut self, t: &Type, size: u32, members: &[Member], depth: u32) -> u32 {
         let mut max_align = 1;
         for m in members {
             let align = self.align_of_at(m.ty, depth + 1);
@@ -90,7 +84,7 @@ impl Dumper<'_> {
     /// member off its natural alignment, or a size that is not a multiple of
     /// the largest member alignment. A struct declared packed whose layout is
     /// natural anyway is (harmlessly) not marked.
-    pub(super) fn is_packed(&mut self, t: &Type, size: u32, members: &[crate::Member]) -> bool {
+    pub(super) fn is_packed(&mut self, t: &Type, size: u32, members: &[Member]) -> bool {
         let mut max_align = 1;
         for m in members {
             let align = self.align_of(m.ty);

@@ -87,9 +87,13 @@
 //!   (EMITTING -> NOT_EMITTED), so a definition is printed at most once.
 //! - libbpf recurses without limit and loops forever on a cycle that does not
 //!   pass through a struct (`const` pointing at itself, a pointer chain
-//!   that loops). Here every recursion carries a depth and every declaration
-//!   chain a length, both bounded by [`MAX_DEPTH`]: malformed BTF gives an
-//!   `io::Error` naming the type id, never a stack overflow or a hang.
+//!   that loops), and takes exponential time on function prototypes that
+//!   share parameter types level after level. Here every recursion carries a
+//!   depth bounded by [`MAX_DEPTH`], a declaration chain longer than the
+//!   number of types is a loop, and the total work is bounded by
+//!   [`STEPS_PER_TYPE`]: malformed BTF gives an `io::Error` naming the type
+//!   id, never a stack overflow or a hang. (Where bpftool itself divides by
+//!   zero, on a function type used as a struct member, we print on.)
 //! - Output is built in memory and handed to the writer in large chunks,
 //!   so a caller may pass an unbuffered writer.
 
@@ -104,9 +108,9 @@ use rustc_hash::FxHashMap;
 
 use crate::{Btf, Type, TypeData, TypeId};
 
-/// Nesting bound for every recursion and declaration chain. Real kernels
-/// stay below a few dozen; a loop of modifiers or pointers (which the
-/// kernel's verifier rejects but a file may contain) reaches it quickly.
+/// Nesting bound for every recursion. Real kernels stay below a few dozen;
+/// a loop of modifiers or pointers (which the kernel's verifier rejects but
+/// a file may contain) reaches it quickly.
 const MAX_DEPTH: u32 = 1024;
 
 /// Work allowed per type, counted in recursive steps of the three walks.
@@ -191,7 +195,7 @@ enum Namespace {
     Idents,
 }
 
-pub(super) fn invalid(msg: String) -> io::Error {
+fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
@@ -242,12 +246,25 @@ impl<'a> Dumper<'a> {
             let t = btf
                 .type_by_id(id)
                 .ok_or_else(|| invalid(format!("type [{id}] is missing")))?;
+            // Check every reference and note which types are referenced. A
+            // FUNC_PROTO's return type does not count as a reference
+            // (libbpf looks at parameters only), which decides whether an
+            // anonymous enum used only as a return type is printed on its own.
             let mut bad = None;
-            t.for_each_ref(|r| {
+            let mut mark = |r: TypeId, counts: bool| {
                 if r >= n {
                     bad = Some(r);
+                } else if counts {
+                    state[r as usize].referenced = true;
                 }
-            });
+            };
+            match &t.data {
+                TypeData::FuncProto { ret, params } => {
+                    mark(*ret, false);
+                    params.iter().for_each(|p| mark(p.ty, true));
+                }
+                _ => t.for_each_ref(|r| mark(r, true)),
+            }
             if let Some(r) = bad {
                 return Err(invalid(format!(
                     "type [{id}] refers to type [{r}], past the last type [{}]",
@@ -255,19 +272,6 @@ impl<'a> Dumper<'a> {
                 )));
             }
             types.push(t);
-        }
-        // Which types are referenced. A FUNC_PROTO's return type does not
-        // count (libbpf looks at parameters only), which decides whether an
-        // anonymous enum used only as a return type is printed on its own.
-        for t in &types[1..] {
-            match &t.data {
-                TypeData::FuncProto { params, .. } => {
-                    for p in params {
-                        state[p.ty as usize].referenced = true;
-                    }
-                }
-                _ => t.for_each_ref(|r| state[r as usize].referenced = true),
-            }
         }
         state[0].order = OrderState::Ordered;
         state[0].emit = EmitState::Emitted;
