@@ -53,7 +53,10 @@ struct Row<'a> {
 
 pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
     if args.verify {
-        anyhow::bail!("--verify is not built yet");
+        return verify(&args);
+    }
+    if !has_dwarf(&args.file) {
+        return from_btf(&args);
     }
     let elf = ElfFile::open(&args.file)?;
     let model = FuncModel::from_elf(&elf)
@@ -151,4 +154,125 @@ fn ambiguous_names(model: &FuncModel) -> std::collections::HashSet<String> {
         .filter(|n| count.get(n).copied().unwrap_or(0) != 1)
         .map(str::to_owned)
         .collect()
+}
+
+/// Whether FILE is an ELF with DWARF (else it is read as BTF).
+fn has_dwarf(path: &std::path::Path) -> bool {
+    ElfFile::open(path).is_ok_and(|elf| dwarf2btf::funcs::has_dwarf(&elf))
+}
+
+#[derive(serde::Serialize)]
+struct BtfRow {
+    name: String,
+    address: Option<String>,
+    btf_id: u32,
+    prototype: String,
+    status: &'static str,
+}
+
+/// Rows from a BTF: one per addr tag, one per untagged FUNC.
+fn from_btf(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
+    let btf = btf::load_file(&args.file, None)
+        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
+    let mut tagged: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
+    for t in &tags {
+        tagged.entry(t.func).or_default().push(t.address);
+    }
+    let mut per_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut rows = Vec::new();
+    for (id, t) in btf.iter() {
+        if !matches!(t.data, btf::TypeData::Func { .. }) {
+            continue;
+        }
+        let name = btf.name_of(t).unwrap_or("").to_owned();
+        if args.name.as_deref().is_some_and(|n| n != name) {
+            continue;
+        }
+        let prototype = btf::cdecl::func_prototype(&btf, id);
+        match tagged.get(&id) {
+            Some(addrs) => {
+                for a in addrs {
+                    *per_name.entry(name.clone()).or_default() += 1;
+                    rows.push(BtfRow {
+                        name: name.clone(),
+                        address: Some(format!("{a:#018x}")),
+                        btf_id: id,
+                        prototype: prototype.clone(),
+                        status: "tagged",
+                    });
+                }
+            }
+            None => {
+                *per_name.entry(name.clone()).or_default() += 1;
+                rows.push(BtfRow {
+                    name,
+                    address: None,
+                    btf_id: id,
+                    prototype,
+                    status: "untagged",
+                });
+            }
+        }
+    }
+    if args.ambiguous {
+        rows.retain(|r| per_name.get(&r.name).copied().unwrap_or(0) > 1);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        for r in &rows {
+            writeln!(
+                out,
+                "{:<18} [{}] {:<8} {}",
+                r.address.as_deref().unwrap_or("-"),
+                r.btf_id,
+                r.status,
+                r.prototype
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--verify ELF BTF`: every addr tag checked against the DWARF.
+fn verify(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
+    let Some(btf_path) = &args.btf else {
+        anyhow::bail!("--verify needs ELF and BTF");
+    };
+    let elf = ElfFile::open(&args.file)?;
+    let model = FuncModel::from_elf(&elf)
+        .with_context(|| format!("cannot build the function model of {}", args.file.display()))?;
+    let btf = btf::load_file(btf_path, None)
+        .with_context(|| format!("cannot load BTF from {}", btf_path.display()))?;
+    let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
+    let violations = dwarf2btf::funcs::verify::verify(&model, &btf);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &violations)?;
+        writeln!(out)?;
+    } else {
+        for v in &violations {
+            writeln!(
+                out,
+                "{:#018x} [{}] {}: {}",
+                v.address, v.func, v.name, v.problem
+            )?;
+        }
+        writeln!(
+            out,
+            "{} addr tags checked, {} violations",
+            tags.len(),
+            violations.len()
+        )?;
+    }
+    out.flush()?;
+    Ok(if violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

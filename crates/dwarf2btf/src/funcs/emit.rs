@@ -24,7 +24,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
 use super::collect::{collect_from_unit, Concrete};
-use super::{read_symbols, Binding};
+use super::{names_match, read_symbols, Binding};
 use crate::convert::UnitBuilder;
 use crate::encode::{func_type, AddrTags, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
@@ -84,7 +84,14 @@ impl ExactFuncs {
             return;
         };
         let src_name = c.name.as_deref().unwrap_or("");
+        // A symbol of another name at this address is an alias (the
+        // syscall stubs) unless the function has a symbol of its own name,
+        // in which case other names belong to other DWARF functions there.
+        let own = symbols.iter().any(|s| names_match(c.name.as_deref(), s));
         for sym in symbols {
+            if own && !names_match(c.name.as_deref(), sym) {
+                continue;
+            }
             let suffix = sym
                 .strip_prefix(src_name)
                 .filter(|s| !src_name.is_empty() && s.starts_with('.'));

@@ -14,6 +14,7 @@ pub mod collect;
 pub mod ctype;
 pub mod emit;
 pub mod location;
+pub mod verify;
 
 use std::collections::BTreeMap;
 
@@ -102,18 +103,12 @@ impl FuncModel {
 
     /// Joins concrete subprograms with symbols (name, address, size, binding).
     pub fn join(concretes: Vec<Concrete>, symbols: Vec<(String, u64, u64, Binding)>) -> FuncModel {
-        let mut warnings: Vec<String> = concretes.iter().filter_map(|c| c.error.clone()).collect();
-        // Entry address -> concrete; the first DIE wins, later ones are noted.
-        let mut by_entry: FxHashMap<u64, usize> = FxHashMap::default();
+        let warnings: Vec<String> = concretes.iter().filter_map(|c| c.error.clone()).collect();
+        // Entry address -> concretes starting there (several units may
+        // describe one piece of code under different names: memcpy, __memcpy).
+        let mut by_entry: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
         for (i, c) in concretes.iter().enumerate() {
-            if let Some(&prev) = by_entry.get(&c.entry) {
-                warnings.push(format!(
-                    "DIE {:#x} and DIE {:#x} both start at {:#x}",
-                    concretes[prev].die, c.die, c.entry
-                ));
-                continue;
-            }
-            by_entry.insert(c.entry, i);
+            by_entry.entry(c.entry).or_default().push(i);
         }
         // Secondary ranges (hot/cold splitting), for fragments.
         let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
@@ -140,7 +135,13 @@ impl FuncModel {
                     signature: Signature::None,
                     detail: None,
                 };
-                if let Some(&ci) = by_entry.get(&address) {
+                let pick = by_entry.get(&address).and_then(|list| {
+                    list.iter()
+                        .copied()
+                        .find(|&ci| names_match(concretes[ci].name.as_deref(), &inst.symbol))
+                        .or(list.first().copied())
+                });
+                if let Some(ci) = pick {
                     let c = &concretes[ci];
                     inst.concrete = Some(ci);
                     if let Some(n) = &c.name {
@@ -223,6 +224,26 @@ impl FuncModel {
         }
         m
     }
+}
+
+/// Whether a symbol names the DWARF function `name`: equal, or `name`
+/// followed by a compiler suffix (`.isra.0`).
+pub fn names_match(name: Option<&str>, symbol: &str) -> bool {
+    name.is_some_and(|n| {
+        !n.is_empty()
+            && symbol
+                .strip_prefix(n)
+                .is_some_and(|r| r.is_empty() || r.starts_with('.'))
+    })
+}
+
+/// Whether `elf` is an ELF file with a non-empty `.debug_info`.
+pub fn has_dwarf(elf: &ElfFile) -> bool {
+    use object::ObjectSection;
+    elf.object().is_ok_and(|obj| {
+        obj.section_by_name(".debug_info")
+            .is_some_and(|s| s.size() > 0)
+    })
 }
 
 /// `ret name(type a, type b)`, with C declarator spacing for pointers.

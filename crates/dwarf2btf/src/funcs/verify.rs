@@ -1,0 +1,251 @@
+//! `btfkit funcs --verify ELF BTF`: for every addr tag of a BTF, re-derive
+//! from the ELF's DWARF that the tagged FUNC's parameters are where the
+//! compiled code at that address takes them.
+//!
+//! Invariant: a tag passes only if some symbol at its address has a DWARF
+//! instance whose writable signature has the FUNC's name, the same
+//! parameter names in the same order, and, for each parameter, the
+//! registers the x86-64 ABI assigns to the BTF parameter type equal the
+//! registers the DWARF puts that value in at entry.
+
+use btf::{Btf, TypeData, TypeId};
+use rustc_hash::FxHashMap;
+
+use super::abi::{expected_slots, reg_name, Slot, ARG_REGS};
+use super::emit::ADDR_TAG_PREFIX;
+use super::location::EntryLoc;
+use super::{FuncModel, Instance, Signature, Status};
+
+/// One `addr=0x...` DECL_TAG and the FUNC it tags.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AddrTag {
+    pub address: u64,
+    pub func: TypeId,
+    pub name: String,
+}
+
+/// Every addr tag on a FUNC, in type id order.
+pub fn addr_tags(btf: &Btf) -> Vec<AddrTag> {
+    let mut out = Vec::new();
+    for (_, t) in btf.iter() {
+        let TypeData::DeclTag {
+            ty,
+            component_idx: -1,
+        } = t.data
+        else {
+            continue;
+        };
+        let Ok(tag) = btf.name_of(t) else { continue };
+        let Some(address) = tag
+            .strip_prefix(ADDR_TAG_PREFIX)
+            .and_then(|h| h.strip_prefix("0x"))
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        let Some(func) = btf.type_by_id(ty) else {
+            continue;
+        };
+        if !matches!(func.data, TypeData::Func { .. }) {
+            continue;
+        }
+        out.push(AddrTag {
+            address,
+            func: ty,
+            name: btf.name_of(func).unwrap_or("").to_owned(),
+        });
+    }
+    out
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Violation {
+    pub address: u64,
+    pub func: TypeId,
+    pub name: String,
+    pub problem: String,
+}
+
+/// Checks every addr tag of `btf` against `model`.
+pub fn verify(model: &FuncModel, btf: &Btf) -> Vec<Violation> {
+    let mut at: FxHashMap<u64, Vec<&Instance>> = FxHashMap::default();
+    for i in &model.instances {
+        if i.status != Status::Fragment {
+            at.entry(i.address).or_default().push(i);
+        }
+    }
+    let mut out = Vec::new();
+    for tag in addr_tags(btf) {
+        let problem = match at.get(&tag.address) {
+            None => Some("no function symbol at this address".to_owned()),
+            Some(insts) => {
+                let mut problems = Vec::new();
+                let mut ok = false;
+                for inst in insts {
+                    match check(model, inst, btf, &tag) {
+                        Ok(()) => ok = true,
+                        Err(p) => problems.push(format!("{}: {p}", inst.symbol)),
+                    }
+                }
+                (!ok).then(|| problems.join("; "))
+            }
+        };
+        if let Some(problem) = problem {
+            out.push(Violation {
+                address: tag.address,
+                func: tag.func,
+                name: tag.name.clone(),
+                problem,
+            });
+        }
+    }
+    out
+}
+
+fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result<(), String> {
+    let Some(c) = model.concrete(inst) else {
+        return Err("no DWARF".into());
+    };
+    if !inst.encodable() {
+        return Err(format!(
+            "DWARF says it cannot be described: {}",
+            inst.detail.as_deref().unwrap_or(inst.status.as_str())
+        ));
+    }
+    if inst.btf_name() != tag.name {
+        return Err(format!(
+            "FUNC is named {}, DWARF gives {}",
+            tag.name,
+            inst.btf_name()
+        ));
+    }
+    // (name, registers) of each parameter as the compiled code takes it.
+    let dwarf: Vec<(String, Vec<u16>)> = match &inst.signature {
+        Signature::Source => {
+            let slots = expected_slots(&c.ret, &c.params);
+            c.params
+                .iter()
+                .zip(slots)
+                .map(|(p, slot)| {
+                    let abi = match slot {
+                        Slot::Regs(r) => r,
+                        _ => Vec::new(),
+                    };
+                    // An unsuffixed function keeps its ABI: where DWARF does
+                    // not place the value in a register at entry, the ABI's
+                    // register stands.
+                    let regs = match &p.loc {
+                        EntryLoc::Reg { reg } => vec![*reg],
+                        EntryLoc::Pieces { pieces } => pieces
+                            .iter()
+                            .enumerate()
+                            .map(|(i, pc)| pc.reg.or(abi.get(i).copied()).unwrap_or(0))
+                            .collect(),
+                        _ => abi,
+                    };
+                    (p.name.clone(), regs)
+                })
+                .collect()
+        }
+        Signature::True { params } => params
+            .iter()
+            .map(|p| (p.name.clone(), p.reg.into_iter().collect()))
+            .collect(),
+        Signature::Unwritable { .. } | Signature::None => return Err("no signature".into()),
+    };
+    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(tag.func).map(|t| &t.data) else {
+        return Err("not a FUNC".into());
+    };
+    let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(*proto).map(|t| &t.data) else {
+        return Err("FUNC without FUNC_PROTO".into());
+    };
+    let named: Vec<_> = params
+        .iter()
+        .filter(|p| !(p.name_off == 0 && p.ty == 0))
+        .collect();
+    if named.len() != dwarf.len() {
+        return Err(format!(
+            "BTF has {} parameters, the code takes {}",
+            named.len(),
+            dwarf.len()
+        ));
+    }
+    let mut next = usize::from(returns_in_memory(btf, *ret));
+    for (p, (dname, dregs)) in named.iter().zip(&dwarf) {
+        let bname = btf.str_at(p.name_off).unwrap_or("");
+        if bname != dname {
+            return Err(format!("parameter {bname} where DWARF has {dname}"));
+        }
+        let n = match regs_for(btf, p.ty) {
+            Some(n) if next + n <= ARG_REGS.len() => n,
+            _ => 0,
+        };
+        let bregs: Vec<u16> = ARG_REGS[next..next + n].to_vec();
+        next += n;
+        if !dregs.is_empty() && bregs != *dregs {
+            let show = |r: &[u16]| r.iter().map(|r| reg_name(*r)).collect::<Vec<_>>().join("+");
+            return Err(format!(
+                "{bname}: BTF puts it in {}, the code takes it in {}",
+                if bregs.is_empty() {
+                    "memory".into()
+                } else {
+                    show(&bregs)
+                },
+                show(dregs)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Size of a BTF type, through typedefs and modifiers.
+fn size_of(btf: &Btf, mut id: TypeId) -> Option<(u64, bool)> {
+    for _ in 0..64 {
+        let t = btf.type_by_id(id)?;
+        match &t.data {
+            TypeData::Int { size, .. }
+            | TypeData::Enum { size, .. }
+            | TypeData::Enum64 { size, .. } => return Some((u64::from(*size), false)),
+            TypeData::Float { size } => return Some((u64::from(*size), true)),
+            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => {
+                return Some((u64::from(*size), false))
+            }
+            TypeData::Ptr { .. } => return Some((8, false)),
+            TypeData::Typedef { ty }
+            | TypeData::Const { ty }
+            | TypeData::Volatile { ty }
+            | TypeData::Restrict { ty }
+            | TypeData::TypeTag { ty } => id = *ty,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// General-purpose registers a parameter of this BTF type takes (0: memory or SSE).
+fn regs_for(btf: &Btf, id: TypeId) -> Option<usize> {
+    let (size, float) = size_of(btf, id)?;
+    Some(match (size, float) {
+        (_, true) => 0,
+        (1..=8, _) => 1,
+        (9..=16, _) => 2,
+        _ => 0,
+    })
+}
+
+fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
+    let mut id = ret;
+    for _ in 0..64 {
+        let Some(t) = btf.type_by_id(id) else {
+            return false;
+        };
+        match &t.data {
+            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => return *size > 16,
+            TypeData::Typedef { ty } | TypeData::Const { ty } | TypeData::Volatile { ty } => {
+                id = *ty
+            }
+            _ => return false,
+        }
+    }
+    false
+}
