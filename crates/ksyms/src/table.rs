@@ -3,6 +3,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rustc_hash::FxHasher;
 
@@ -82,6 +83,10 @@ pub enum SizeSource {
     Unknown,
 }
 
+/// What is kept of a symbol, kept to 32 bytes because a lookup's binary
+/// search runs over these: the details of BPF kinds are decoded from the
+/// name when asked for. The address is in here rather than in a separate
+/// array: the search's last probe then brings the whole entry into cache.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     addr: u64,
@@ -91,7 +96,39 @@ struct Entry {
     module: u16,
     type_char: u8,
     size_source: SizeSource,
-    kind: SymbolKind,
+    kind: KindTag,
+}
+
+/// [`SymbolKind`] without its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KindTag {
+    Function,
+    Padding,
+    ColdFragment,
+    Data,
+    BpfProgram,
+    BpfTrampoline,
+    BpfDispatcher,
+    Ftrace,
+    Kprobe,
+    Other,
+}
+
+impl KindTag {
+    fn of(kind: SymbolKind) -> KindTag {
+        match kind {
+            SymbolKind::Function => KindTag::Function,
+            SymbolKind::Padding => KindTag::Padding,
+            SymbolKind::ColdFragment => KindTag::ColdFragment,
+            SymbolKind::Data => KindTag::Data,
+            SymbolKind::BpfProgram { .. } => KindTag::BpfProgram,
+            SymbolKind::BpfTrampoline(_) => KindTag::BpfTrampoline,
+            SymbolKind::BpfDispatcher => KindTag::BpfDispatcher,
+            SymbolKind::Ftrace => KindTag::Ftrace,
+            SymbolKind::Kprobe => KindTag::Kprobe,
+            SymbolKind::Other => KindTag::Other,
+        }
+    }
 }
 
 /// A symbol of a [`Table`].
@@ -230,16 +267,16 @@ fn classify(name: &str, type_char: u8, module: Option<&str>) -> SymbolKind {
 /// over padding over markers, then a stated size over a guessed one.
 fn preference(e: &Entry) -> (u8, u8) {
     let kind = match e.kind {
-        SymbolKind::Function
-        | SymbolKind::ColdFragment
-        | SymbolKind::BpfProgram { .. }
-        | SymbolKind::BpfTrampoline(_)
-        | SymbolKind::BpfDispatcher
-        | SymbolKind::Ftrace
-        | SymbolKind::Kprobe => 0,
-        SymbolKind::Data => 1,
-        SymbolKind::Padding => 2,
-        SymbolKind::Other => 3,
+        KindTag::Function
+        | KindTag::ColdFragment
+        | KindTag::BpfProgram
+        | KindTag::BpfTrampoline
+        | KindTag::BpfDispatcher
+        | KindTag::Ftrace
+        | KindTag::Kprobe => 0,
+        KindTag::Data => 1,
+        KindTag::Padding => 2,
+        KindTag::Other => 3,
     };
     let size = match e.size_source {
         SizeSource::Exact => 0,
@@ -255,8 +292,9 @@ pub struct Table {
     entries: Vec<Entry>,
     modules: Vec<String>,
     /// (hash of base name, entry index), sorted: names resolve by binary
-    /// search without a string allocated per symbol.
-    by_base_name: Vec<(u64, u32)>,
+    /// search without a string allocated per symbol. Built on the first
+    /// name lookup: address lookups never pay for it.
+    by_base_name: OnceLock<Vec<(u64, u32)>>,
     source: std::path::PathBuf,
     addresses_hidden: bool,
 }
@@ -291,7 +329,7 @@ impl Table {
                     } else {
                         SizeSource::Unknown
                     },
-                    kind: classify(name, r.type_char, module),
+                    kind: KindTag::of(classify(name, r.type_char, module)),
                 }
             })
             .collect();
@@ -306,41 +344,51 @@ impl Table {
         let mut cur = vec![None::<u64>; modules.len() + 1];
         let mut next = vec![None::<u64>; modules.len() + 1];
         for e in entries.iter_mut().rev() {
+            let addr = e.addr;
             let m = usize::from(e.module);
             let (Some(cur_m), Some(next_m)) = (cur.get_mut(m), next.get_mut(m)) else {
                 continue;
             };
-            if cur_m.is_none_or(|c| e.addr < c) {
+            if cur_m.is_none_or(|c| addr < c) {
                 *next_m = *cur_m;
-                *cur_m = Some(e.addr);
+                *cur_m = Some(addr);
             }
             if e.size_source == SizeSource::Unknown {
                 if let Some(n) = *next_m {
-                    e.size = n - e.addr;
+                    e.size = n - addr;
                     e.size_source = SizeSource::NextSymbol;
                 }
             }
         }
 
-        let mut by_base_name: Vec<(u64, u32)> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let start = e.name_start as usize;
-                let name = names.get(start..start + e.name_len as usize).unwrap_or("");
-                (hash_name(base_name(name)), i as u32)
-            })
-            .collect();
-        by_base_name.sort_unstable();
-
         Table {
             names,
             entries,
             modules,
-            by_base_name,
+            by_base_name: OnceLock::new(),
             source,
             addresses_hidden,
         }
+    }
+
+    fn name_index(&self) -> &[(u64, u32)] {
+        self.by_base_name.get_or_init(|| {
+            let mut index: Vec<(u64, u32)> = self
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (hash_name(base_name(self.entry_name(e))), i as u32))
+                .collect();
+            index.sort_unstable();
+            index
+        })
+    }
+
+    fn entry_name(&self, e: &Entry) -> &str {
+        let start = e.name_start as usize;
+        self.names
+            .get(start..start + e.name_len as usize)
+            .unwrap_or("")
     }
 
     pub fn len(&self) -> usize {
@@ -372,22 +420,32 @@ impl Table {
     }
 
     fn symbol<'a>(&'a self, index: usize, e: &Entry) -> Symbol<'a> {
-        let start = e.name_start as usize;
+        let name = self.entry_name(e);
+        let module = usize::from(e.module)
+            .checked_sub(1)
+            .and_then(|i| self.modules.get(i))
+            .map(String::as_str);
+        let kind = match e.kind {
+            KindTag::Function => SymbolKind::Function,
+            KindTag::Padding => SymbolKind::Padding,
+            KindTag::ColdFragment => SymbolKind::ColdFragment,
+            KindTag::Data => SymbolKind::Data,
+            KindTag::BpfDispatcher => SymbolKind::BpfDispatcher,
+            KindTag::Ftrace => SymbolKind::Ftrace,
+            KindTag::Kprobe => SymbolKind::Kprobe,
+            KindTag::Other => SymbolKind::Other,
+            // Rare: decoding the name again is cheaper than storing it.
+            KindTag::BpfProgram | KindTag::BpfTrampoline => classify(name, e.type_char, module),
+        };
         Symbol {
             index,
             addr: e.addr,
             size: (e.size_source != SizeSource::Unknown).then_some(e.size),
             size_source: e.size_source,
-            name: self
-                .names
-                .get(start..start + e.name_len as usize)
-                .unwrap_or(""),
-            module: usize::from(e.module)
-                .checked_sub(1)
-                .and_then(|i| self.modules.get(i))
-                .map(String::as_str),
+            name,
+            module,
             type_char: char::from(e.type_char),
-            kind: e.kind,
+            kind,
         }
     }
 
@@ -407,8 +465,12 @@ impl Table {
             return None;
         }
         let end = self.entries.partition_point(|e| e.addr <= addr);
-        let last = self.entries.get(end.checked_sub(1)?)?;
-        let start = self.entries[..end].partition_point(|e| e.addr < last.addr);
+        let last = self.entries.get(end.checked_sub(1)?)?.addr;
+        // Aliases at one address are few: walk back over them.
+        let start = self.entries[..end]
+            .iter()
+            .rposition(|e| e.addr != last)
+            .map_or(0, |i| i + 1);
         let (index, e) = self
             .entries
             .get(start..end)?
@@ -416,7 +478,7 @@ impl Table {
             .enumerate()
             .min_by_key(|(_, e)| preference(e))
             .map(|(i, e)| (start + i, e))?;
-        let offset = addr - e.addr;
+        let offset = addr - last;
         match e.size_source {
             SizeSource::Unknown => {}
             _ if offset < e.size.max(1) => {}
@@ -438,8 +500,9 @@ impl Table {
     /// Symbols whose base name (up to the first '.') is `base`, in address order.
     fn with_base_name<'a>(&'a self, base: &'a str) -> impl Iterator<Item = Symbol<'a>> + 'a {
         let h = hash_name(base);
-        let start = self.by_base_name.partition_point(|&(k, _)| k < h);
-        let mut idx: Vec<usize> = self.by_base_name[start..]
+        let index = self.name_index();
+        let start = index.partition_point(|&(k, _)| k < h);
+        let mut idx: Vec<usize> = index[start..]
             .iter()
             .take_while(|&&(k, _)| k == h)
             .map(|&(_, i)| i as usize)
