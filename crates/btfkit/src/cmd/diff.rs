@@ -6,7 +6,6 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use btf::diff::{layout_text, Category, Diff, DiffOptions, Only};
 
 #[derive(clap::Args)]
@@ -35,7 +34,9 @@ fn parse_category(s: &str) -> Result<Category, String> {
 }
 
 fn load(path: &Path, base: Option<&Path>) -> anyhow::Result<btf::Btf> {
-    btf::load_file(path, base).with_context(|| format!("cannot load BTF from {}", path.display()))
+    // LoadError's message already names the file and the cause; as an
+    // anyhow source it would print the cause a second time.
+    btf::load_file(path, base).map_err(|e| anyhow::anyhow!("cannot load BTF: {e}"))
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {

@@ -26,8 +26,10 @@ enum Format {
 }
 
 pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
+    // LoadError's message already names the file and the cause; as an
+    // anyhow source it would print the cause a second time.
     let btf = btf::load_file(&args.file, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot load BTF: {e}"))?;
     let mut stdout = std::io::stdout().lock();
     match args.format {
         // These two stage their output in large chunks themselves: a
