@@ -20,7 +20,9 @@
 use std::sync::Arc;
 
 use btf::{Btf, Type, TypeData, TypeId};
+use object::{Object, ObjectSection};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::convert::{self, ConvertOptions, ConvertedUnit, UnitBuilder, UnitTypes};
 use crate::error::{Error, Result};
@@ -159,6 +161,15 @@ pub fn encode_with<P: FuncPolicy>(
     let info = ElfInfo::new(&obj);
     let sections = DwarfSections::load(elf, &obj)?;
     let dwarf = sections.dwarf();
+    // Where .debug_info lies in the mapped file, when it is read in place
+    // (not compressed, not relocated): segments release their pages.
+    let info_file_offset = (!info.relocatable)
+        .then(|| obj.section_by_name(".debug_info"))
+        .flatten()
+        .and_then(|s| match s.compressed_file_range() {
+            Ok(r) if r.format == object::CompressionFormat::None => usize::try_from(r.offset).ok(),
+            _ => None,
+        });
     let dwarf_err = |e: gimli::Error, offset: u64| Error::Dwarf {
         path: path.to_owned(),
         offset,
@@ -206,6 +217,8 @@ pub fn encode_with<P: FuncPolicy>(
         vars_cx: &vars_cx,
         base: base.clone(),
         progress,
+        elf,
+        info_file_offset,
     };
     progress.stage("converting compilation units", headers.len() as u64);
     let results: Vec<Result<Segment<P::Unit>>> = pool.install(|| {
@@ -215,14 +228,11 @@ pub fn encode_with<P: FuncPolicy>(
             .collect()
     });
     progress.stage("merging", 0);
-    let mut btf = match base {
-        Some(b) => Btf::new_split(b),
-        None => Btf::new(),
-    };
+    let mut sink = Sink::new(base);
     for seg in results {
         let seg = seg?;
         warnings.extend(seg.warnings);
-        let shift = append_btf(&mut btf, &seg.btf);
+        let shift = append_btf(&mut sink, seg.btf);
         let global = |id: TypeId| shift.map(id);
         for (mut remap, u) in seg.units {
             for e in &mut remap.ids {
@@ -235,6 +245,7 @@ pub fn encode_with<P: FuncPolicy>(
             v
         }));
     }
+    let mut btf = sink.into_btf();
     progress.stage("functions and variables", 0);
     policy.finish(policy_units, &mut btf)?;
     vars::add_datasecs(&mut btf, &info, secinfos);
@@ -275,6 +286,9 @@ struct SegmentContext<'a, 'd> {
     vars_cx: &'a vars::VarsContext,
     base: Option<Arc<Btf>>,
     progress: &'a dyn Progress,
+    elf: &'a ElfFile,
+    /// File offset of .debug_info when it is read straight from the mapping.
+    info_file_offset: Option<usize>,
 }
 
 /// One deduplicated segment; `units` and `vars` hold ids of `btf`.
@@ -290,11 +304,8 @@ fn encode_segment<P: FuncPolicy>(
     units: &[gimli::UnitHeader<Reader<'_>>],
     policy: &P,
 ) -> Result<Segment<P::Unit>> {
-    let mut btf = match &cx.base {
-        Some(b) => Btf::new_split(b.clone()),
-        None => Btf::new(),
-    };
-    // Ids (in `btf` before dedup) that must survive it, by anchor number.
+    let mut sink = Sink::new(cx.base.clone());
+    // Ids (in the segment before dedup) that must survive it, by anchor number.
     let mut anchors: Vec<TypeId> = Vec::new();
     let mut out_units = Vec::new();
     let mut vars = Vec::new();
@@ -308,7 +319,7 @@ fn encode_segment<P: FuncPolicy>(
         let Some(u) = r? else { continue };
         warnings.extend(u.converted_warnings);
         let last = u.builder.len() as TypeId;
-        let shift = append_unit(&mut btf, u.builder);
+        let shift = append_unit(&mut sink, u.builder);
         // Local ids the outside refers to: the policy's own types and the
         // variables' (all added after the converter's), and what it lists.
         wanted.clear();
@@ -327,10 +338,26 @@ fn encode_segment<P: FuncPolicy>(
         }
         out_units.push((remap, u.policy));
     }
-    if !cx.opts.no_dedup {
-        let name = btf.add_str(ANCHOR);
+    // The segment's DIEs are read: their pages may leave memory (nobody
+    // reads another segment's units).
+    if let (Some(file_off), Some(first), Some(last)) =
+        (cx.info_file_offset, units.first(), units.last())
+    {
+        let start = first.offset().as_debug_info_offset().map(|o| o.0);
+        let end = last
+            .offset()
+            .as_debug_info_offset()
+            .map(|o| o.0 + last.length_including_self());
+        if let (Some(start), Some(end)) = (start, end) {
+            cx.elf.release(file_off + start, file_off + end);
+        }
+    }
+    let btf = if cx.opts.no_dedup {
+        sink.into_btf()
+    } else {
+        let name = sink.add_str(ANCHOR.as_bytes());
         for (n, &id) in anchors.iter().enumerate() {
-            btf.add_type(Type::new(
+            sink.add_type(Type::new(
                 name,
                 TypeData::DeclTag {
                     ty: id,
@@ -338,6 +365,7 @@ fn encode_segment<P: FuncPolicy>(
                 },
             ));
         }
+        let mut btf = sink.into_btf();
         btf::dedup::dedup(&mut btf, &btf::dedup::DedupOptions::default()).map_err(|e| {
             Error::Encode {
                 path: cx.path.to_owned(),
@@ -348,7 +376,8 @@ fn encode_segment<P: FuncPolicy>(
             path: cx.path.to_owned(),
             msg: "dedup lost track of a segment's anchors".into(),
         })?;
-    }
+        btf
+    };
     // Anchor numbers -> ids of the (deduplicated) segment.
     let resolve = |n: TypeId| anchors.get(n as usize).copied().unwrap_or(0);
     for (remap, _) in &mut out_units {
@@ -439,6 +468,107 @@ fn encode_unit<'d, P: FuncPolicy>(
     }))
 }
 
+/// A string section under construction: each string once. The map goes
+/// from a string's hash to its offset; on a collision with a different
+/// string the next hash value is tried (open addressing on the key), so no
+/// entry needs more than one slot.
+struct StrTable {
+    bytes: Vec<u8>,
+    map: FxHashMap<u64, u32>,
+}
+
+impl StrTable {
+    fn new() -> StrTable {
+        StrTable {
+            bytes: vec![0],
+            map: FxHashMap::default(),
+        }
+    }
+
+    fn at(&self, off: u32) -> &[u8] {
+        let rest = self.bytes.get(off as usize..).unwrap_or(&[]);
+        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+    }
+
+    fn intern(&mut self, s: &[u8]) -> u32 {
+        use std::hash::BuildHasher;
+        if s.is_empty() {
+            return 0;
+        }
+        let mut h = rustc_hash::FxBuildHasher.hash_one(s);
+        loop {
+            match self.map.get(&h) {
+                Some(&off) if self.at(off) == s => return off,
+                Some(_) => h = h.wrapping_add(0x9e37_79b9_7f4a_7c15),
+                None => break,
+            }
+        }
+        let off = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(s);
+        self.bytes.push(0);
+        self.map.insert(h, off);
+        off
+    }
+}
+
+/// Types and strings being gathered into one BTF (a segment, or the
+/// output): a faster builder than `Btf::add_str` for millions of strings.
+/// Strings the base has keep the base's offsets, as libbpf does.
+struct Sink {
+    base: Option<Arc<Btf>>,
+    start_id: TypeId,
+    start_str: u32,
+    types: Vec<Type>,
+    strings: StrTable,
+}
+
+impl Sink {
+    fn new(base: Option<Arc<Btf>>) -> Sink {
+        let (start_id, start_str) = match &base {
+            Some(b) => (b.type_count(), b.strings_end()),
+            None => (1, 0),
+        };
+        Sink {
+            base,
+            start_id,
+            start_str,
+            types: Vec::new(),
+            strings: StrTable::new(),
+        }
+    }
+
+    fn next_id(&self) -> TypeId {
+        self.start_id + self.types.len() as TypeId
+    }
+
+    fn add_str(&mut self, s: &[u8]) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        if let Some(base) = &self.base {
+            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| base.find_str(s)) {
+                return off;
+            }
+        }
+        self.start_str + self.strings.intern(s)
+    }
+
+    fn add_type(&mut self, t: Type) -> TypeId {
+        let id = self.next_id();
+        self.types.push(t);
+        id
+    }
+
+    fn into_btf(self) -> Btf {
+        let mut btf = match self.base {
+            Some(b) => Btf::new_split(b),
+            None => Btf::new(),
+        };
+        btf.set_contents(self.types, self.strings.bytes);
+        btf
+    }
+}
+
 /// How ids of an appended piece map into the BTF it was appended to: own
 /// ids (`>= start`) move by `to - start`, base ids and void stay.
 #[derive(Clone, Copy)]
@@ -457,9 +587,9 @@ impl Shift {
     }
 }
 
-/// Interns every string of `section` in `btf`; returns a table from
-/// section offset to `btf` offset (filled at string starts).
-fn intern_all(btf: &mut Btf, section: &[u8]) -> Vec<u32> {
+/// Interns every string of `section` in `sink`; returns a table from
+/// section offset to `sink` offset (filled at string starts).
+fn intern_all(sink: &mut Sink, section: &[u8]) -> Vec<u32> {
     let mut map = vec![0u32; section.len()];
     let mut off = 0usize;
     while off < section.len() {
@@ -467,11 +597,7 @@ fn intern_all(btf: &mut Btf, section: &[u8]) -> Vec<u32> {
             .get(off..)
             .and_then(|r| r.iter().position(|&b| b == 0))
             .map_or(section.len(), |e| off + e);
-        let s = section.get(off..end).unwrap_or(&[]);
-        let global = match std::str::from_utf8(s) {
-            Ok(s) => btf.add_str(s),
-            Err(_) => btf.add_str(&String::from_utf8_lossy(s)),
-        };
+        let global = sink.add_str(section.get(off..end).unwrap_or(&[]));
         if let Some(slot) = map.get_mut(off) {
             *slot = global;
         }
@@ -480,31 +606,31 @@ fn intern_all(btf: &mut Btf, section: &[u8]) -> Vec<u32> {
     map
 }
 
-/// Appends a unit's types to `btf`: strings re-interned, local ids shifted.
-fn append_unit(btf: &mut Btf, builder: UnitBuilder) -> Shift {
+/// Appends a unit's types to `sink`: strings re-interned, local ids shifted.
+fn append_unit(sink: &mut Sink, builder: UnitBuilder) -> Shift {
     let shift = Shift {
         start: 1,
-        to: btf.type_count(),
+        to: sink.next_id(),
     };
     let (types, strings) = builder.into_parts();
-    let str_map = intern_all(btf, &strings);
+    let str_map = intern_all(sink, &strings);
     for mut t in types {
         t.for_each_str_mut(|s| *s = str_map.get(*s as usize).copied().unwrap_or(0));
         t.for_each_ref_mut(|r| *r = shift.map(*r));
-        btf.add_type(t);
+        sink.add_type(t);
     }
     shift
 }
 
-/// Appends the own types of `piece` (base or split over the same base as
-/// `btf`) to `btf`.
-fn append_btf(btf: &mut Btf, piece: &Btf) -> Shift {
+/// Appends the own types of `piece` (base BTF, or split over the same base
+/// as `sink`) to `sink`.
+fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
     let shift = Shift {
         start: piece.start_id(),
-        to: btf.type_count(),
+        to: sink.next_id(),
     };
     let str_start = piece.start_str_off();
-    let str_map = intern_all(btf, piece.string_section());
+    let str_map = intern_all(sink, piece.string_section());
     for t in piece.own_types() {
         let mut t = t.clone();
         t.for_each_str_mut(|s| {
@@ -513,7 +639,7 @@ fn append_btf(btf: &mut Btf, piece: &Btf) -> Shift {
             }
         });
         t.for_each_ref_mut(|r| *r = shift.map(*r));
-        btf.add_type(t);
+        sink.add_type(t);
     }
     shift
 }

@@ -52,6 +52,27 @@ impl ElfFile {
         &self.map
     }
 
+    /// Tells the kernel that the file bytes `start..end` are not needed for
+    /// a while: their pages leave our resident set (and come back from the
+    /// page cache if read again). Only whole pages inside the range are
+    /// released, so neighbouring data that others are reading stays.
+    pub fn release(&self, start: usize, end: usize) {
+        const PAGE: usize = 4096;
+        let start = start.div_ceil(PAGE) * PAGE;
+        let end = end.min(self.map.len()) / PAGE * PAGE;
+        if end <= start {
+            return;
+        }
+        // SAFETY: the mapping is private and never written, so MADV_DONTNEED
+        // only drops clean pages; a later read faults the same file bytes
+        // back in. Borrowed slices stay valid: the mapping itself remains.
+        // Failure only means the pages stay resident, which is harmless.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+    }
+
     /// Parses the ELF headers. Only 64-bit little-endian x86-64 ELF is
     /// supported: BTF function signatures depend on the x86-64 calling
     /// convention, so anything else is refused with a clear message.
