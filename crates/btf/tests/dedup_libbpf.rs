@@ -608,3 +608,107 @@ fn dedup_matches_libbpf_when_candidate_order_decides() {
         }
     }
 }
+
+/// Bad input is an error or a result, never a panic or a hang: references
+/// scrambled at random (within range, so that every kind meets every kind:
+/// pointers to variables, structs embedding themselves, loops of typedefs).
+#[test]
+fn dedup_survives_scrambled_references() {
+    let mut original = ambiguous_fwds([1, 2, 3, 1], true);
+    // One of every other kind, referring to type 1 until scrambled.
+    let name = original.add_str("v");
+    let var = original.add_type(Type::new(
+        name,
+        TypeData::Var {
+            ty: 1,
+            linkage: BTF_VAR_GLOBAL_ALLOCATED,
+        },
+    ));
+    let sec = original.add_str(".data");
+    original.add_type(Type::new(
+        sec,
+        TypeData::Datasec {
+            size: 4,
+            vars: vec![btf::VarSecinfo {
+                ty: var,
+                offset: 0,
+                size: 4,
+            }],
+        },
+    ));
+    let proto = original.add_type(Type::new(
+        0,
+        TypeData::FuncProto {
+            ret: 1,
+            params: vec![btf::Param { name_off: 0, ty: 1 }],
+        },
+    ));
+    let func = original.add_type(Type::new(
+        name,
+        TypeData::Func {
+            proto,
+            linkage: BTF_FUNC_STATIC,
+        },
+    ));
+    let tag = original.add_str("addr=0x10");
+    original.add_type(Type::new(
+        tag,
+        TypeData::DeclTag {
+            ty: func,
+            component_idx: -1,
+        },
+    ));
+    original.add_type(Type::new(
+        0,
+        TypeData::Array(btf::Array {
+            elem: 1,
+            index: 1,
+            nelems: 2,
+        }),
+    ));
+    for data in [
+        TypeData::Typedef { ty: 1 },
+        TypeData::Const { ty: 1 },
+        TypeData::Volatile { ty: 1 },
+        TypeData::TypeTag { ty: 1 },
+    ] {
+        let name = original.add_str("t");
+        original.add_type(Type::new(name, data));
+    }
+    let count = original.type_count();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for _ in 0..5000 {
+        let mut types: Vec<Type> = original.own_types().to_vec();
+        for _ in 0..1 + next() % 4 {
+            let i = (next() % types.len() as u64) as usize;
+            let mut refs = 0;
+            types[i].for_each_ref(|_| refs += 1);
+            if refs == 0 {
+                continue;
+            }
+            let which = next() % refs;
+            let target = (next() % u64::from(count)) as u32;
+            let mut k = 0;
+            types[i].for_each_ref_mut(|r| {
+                if k == which {
+                    *r = target;
+                }
+                k += 1;
+            });
+        }
+        let mut btf = original.clone();
+        btf.set_contents(types, original.string_section().to_vec());
+        match dedup(&mut btf, &DedupOptions::default()) {
+            Ok(()) => ok += 1,
+            Err(_) => failed += 1,
+        }
+    }
+    assert!(ok > 0 && failed > 0, "{ok} deduplicated, {failed} refused");
+}

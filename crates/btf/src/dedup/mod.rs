@@ -199,10 +199,14 @@ const UNPROCESSED: u32 = u32::MAX;
 const IN_PROGRESS: u32 = u32::MAX - 1;
 /// Map values up to this are type ids, above it the two markers.
 const MAX_NR_TYPES: u32 = 0x7fff_ffff;
-/// How deep `identical_structs` follows embedded structs. Real C nests a
-/// handful of levels; a cycle of structs embedding each other (impossible in
-/// C, possible in a corrupt file) would otherwise recurse forever.
+/// How deep `identical_structs` follows embedded structs, and how many pairs
+/// one comparison may visit. Real C nests a handful of levels and compares a
+/// few dozen pairs; a cycle of structs embedding each other (impossible in C,
+/// possible in a corrupt file) would otherwise recurse forever, and a chain
+/// of structs each embedding the next one twice would take exponential time
+/// (libbpf hangs on both).
 const MAX_EMBED_DEPTH: u32 = 256;
+const MAX_IDENTICAL_STEPS: u32 = 1 << 16;
 
 fn is_mapped(v: u32) -> bool {
     v <= MAX_NR_TYPES
@@ -657,7 +661,12 @@ impl<'a> Dedup<'a> {
 
     /// Two structs equal down to the ids their members refer to, or whose
     /// differing members are themselves identical arrays or structs.
-    fn identical_structs(&self, a: TypeId, b: TypeId, depth: u32) -> bool {
+    fn identical_structs(&self, a: TypeId, b: TypeId) -> bool {
+        let mut steps = MAX_IDENTICAL_STEPS;
+        self.identical_structs_in(a, b, 0, &mut steps)
+    }
+
+    fn identical_structs_in(&self, a: TypeId, b: TypeId, depth: u32, steps: &mut u32) -> bool {
         let (Some(x), Some(y)) = (self.ty(a), self.ty(b)) else {
             return false;
         };
@@ -665,13 +674,15 @@ impl<'a> Dedup<'a> {
             || x.kind() != y.kind()
             || !shallow_equal_struct(x, y)
             || depth > MAX_EMBED_DEPTH
+            || *steps == 0
         {
             return false;
         }
+        *steps -= 1;
         x.members().iter().zip(y.members()).all(|(m1, m2)| {
             m1.ty == m2.ty
                 || self.identical_arrays(m1.ty, m2.ty)
-                || self.identical_structs(m1.ty, m2.ty, depth + 1)
+                || self.identical_structs_in(m1.ty, m2.ty, depth + 1, steps)
         })
     }
 
@@ -696,7 +707,7 @@ impl<'a> Dedup<'a> {
             if is_mapped(hypot) {
                 if hypot == cand_id
                     || self.identical_arrays(hypot, cand_id)
-                    || self.identical_structs(hypot, cand_id, 0)
+                    || self.identical_structs(hypot, cand_id)
                 {
                     continue;
                 }
