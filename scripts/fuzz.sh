@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fuzzes the BTF reader, validator and writer for a bounded time:
+#   bash scripts/fuzz.sh [SECONDS]     (default 60 per target)
+# The machine has stable Rust only: RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the
+# nightly flags it needs. Seeds are small BTFs built here from C with cc and
+# pahole, so the fuzzer starts from valid blobs of every common kind.
+# Crashes land in fuzz/artifacts/<target>/ and fail this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+export RUSTC_BOOTSTRAP=1
+
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+
+corpus=fuzz/corpus/read
+mkdir -p "$corpus"
+if command -v pahole >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; then
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  cat > "$work/a.c" <<'C'
+struct list { struct list *next, *prev; };
+enum color { RED, GREEN = 5, BLUE = -1 };
+typedef unsigned long ulong_t;
+struct s {
+  int a; char b[3]; unsigned x:3, y:5; struct list l; enum color c;
+  const volatile ulong_t *p; float f; double d;
+  union { int i; long l; } u; void (*fn)(int, char *);
+};
+int f1(struct s *s, int n) { return s->a + n; }
+struct s global_s;
+C
+  cat > "$work/b.c" <<'C'
+#include <stdarg.h>
+enum big { HUGE = 1ULL << 40 };
+struct __attribute__((packed)) p { char c; long l; unsigned long long bits:33; };
+typedef struct fwd fwd_t;
+struct outer { struct { int x; } anon; fwd_t *f; enum big e; struct p arr[2][3]; _Bool b; };
+int vf(const char *fmt, ...) { va_list ap; va_start(ap, fmt); va_end(ap); return 0; }
+long g(struct outer *o, struct p p) { return o->anon.x + p.c; }
+C
+  for src in a b; do
+    cc -g -O1 -c "$work/$src.c" -o "$work/$src.o"
+    pahole -J "$work/$src.o"
+    objcopy --dump-section .BTF="$corpus/seed-$src" "$work/$src.o"
+  done
+fi
+# The reader also takes ELF files: one small object as a seed.
+if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$corpus/seed-elf"; fi
+
+for target in read; do
+  cargo fuzz run "$target" "fuzz/corpus/$target" -O -- \
+    -max_total_time="$seconds" -max_len=8192 -timeout=10 -print_final_stats=1
+done
