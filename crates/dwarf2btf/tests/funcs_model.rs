@@ -350,3 +350,37 @@ fn funcs_debian_99_percent_encodable_system_map() {
     );
     assert!(ratio >= 0.99);
 }
+
+/// Bad input is an error naming the file, never a panic: no DWARF, not an
+/// ELF, and the fixture cut short at many points.
+#[test]
+fn funcs_bad_input_errors_not_panics() {
+    let Some((fx, exe)) = build() else { return };
+    let no_g = fx.path("no_g");
+    testkit::run_ok(
+        Command::new("gcc")
+            .current_dir(fx.dir.path())
+            .args(["-O2", "-o", "no_g", "b.c"]),
+    );
+    let err = FuncModel::from_elf(&ElfFile::open(&no_g).expect("open"))
+        .err()
+        .expect("no DWARF is an error");
+    assert!(err.to_string().contains("no_g"), "{err}");
+    let text = fx.write("text", "not an ELF");
+    assert!(ElfFile::open(&text)
+        .and_then(|e| FuncModel::from_elf(&e))
+        .is_err());
+    let bytes = std::fs::read(&exe).expect("read");
+    for cut in [
+        64,
+        1000,
+        bytes.len() / 3,
+        bytes.len() / 2,
+        bytes.len() - 100,
+    ] {
+        let p = fx.path(&format!("cut{cut}"));
+        std::fs::write(&p, &bytes[..cut]).expect("write");
+        // Either outcome is fine; finishing without a panic is the test.
+        let _ = ElfFile::open(&p).and_then(|e| FuncModel::from_elf(&e));
+    }
+}

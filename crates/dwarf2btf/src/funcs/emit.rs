@@ -83,6 +83,9 @@ impl ExactFuncs {
         let Some(symbols) = self.by_addr.get(&c.entry) else {
             return;
         };
+        if c.error.is_some() {
+            return;
+        }
         let src_name = c.name.as_deref().unwrap_or("");
         // A symbol of another name at this address is an alias (the
         // syscall stubs) unless the function has a symbol of its own name,
@@ -237,12 +240,11 @@ impl FuncPolicy for ExactFuncs {
         let mut plan = Vec::with_capacity(groups.len());
         for g in &groups {
             let unique = funcs_per_name.get(g.name.as_str()) == Some(&1)
-                && g.addrs.len() == 1
                 && self.name_count.get(&g.name) == Some(&1)
-                && self
-                    .by_addr
-                    .get(&g.addrs[0])
-                    .is_some_and(|s| s.contains(&g.name));
+                && match g.addrs.as_slice() {
+                    [a] => self.by_addr.get(a).is_some_and(|s| s.contains(&g.name)),
+                    _ => false,
+                };
             let tag = match self.tags {
                 AddrTags::All => true,
                 AddrTags::Ambiguous => !unique,

@@ -147,10 +147,16 @@ impl FuncModel {
                     if let Some(n) = &c.name {
                         inst.name = n.clone();
                     }
-                    let v = abi::analyse(c, inst.suffix());
-                    inst.status = v.status;
-                    inst.signature = v.signature;
-                    inst.detail = v.detail;
+                    if let Some(e) = &c.error {
+                        // Unreadable DWARF proves nothing about the code.
+                        inst.signature = Signature::Unwritable { reason: e.clone() };
+                        inst.detail = Some(e.clone());
+                    } else {
+                        let v = abi::analyse(c, inst.suffix());
+                        inst.status = v.status;
+                        inst.signature = v.signature;
+                        inst.detail = v.detail;
+                    }
                 } else if let Some((_, &(hi, ci))) = secondary.range(..=address).next_back() {
                     if address < hi {
                         inst.concrete = Some(ci);
@@ -162,7 +168,7 @@ impl FuncModel {
                         ));
                     }
                 }
-                if inst.status == Status::NoDwarf {
+                if inst.status == Status::NoDwarf && inst.detail.is_none() {
                     inst.detail = Some("no DWARF subprogram starts here (assembly?)".into());
                 }
                 inst
