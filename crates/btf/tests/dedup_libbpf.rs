@@ -219,6 +219,21 @@ fn dedup_matches_libbpf_fixture_objects() {
     let input = fx.path("fixtures.btf");
     concat(&oracle, &input, None, &twice);
     compare(&oracle, &input, None, "fixture objects");
+
+    // As pahole does it: types added to a new BTF, then deduplicated in
+    // the same process, where libbpf keeps the string section it built.
+    let in_process = fx.path("in-process.libbpf");
+    let mut cmd = Command::new(&oracle);
+    cmd.arg("concat-dedup").arg(&in_process).args(&twice);
+    run_ok(&mut cmd);
+    let mut ours = btf::load_file(&input, None).expect("load");
+    let keep = DedupOptions { keep_strings: true };
+    dedup(&mut ours, &keep).expect("dedup keeping strings");
+    assert_same(
+        &ours.to_bytes(),
+        &std::fs::read(&in_process).expect("read"),
+        "fixture objects, strings kept",
+    );
     for (i, o) in all.iter().enumerate() {
         let single = fx.path(&format!("single{i}.btf"));
         concat(&oracle, &single, None, &[o]);
@@ -711,4 +726,23 @@ fn dedup_survives_scrambled_references() {
         }
     }
     assert!(ok > 0 && failed > 0, "{ok} deduplicated, {failed} refused");
+}
+
+#[test]
+fn dedup_keep_strings_leaves_the_string_section_alone() {
+    let mut btf = Btf::new();
+    // Not referenced by any type, and out of reference order.
+    btf.add_str("unused");
+    btf.add_str("long");
+    add_int(&mut btf, "int", 4);
+    add_int(&mut btf, "int", 4);
+    add_int(&mut btf, "long", 8);
+    let strings = btf.string_section().to_vec();
+    let mut kept = btf.clone();
+    dedup(&mut kept, &DedupOptions { keep_strings: true }).expect("dedup");
+    assert_eq!(kept.string_section(), &strings[..]);
+    assert_eq!(kept.own_types().len(), 2);
+    // Without the option, pass 1 drops "unused" and orders by reference.
+    dedup(&mut btf, &DedupOptions::default()).expect("dedup");
+    assert_eq!(btf.string_section(), b"\0int\0long\0");
 }

@@ -96,7 +96,7 @@
 //! of `addr=` tags of a FUNC is part of its identity: FUNCs merge only when
 //! name, linkage, prototype and address tags are all equal, and since tags
 //! on different FUNCs differ in their target, no tag is ever dropped. BTF
-//! without `addr=` tags (every BTF that pahole or a compiler writes)
+//! without `addr=` tags (all BTF that compilers and released paholes write)
 //! deduplicates exactly as with libbpf. Other tags (`bpf_kfunc`, source
 //! annotations) describe a function rather than pick an instance, and keep
 //! libbpf's behaviour.
@@ -120,7 +120,15 @@ use table::CandTable;
 
 /// Options of the deduplication.
 #[derive(Clone, Debug, Default)]
-pub struct DedupOptions {}
+pub struct DedupOptions {
+    /// Keep the own string section as it is instead of pass 1. libbpf does
+    /// this for a BTF it built itself with `btf__new_empty` and
+    /// `btf__add_*` (as pahole does): such strings are already unique, and
+    /// their order is the order in which they were added. Set it to match
+    /// pahole's output from a BTF built with [`Btf::add_str`]; the strings
+    /// must then really be unique, or equal names will not compare equal.
+    pub keep_strings: bool,
+}
 
 /// What a deduplication did, for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -143,10 +151,14 @@ pub fn dedup(btf: &mut Btf, opts: &DedupOptions) -> Result<()> {
 }
 
 /// [`dedup`], returning what it did. On error `btf` is left unchanged.
-pub fn dedup_with_stats(btf: &mut Btf, _opts: &DedupOptions) -> Result<DedupStats> {
+pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats> {
     check_ids(btf)?;
     let mut types = btf.types.clone();
-    let strings = strings::dedup_strings(btf, &mut types)?;
+    let strings = if opts.keep_strings {
+        btf.strings.clone()
+    } else {
+        strings::dedup_strings(btf, &mut types)?
+    };
     let stats_in = (btf.types.len() as u32, btf.strings.len() as u32);
     let mut d = Dedup::new(btf, types, &strings);
     d.prep()?;

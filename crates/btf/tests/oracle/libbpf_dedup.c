@@ -8,6 +8,10 @@
 //       split BTF over BASE, which btf__add_btf refuses, so each type is
 //       copied with btf__add_type and its ids into the input's own part are
 //       shifted to where that part now starts.
+//   libbpf_dedup concat-dedup OUT IN...
+//       concat, then btf__dedup in the same process, as pahole does: libbpf
+//       then trusts the strings of a BTF it built itself to be unique and
+//       keeps its string section as it is.
 //   libbpf_dedup dedup OUT IN [--base BASE]
 //       Runs btf__dedup on IN and writes btf__raw_data. Prints the wall and
 //       CPU seconds spent in btf__dedup alone on stderr, for timing
@@ -119,10 +123,11 @@ int main(int argc, char **argv)
 	int i, first = 3;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s concat OUT [--base BASE] IN... | dedup OUT IN [--base BASE]\n", argv[0]);
+		fprintf(stderr, "usage: %s concat OUT [--base BASE] IN... | concat-dedup OUT IN... | dedup OUT IN [--base BASE]\n",
+			argv[0]);
 		return 2;
 	}
-	if (!strcmp(argv[1], "concat")) {
+	if (!strcmp(argv[1], "concat") || !strcmp(argv[1], "concat-dedup")) {
 		if (!strcmp(argv[3], "--base")) {
 			if (argc < 6)
 				die("missing inputs", NULL, EINVAL);
@@ -149,6 +154,12 @@ int main(int argc, char **argv)
 					die("cannot add", argv[i], err);
 			}
 			btf__free(src);
+		}
+		if (!strcmp(argv[1], "concat-dedup")) {
+			int err = btf__dedup(btf, NULL);
+
+			if (err)
+				die("btf__dedup failed", NULL, err);
 		}
 	} else if (!strcmp(argv[1], "dedup")) {
 		struct timespec t0, t1, c0, c1;
