@@ -285,11 +285,20 @@ fn preference(e: &Entry) -> (u8, u8) {
     (kind, size)
 }
 
+/// Symbols per block of the two-level address index (see `Table::top`).
+const BLOCK: usize = 64;
+
 /// Symbols sorted by address, with sizes, kinds and a name index.
 #[derive(Clone, Debug)]
 pub struct Table {
     names: String,
     entries: Vec<Entry>,
+    /// `entries[i].addr` alone, and every `BLOCK`th of them in `top`: a
+    /// lookup searches `top` (16 KB for kallsyms, in L1) and then one block
+    /// of `addrs` (512 bytes), a few cache lines where a binary search over
+    /// all entries misses the cache at nearly every step.
+    addrs: Vec<u64>,
+    top: Vec<u64>,
     modules: Vec<String>,
     /// (hash of base name, entry index), sorted: names resolve by binary
     /// search without a string allocated per symbol. Built on the first
@@ -360,10 +369,14 @@ impl Table {
                 }
             }
         }
+        let addrs: Vec<u64> = entries.iter().map(|e| e.addr).collect();
+        let top = addrs.iter().step_by(BLOCK).copied().collect();
 
         Table {
             names,
             entries,
+            addrs,
+            top,
             modules,
             by_base_name: OnceLock::new(),
             source,
@@ -464,12 +477,17 @@ impl Table {
         if self.addresses_hidden {
             return None;
         }
-        let end = self.entries.partition_point(|e| e.addr <= addr);
-        let last = self.entries.get(end.checked_sub(1)?)?.addr;
+        // Blocks whose first address is <= addr; the next block starts
+        // above addr, so the last symbol <= addr is in block `b - 1`.
+        let b = self.top.partition_point(|&a| a <= addr);
+        let lo = b.checked_sub(1)? * BLOCK;
+        let block = self.addrs.get(lo..(lo + BLOCK).min(self.addrs.len()))?;
+        let end = lo + block.partition_point(|&a| a <= addr);
+        let last = *self.addrs.get(end.checked_sub(1)?)?;
         // Aliases at one address are few: walk back over them.
-        let start = self.entries[..end]
+        let start = self.addrs[..end]
             .iter()
-            .rposition(|e| e.addr != last)
+            .rposition(|&a| a != last)
             .map_or(0, |i| i + 1);
         let (index, e) = self
             .entries
