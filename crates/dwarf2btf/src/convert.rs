@@ -232,6 +232,10 @@ pub struct ConvertOptions {
 #[derive(Default)]
 struct Attrs<'d> {
     name: Option<&'d [u8]>,
+    /// The name's .debug_str offset when it is DW_FORM_strp (GCC's merged
+    /// string section gives equal strings one offset); then `name` is only
+    /// read on demand ([`Conv::name_bytes`]).
+    name_strp: Option<usize>,
     ty: Option<u32>,
     byte_size: Option<u64>,
     bit_size: Option<u64>,
@@ -325,6 +329,9 @@ struct Conv<'a, 'd> {
     var_decls: Vec<(u32, UnitVar)>,
     warnings: Vec<String>,
     unknown_tags: u32,
+    /// .debug_str offset -> local string offset: names repeat within a unit
+    /// (member names above all) and this skips hashing their bytes again.
+    strp_cache: FxHashMap<usize, u32>,
     /// The struct member whose btf_decl_tag children are being read:
     /// (struct index, member index, member DIE depth).
     member_tags_for: Option<(usize, i32, isize)>,
@@ -372,6 +379,7 @@ pub fn convert_unit<'d>(
         warnings: Vec::new(),
         unknown_tags: 0,
         member_tags_for: None,
+        strp_cache: FxHashMap::default(),
     };
     let mut cursor = unit.entries();
     let mut depth: isize = 0;
@@ -452,7 +460,11 @@ impl<'a, 'd> Conv<'a, 'd> {
             let v = attr.value();
             match attr.name() {
                 dw::DW_AT_name => {
-                    a.name = self.dwarf.attr_string(self.unit, v).ok().map(|r| r.slice())
+                    if let AttributeValue::DebugStrRef(off) = v {
+                        a.name_strp = Some(off.0);
+                    } else {
+                        a.name = self.dwarf.attr_string(self.unit, v).ok().map(|r| r.slice());
+                    }
                 }
                 dw::DW_AT_type => {
                     a.ty = self.unit_ref(&v);
@@ -513,8 +525,34 @@ impl<'a, 'd> Conv<'a, 'd> {
         }
     }
 
+    fn name_bytes(&self, a: &Attrs<'d>) -> Option<&'d [u8]> {
+        match a.name_strp {
+            Some(off) => self
+                .dwarf
+                .debug_str
+                .get_str(gimli::DebugStrOffset(off))
+                .ok()
+                .map(|r| r.slice()),
+            None => a.name,
+        }
+    }
+
+    fn has_name(a: &Attrs<'d>) -> bool {
+        a.name.is_some() || a.name_strp.is_some()
+    }
+
     fn name(&mut self, a: &Attrs<'d>) -> u32 {
-        a.name.map_or(0, |n| self.b.add_str(n))
+        match a.name_strp {
+            Some(strp) => {
+                if let Some(&off) = self.strp_cache.get(&strp) {
+                    return off;
+                }
+                let off = self.name_bytes(a).map_or(0, |n| self.b.add_str(n));
+                self.strp_cache.insert(strp, off);
+                off
+            }
+            None => a.name.map_or(0, |n| self.b.add_str(n)),
+        }
     }
 
     /// Records that the DIE at `off` is local type `id`, and returns `id`.
@@ -564,7 +602,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 let a = self.attrs(entry)?;
                 let t = self.base_type(&a);
                 let (_, id) = self.push_type(off, t);
-                if self.int_id.is_none() && a.name == Some(b"int") {
+                if self.int_id.is_none() && self.name_bytes(&a) == Some(b"int") {
                     self.int_id = Some(id);
                 }
                 None
@@ -760,7 +798,7 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn base_type(&mut self, a: &Attrs<'d>) -> Type {
-        let mut name = a.name.unwrap_or(b"");
+        let mut name = self.name_bytes(a).unwrap_or(b"");
         let bits = a
             .bit_size
             .or(a.byte_size.map(|b| b.saturating_mul(8)))
@@ -956,7 +994,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             },
             None => return Ok(()),
         };
-        let kind = a.name.unwrap_or(b"");
+        let kind = self.name_bytes(&a).unwrap_or(b"");
         let value = self.b.add_str(value);
         let depth = self.stack.last().map_or(0, |(d, _)| *d);
         let member_target = self.member_tags_for.filter(|&(_, _, d)| d == depth);
@@ -998,7 +1036,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             addr: 0,
             ty: a.ty.unwrap_or(0),
             external: a.external,
-            own_name: a.name.is_some(),
+            own_name: Self::has_name(a),
             decl_tags: Vec::new(),
         };
         if let Some(spec) = a.specification {

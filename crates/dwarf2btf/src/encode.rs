@@ -7,9 +7,11 @@
 //! policy's and the variables' types, appended in unit order, then
 //! deduplicated on their own. The deduplicated segments are appended to the
 //! output in segment order and deduplicated once more. Dedup merges only
-//! types that are equal, so deduplicating a segment first changes nothing
-//! but the size of the last dedup's input (about 30x smaller on vmlinux)
-//! and the peak memory.
+//! types that are equal, so deduplicating a segment first changes little
+//! but the size of the last dedup's input (3.4 M -> 0.22 M types on
+//! vmlinux) and the peak memory; on Debian's vmlinux the result has the
+//! same types per kind and layouts as one dedup. An input of one segment
+//! (modules, small programs) is deduplicated once, exactly as libbpf would.
 //!
 //! Ids that outlive a segment's dedup (the types a policy or a variable
 //! refers to from outside the BTF) are carried through it by anchors: one
@@ -219,6 +221,10 @@ pub fn encode_with<P: FuncPolicy>(
         progress,
         elf,
         info_file_offset,
+        // One segment is the whole input: its single dedup is the final
+        // one. (Deduplicating twice is not always a no-op for split BTF:
+        // the second pass can map to the base what libbpf's one pass keeps.)
+        dedup: !opts.no_dedup && segments.len() > 1,
     };
     progress.stage("converting compilation units", headers.len() as u64);
     let results: Vec<Result<Segment<P::Unit>>> = pool.install(|| {
@@ -289,6 +295,8 @@ struct SegmentContext<'a, 'd> {
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
     info_file_offset: Option<usize>,
+    /// Deduplicate each segment before the final dedup.
+    dedup: bool,
 }
 
 /// One deduplicated segment; `units` and `vars` hold ids of `btf`.
@@ -352,7 +360,7 @@ fn encode_segment<P: FuncPolicy>(
             cx.elf.release(file_off + start, file_off + end);
         }
     }
-    let btf = if cx.opts.no_dedup {
+    let btf = if !cx.dedup {
         sink.into_btf()
     } else {
         let name = sink.add_str(ANCHOR.as_bytes());
