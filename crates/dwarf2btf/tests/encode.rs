@@ -573,3 +573,107 @@ fn encode_debian_module_same_bytes_for_any_thread_count() {
     let two = encode(&m, Some(ours.btf.clone()), 2).to_bytes();
     assert_eq!(one, two);
 }
+
+// ---- --vars all (issue 5).
+
+const VARS_FIXTURE: &str = r#"
+int data_int = 1;
+static long static_long = 2;
+const int ro_int = 3;
+int bss_arr[10];
+static struct pair { int a, b; } static_pair;
+__thread int tls_int;
+int use(void) { static int local_static; return data_int + static_long + bss_arr[1] + static_pair.a + local_static++ + tls_int; }
+int main(void) { return use() + ro_int; }
+"#;
+
+fn datasecs(btf: &Btf) -> BTreeMap<String, Vec<(String, u32, u32)>> {
+    let mut out = BTreeMap::new();
+    for (_, t) in btf.iter() {
+        if let btf::TypeData::Datasec { vars, .. } = &t.data {
+            let entries = vars
+                .iter()
+                .map(|v| {
+                    let name = btf
+                        .type_by_id(v.ty)
+                        .and_then(|var| btf.name_of(var).ok())
+                        .unwrap_or("?")
+                        .to_owned();
+                    (name, v.offset, v.size)
+                })
+                .collect();
+            out.insert(btf.name_of(t).unwrap_or("?").to_owned(), entries);
+        }
+    }
+    out
+}
+
+#[test]
+fn vars_all_one_datasec_per_section_sorted() {
+    let fx = Fixture::new();
+    fx.write("v.c", VARS_FIXTURE);
+    let elf = fx.cc("v", &["v.c"], &["-g", "-O0"]);
+    let e = ElfFile::open(&elf).expect("open");
+    let opts = EncodeOptions {
+        vars: dwarf2btf::encode::VarsMode::All,
+        ..opts(2)
+    };
+    let btf = dwarf2btf::encode(&e, None, &opts, &NoProgress)
+        .expect("encode")
+        .btf;
+    let secs = datasecs(&btf);
+    let names = |sec: &str| -> Vec<String> {
+        secs.get(sec)
+            .map(|v| v.iter().map(|e| e.0.clone()).collect())
+            .unwrap_or_default()
+    };
+    assert!(names(".data").contains(&"data_int".to_owned()), "{secs:?}");
+    assert!(
+        names(".data").contains(&"static_long".to_owned()),
+        "{secs:?}"
+    );
+    assert!(names(".rodata").contains(&"ro_int".to_owned()), "{secs:?}");
+    assert!(names(".bss").contains(&"bss_arr".to_owned()), "{secs:?}");
+    assert!(
+        names(".bss").contains(&"static_pair".to_owned()),
+        "{secs:?}"
+    );
+    // Only top-level variables: a function's static is not one.
+    assert!(!secs
+        .values()
+        .flatten()
+        .any(|e| e.0.starts_with("local_static")));
+    for (sec, entries) in &secs {
+        assert!(
+            entries.windows(2).all(|w| w[0].1 + w[0].2 <= w[1].1),
+            "{sec}: entries not sorted or overlapping: {entries:?}"
+        );
+    }
+    // The default is per-CPU variables only: none in a program.
+    let percpu = encode(&elf, None, 2);
+    assert!(datasecs(&percpu).is_empty());
+}
+
+#[test]
+fn encode_debian_vmlinux_vars_all_accepted_by_kernel() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    if !testkit::is_root() {
+        return testkit::skip("BPF_BTF_LOAD needs root");
+    }
+    let e = ElfFile::open(&k.vmlinux).expect("open");
+    let opts = EncodeOptions {
+        vars: dwarf2btf::encode::VarsMode::All,
+        ..opts(2)
+    };
+    let btf = dwarf2btf::encode(&e, None, &opts, &NoProgress)
+        .expect("encode")
+        .btf;
+    let secs = datasecs(&btf);
+    assert!(secs.len() > 3, "{:?}", secs.keys().collect::<Vec<_>>());
+    assert!(secs.get(".data..percpu").is_some_and(|v| v.len() > 300));
+    if let Err(e) = btf::kernel::load(&btf.to_bytes()) {
+        panic!("the kernel rejected our vmlinux BTF with all variables: {e}");
+    }
+}
