@@ -590,3 +590,24 @@ fn perf_reads_sample_id_forward_when_size_is_inflated() {
         "{unregistered} outside {watched:?}"
     );
 }
+
+#[test]
+fn watch_stops_cleanly_on_sigint() {
+    if !testkit::is_root() {
+        return testkit::skip("needs root: CPU-wide perf events");
+    }
+    let mut child = Command::new(BTFKIT)
+        .args(["watch", "--duration", "120"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("watching"), "{line}");
+    testkit::run_ok(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -232,24 +232,30 @@ fn write_text(
     if !t.tracker.progs.is_empty() || !f.bpf_progs.is_empty() {
         writeln!(out, "\nBPF programs:")?;
         for p in t.tracker.progs.values() {
+            let info = f.bpf_progs.iter().find(|i| i.id == p.id);
             writeln!(
                 out,
-                "  id {:<6} tag {}  loaded {:<20} unloaded {:<20} {} symbols",
+                "  id {:<6} tag {}  loaded {:<20} unloaded {:<20} {} symbols{}",
                 p.id,
                 tag_text(&p.tag),
                 opt_time(p.loaded),
                 opt_time(p.unloaded),
-                p.symbols.len()
+                p.symbols.len(),
+                info.map_or_else(String::new, |i| format!("  name {}", i.name))
             )?;
         }
-        for i in &f.bpf_progs {
+        // Programs perf saw (HEADER_BPF_PROG_INFO) but no record speaks of.
+        for i in f
+            .bpf_progs
+            .iter()
+            .filter(|i| !t.tracker.progs.contains_key(&i.id))
+        {
             writeln!(
                 out,
-                "  id {:<6} tag {}  name {:<16} btf {} functions {} (HEADER_BPF_PROG_INFO)",
+                "  id {:<6} tag {}  name {} ({} functions, from HEADER_BPF_PROG_INFO)",
                 i.id,
                 tag_text(&i.tag),
                 i.name,
-                i.btf_id,
                 i.jited_ksyms.len()
             )?;
         }
