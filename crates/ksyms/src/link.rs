@@ -181,19 +181,14 @@ impl<'a> BtfIndex<'a> {
 
     /// Finds the offset between the tags' link-time addresses and `table`'s
     /// (0 for a System.map or vmlinux, the KASLR offset for a live
-    /// kallsyms): the most common difference over functions that have one
-    /// tag and one symbol, so that no System.map is needed. Returns it.
+    /// kallsyms), so that no System.map is needed: every tag votes for the
+    /// difference to each symbol of its function's name, and the true
+    /// offset, which every tag votes for, wins. Works when only ambiguous
+    /// names carry tags. Returns it.
     pub fn calibrate(&mut self, table: &Table) -> i64 {
-        let mut tags_per_func: FxHashMap<TypeId, u32> = FxHashMap::default();
-        for &(_, id) in &self.addr_tags {
-            *tags_per_func.entry(id).or_default() += 1;
-        }
-        let mut diffs: FxHashMap<i64, u32> = FxHashMap::default();
-        let mut samples = 0;
-        for &(addr, id) in &self.addr_tags {
-            if tags_per_func.get(&id) != Some(&1) {
-                continue;
-            }
+        let mut votes: FxHashMap<i64, u32> = FxHashMap::default();
+        // Enough tags to outvote any chance agreement, few enough to be quick.
+        for &(addr, id) in self.addr_tags.iter().take(512) {
             let Some(name) = self
                 .btf
                 .type_by_id(id)
@@ -201,17 +196,11 @@ impl<'a> BtfIndex<'a> {
             else {
                 continue;
             };
-            let mut syms = table.by_name(name).filter(|s| s.module.is_none());
-            if let (Some(s), None) = (syms.next(), syms.next()) {
-                *diffs.entry(s.addr.wrapping_sub(addr) as i64).or_default() += 1;
-                samples += 1;
-                // Enough to outvote any stray match.
-                if samples >= 256 {
-                    break;
-                }
+            for s in table.by_name(name).filter(|s| s.module.is_none()) {
+                *votes.entry(s.addr.wrapping_sub(addr) as i64).or_default() += 1;
             }
         }
-        self.tag_offset = diffs
+        self.tag_offset = votes
             .into_iter()
             .max_by_key(|&(d, n)| (n, std::cmp::Reverse(d)))
             .map_or(0, |(d, _)| d);

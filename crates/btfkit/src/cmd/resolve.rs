@@ -69,7 +69,7 @@ struct Resolved {
 /// The symbol table `resolve` works on: a live kallsyms alone, or a System.map
 /// or vmlinux (at link-time addresses, or moved to the live kernel's when a
 /// kallsyms is given, with the live modules and BPF symbols added).
-fn load_table(args: &ResolveArgs) -> anyhow::Result<(Table, Option<i64>)> {
+fn load_table(args: &ResolveArgs) -> anyhow::Result<Table> {
     let linked: Option<Symbols> = match (&args.elf, &args.system_map) {
         (Some(elf), _) => Some(ksyms::elf::read(elf)?),
         (None, Some(map)) => Some(ksyms::system_map::read(map)?),
@@ -88,10 +88,10 @@ fn load_table(args: &ResolveArgs) -> anyhow::Result<(Table, Option<i64>)> {
             let offset = ksyms::kaslr_offset(&linked, &live)?;
             linked.relocate(offset);
             linked.add_modules_from(&live);
-            (Table::new(linked), Some(offset))
+            Table::new(linked)
         }
-        (Some(linked), None) => (Table::new(linked), None),
-        (None, Some(live)) => (Table::new(live), None),
+        (Some(linked), None) => Table::new(linked),
+        (None, Some(live)) => Table::new(live),
         (None, None) => anyhow::bail!("no symbol source"),
     })
 }
@@ -358,7 +358,7 @@ fn print_text(out: &mut impl Write, r: &Resolved) -> std::io::Result<()> {
 }
 
 pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
-    let (table, _offset) = load_table(&args)?;
+    let table = load_table(&args)?;
     let btf_path = args
         .btf
         .clone()

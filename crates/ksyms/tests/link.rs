@@ -1,0 +1,124 @@
+//! BTF linked to a symbol table through `addr=0x` DECL_TAGs, and by name
+//! without them. The BTF is built here, so the right answer is known.
+
+use std::path::Path;
+
+use btf::{Btf, Param, Type, TypeData};
+use ksyms::kallsyms::{self, Hidden};
+use ksyms::{BtfIndex, FuncMatch, Table};
+
+/// Two static `wakeup_show`s with different prototypes, as in Debian's
+/// kernel (seed 000), and `jiffies` as a VAR.
+fn btf(tags: bool) -> (Btf, u32, u32) {
+    let mut b = Btf::new();
+    let int = b.add_str("int");
+    let int = b.add_type(Type::new(
+        int,
+        TypeData::Int {
+            size: 4,
+            encoding: 1,
+            offset: 0,
+            bits: 32,
+        },
+    ));
+    let func = |b: &mut Btf, param: &str| {
+        let p = b.add_str(param);
+        let proto = b.add_type(Type::new(
+            0,
+            TypeData::FuncProto {
+                ret: int,
+                params: vec![Param {
+                    name_off: p,
+                    ty: int,
+                }],
+            },
+        ));
+        let name = b.add_str("wakeup_show");
+        b.add_type(Type::new(name, TypeData::Func { proto, linkage: 0 }))
+    };
+    let (a, c) = (func(&mut b, "a"), func(&mut b, "c"));
+    if tags {
+        for (addr, f) in [
+            ("addr=0xffffffff81000250", c),
+            ("addr=0xffffffff81000110", a),
+        ] {
+            let name = b.add_str(addr);
+            b.add_type(Type::new(
+                name,
+                TypeData::DeclTag {
+                    ty: f,
+                    component_idx: -1,
+                },
+            ));
+        }
+    }
+    let name = b.add_str("jiffies");
+    b.add_type(Type::new(
+        name,
+        TypeData::Var {
+            ty: int,
+            linkage: 1,
+        },
+    ));
+    (b, a, c)
+}
+
+/// The same kernel moved by KASLR: every address 0x1d200000 higher.
+const KALLSYMS: &str = "\
+ffffffff9e200000 T _stext
+ffffffff9e200100 t __pfx_wakeup_show
+ffffffff9e200110 t wakeup_show
+ffffffff9e200240 t __pfx_wakeup_show
+ffffffff9e200250 t wakeup_show
+ffffffff9e200300 t wakeup_show.cold
+ffffffff9e200400 D jiffies
+ffffffff9e200500 T _etext
+";
+
+fn table() -> Table {
+    Table::new(kallsyms::parse(KALLSYMS.into(), Path::new("k"), Hidden::Error).expect("parse"))
+}
+
+#[test]
+fn addr_tags_name_each_instance_after_kaslr() {
+    let (b, a, c) = btf(true);
+    let table = table();
+    let mut index = BtfIndex::new(&b);
+    assert!(index.has_addr_tags());
+    assert_eq!(index.calibrate(&table), 0x1d200000);
+    let first = table.lookup(0xffffffff9e200114).expect("first").symbol;
+    let second = table.lookup(0xffffffff9e200251).expect("second").symbol;
+    assert_eq!(index.match_function(&table, &first), FuncMatch::Exact(a));
+    assert_eq!(index.match_function(&table, &second), FuncMatch::Exact(c));
+    // The padding before an instance belongs to that instance.
+    let pfx = table.lookup(0xffffffff9e200244).expect("pfx").symbol;
+    assert_eq!(index.match_function(&table, &pfx), FuncMatch::Exact(c));
+    assert_eq!(index.funcs_at(0xffffffff9e200250).collect::<Vec<_>>(), [c]);
+}
+
+#[test]
+fn without_tags_a_name_match_is_ambiguous() {
+    let (b, a, _) = btf(false);
+    let table = table();
+    let index = BtfIndex::new(&b);
+    assert!(!index.has_addr_tags());
+    let first = table.lookup(0xffffffff9e200110).expect("first").symbol;
+    let m = index.match_function(&table, &first);
+    assert_eq!(
+        m,
+        FuncMatch::ByName {
+            func: a,
+            funcs: 2,
+            instances: 2
+        }
+    );
+    assert!(m.is_ambiguous());
+    // A .cold fragment is matched through the function it belongs to.
+    let cold = table.by_name("wakeup_show.cold").next().expect("cold");
+    assert_eq!(index.match_function(&table, &cold).btf_id(), Some(a));
+    assert_eq!(index.vars("jiffies").len(), 1);
+    assert_eq!(
+        index.match_function(&table, &table.by_name("_stext").next().expect("_stext")),
+        FuncMatch::None
+    );
+}
