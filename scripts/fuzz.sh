@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the BTF reader, validator and writer for a bounded time:
+# Runs every cargo-fuzz target in fuzz/ for a bounded time each:
 #   bash scripts/fuzz.sh [SECONDS]     (default 60 per target)
 # The machine has stable Rust only: RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the
 # nightly flags it needs. Seeds are small BTFs built here from C with cc and
@@ -12,8 +12,8 @@ export RUSTC_BOOTSTRAP=1
 
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 
-corpus=fuzz/corpus/read
-mkdir -p "$corpus"
+seeds=fuzz/corpus/seeds
+mkdir -p "$seeds"
 if command -v pahole >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; then
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
@@ -41,13 +41,19 @@ C
   for src in a b; do
     cc -g -O1 -c "$work/$src.c" -o "$work/$src.o"
     pahole -J "$work/$src.o"
-    objcopy --dump-section .BTF="$corpus/seed-$src" "$work/$src.o"
+    objcopy --dump-section .BTF="$seeds/$src.btf" "$work/$src.o"
   done
 fi
 # The reader also takes ELF files: one small object as a seed.
-if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$corpus/seed-elf"; fi
+if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$seeds/a.o"; fi
 
-for target in read; do
-  cargo fuzz run "$target" "fuzz/corpus/$target" -O -- \
+# Every target in fuzz/ runs in turn. Each keeps its own corpus (the first
+# directory, where libFuzzer adds what it finds); the BTF ones also start
+# from the seeds above.
+for target in $(cargo fuzz list); do
+  dirs=("fuzz/corpus/$target")
+  case "$target" in read | dump) dirs+=("$seeds") ;; esac
+  mkdir -p "${dirs[@]}"
+  cargo fuzz run "$target" "${dirs[@]}" -O -- \
     -max_total_time="$seconds" -max_len=8192 -timeout=10 -print_final_stats=1
 done

@@ -1,6 +1,7 @@
 //! `btfkit check FILE [--base B] [--kernel]`: the kernel verifier's rules, and
 //! optionally the kernel's verifier itself.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -43,22 +44,26 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(btf::validate::validate(&btf));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
+    // Written with `?` rather than println!, so that a closed pipe
+    // (`btfkit check X | head`) ends the run instead of panicking.
+    let mut out = std::io::stdout().lock();
     if ok {
-        println!(
+        writeln!(
+            out,
             "{}: OK ({} types, {} bytes)",
             file.display(),
             btf.own_types().len(),
             blob.len()
-        );
+        )?;
     } else {
         for p in &problems {
-            println!("{p}");
+            writeln!(out, "{p} [{}]", p.rule)?;
         }
-        println!("{}: {} problems", file.display(), problems.len());
+        writeln!(out, "{}: {} problems", file.display(), problems.len())?;
     }
 
     if args.kernel {
-        ok &= load_into_kernel(&btf, &blob)?;
+        ok &= load_into_kernel(&mut out, &btf, &blob)?;
     }
     Ok(if ok {
         ExitCode::SUCCESS
@@ -78,10 +83,13 @@ fn base_path(file: &Path, base: Option<&Path>) -> Option<PathBuf> {
 
 /// Loads the blob with BPF_BTF_LOAD and says what the kernel thought: true
 /// if it accepted it. Lack of privilege is an error, not a verdict.
-fn load_into_kernel(btf: &Btf, blob: &[u8]) -> anyhow::Result<bool> {
+fn load_into_kernel(out: &mut impl Write, btf: &Btf, blob: &[u8]) -> anyhow::Result<bool> {
     let standalone;
     let blob = if btf.base().is_some() {
-        println!("kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base");
+        writeln!(
+            out,
+            "kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base"
+        )?;
         standalone = kernel::standalone_blob(btf);
         &standalone[..]
     } else {
@@ -89,24 +97,25 @@ fn load_into_kernel(btf: &Btf, blob: &[u8]) -> anyhow::Result<bool> {
     };
     match kernel::load(blob) {
         Ok(_fd) => {
-            println!("kernel: accepted");
+            writeln!(out, "kernel: accepted")?;
             Ok(true)
         }
         Err(KernelError::Rejected { error, log }) => {
-            println!("kernel: rejected: {error}");
+            writeln!(out, "kernel: rejected: {error}")?;
             let lines: Vec<&str> = log.lines().collect();
             let from = lines.len().saturating_sub(LOG_TAIL_LINES);
             if from > 0 {
-                println!(
+                writeln!(
+                    out,
                     "kernel log (last {} of {} lines):",
                     lines.len() - from,
                     lines.len()
-                );
+                )?;
             } else {
-                println!("kernel log:");
+                writeln!(out, "kernel log:")?;
             }
             for l in &lines[from..] {
-                println!("  {l}");
+                writeln!(out, "  {l}")?;
             }
             Ok(false)
         }
