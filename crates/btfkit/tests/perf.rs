@@ -20,6 +20,7 @@ const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
 /// it before close() returns.
 const LOADER_C: &str = r#"
 #include <linux/bpf.h>
+#include <linux/btf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ const LOADER_C: &str = r#"
 #include <unistd.h>
 static long sys_bpf(int cmd, union bpf_attr *a) { return syscall(__NR_bpf, cmd, a, sizeof(*a)); }
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: loader NAME RUNS OUT\n"); return 2; }
+    if (argc != 4 && argc != 5) { fprintf(stderr, "usage: loader NAME RUNS OUT [btf]\n"); return 2; }
     const char *name = argv[1];
     int runs = atoi(argv[2]);
     struct bpf_insn insns[] = {
@@ -44,6 +45,31 @@ int main(int argc, char **argv) {
     a.insn_cnt = sizeof(insns) / sizeof(insns[0]);
     a.license = (unsigned long)"GPL";
     strncpy(a.prog_name, name, sizeof(a.prog_name) - 1);
+    /* With "btf": BTF saying the program is `int btfkit_f(void)`. */
+    static const char strs[] = "\0int\0btfkit_f";
+    unsigned int types[] = {
+        1, BTF_KIND_INT << 24, 4, (BTF_INT_SIGNED << 24) | 32,
+        0, BTF_KIND_FUNC_PROTO << 24, 1,
+        5, (BTF_KIND_FUNC << 24) | BTF_FUNC_GLOBAL, 2,
+    };
+    unsigned int func_info[2] = { 0, 3 };
+    if (argc == 5) {
+        struct btf_header h = { .magic = BTF_MAGIC, .version = BTF_VERSION, .hdr_len = sizeof(h),
+            .type_len = sizeof(types), .str_off = sizeof(types), .str_len = sizeof(strs) };
+        unsigned char blob[sizeof(h) + sizeof(types) + sizeof(strs)];
+        memcpy(blob, &h, sizeof(h));
+        memcpy(blob + sizeof(h), types, sizeof(types));
+        memcpy(blob + sizeof(h) + sizeof(types), strs, sizeof(strs));
+        union bpf_attr b;
+        memset(&b, 0, sizeof(b));
+        b.btf = (unsigned long)blob; b.btf_size = sizeof(blob);
+        int btf_fd = sys_bpf(BPF_BTF_LOAD, &b);
+        if (btf_fd < 0) { perror("BPF_BTF_LOAD"); return 1; }
+        a.prog_btf_fd = btf_fd;
+        a.func_info = (unsigned long)func_info;
+        a.func_info_rec_size = sizeof(func_info);
+        a.func_info_cnt = 1;
+    }
     int fd = sys_bpf(BPF_PROG_LOAD, &a);
     if (fd < 0) { perror("BPF_PROG_LOAD"); return 1; }
     struct bpf_prog_info info;
@@ -113,7 +139,15 @@ fn perf_or_skip() -> Option<PathBuf> {
 
 /// Records the whole system while the loader runs; with `pipe`, as
 /// `perf record -o -` writes to a pipe.
-fn record(perf: &Path, fx: &Fixture, name: &str, runs: u32, pipe: bool) -> (PathBuf, Loaded) {
+/// With `btf`, the program is loaded with BTF for its function.
+fn record(
+    perf: &Path,
+    fx: &Fixture,
+    name: &str,
+    runs: u32,
+    pipe: bool,
+    btf: bool,
+) -> (PathBuf, Loaded) {
     let loader = build_loader(fx);
     let data = fx.path(if pipe { "pipe.data" } else { "perf.data" });
     let info = fx.path("loaded.txt");
@@ -129,6 +163,9 @@ fn record(perf: &Path, fx: &Fixture, name: &str, runs: u32, pipe: bool) -> (Path
         .arg(name)
         .arg(runs.to_string())
         .arg(&info);
+    if btf {
+        cmd.arg("btf");
+    }
     let out = cmd.stderr(Stdio::piped()).output().unwrap();
     assert!(
         out.status.success(),
@@ -331,7 +368,7 @@ fn check_against_dump(perf: &Path, file: &Path, loaded: &Loaded, format: &str) {
 fn perf_ksymbol_matches_perf_report_dump() {
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
-    let (file, loaded) = record(&perf, &fx, "btfkit_file", 0, false);
+    let (file, loaded) = record(&perf, &fx, "btfkit_file", 0, false, false);
     check_against_dump(&perf, &file, &loaded, "file");
 }
 
@@ -339,7 +376,7 @@ fn perf_ksymbol_matches_perf_report_dump() {
 fn perf_pipe_format_matches_perf_report_dump() {
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
-    let (file, loaded) = record(&perf, &fx, "btfkit_pipe", 0, true);
+    let (file, loaded) = record(&perf, &fx, "btfkit_pipe", 0, true, false);
     check_against_dump(&perf, &file, &loaded, "pipe");
 }
 
@@ -350,8 +387,21 @@ fn perf_pipe_format_matches_perf_report_dump() {
 fn symbolize_bpf_samples_match_perf_report() {
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
-    let (file, loaded) = record(&perf, &fx, "btfkit_hot", 10, false);
+    let (file, mut loaded) = record(&perf, &fx, "btfkit_hot", 10, false, true);
+    // With BTF, kallsyms names the program after its BTF function.
+    loaded.symbol = format!("bpf_prog_{}_btfkit_f", loaded.tag);
     let doc = btfkit_perf_json(&file, &["--symbolize"]);
+    // perf saved the program's info and BTF while it ran: its function's
+    // prototype comes from them.
+    let sym = doc["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == loaded.symbol.as_str())
+        .expect("our program in btfkit perf");
+    if doc["bpf_btf"].as_array().is_some_and(|b| !b.is_empty()) {
+        assert_eq!(sym["btf_prototype"], "int btfkit_f(void)");
+    }
     let s = &doc["symbolized"];
     let dynamic: u64 = s["symbols"]
         .as_array()

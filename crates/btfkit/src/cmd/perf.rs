@@ -74,6 +74,26 @@ pub fn run(args: PerfArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The C prototype of each BPF function whose program perf saved with BTF
+/// (HEADER_BPF_PROG_INFO's func_info names a FUNC in the program's BTF
+/// from HEADER_BPF_BTF), by the function's address.
+fn bpf_prototypes(perf: &PerfData) -> BTreeMap<u64, String> {
+    let f = &perf.features;
+    let mut out = BTreeMap::new();
+    for info in f.bpf_progs.iter().filter(|i| i.btf_id != 0) {
+        let Some(blob) = f.bpf_btfs.iter().find(|b| b.id == info.btf_id) else {
+            continue;
+        };
+        let Ok(btf) = btf::Btf::parse(&blob.data) else {
+            continue;
+        };
+        for (&addr, &(_, type_id)) in info.jited_ksyms.iter().zip(&info.func_info) {
+            out.insert(addr, btf::cdecl::func_prototype(&btf, type_id));
+        }
+    }
+    out
+}
+
 fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
@@ -85,7 +105,7 @@ fn end_name(s: &DynSym) -> Option<&'static str> {
     })
 }
 
-fn symbol_json(index: usize, s: &DynSym) -> Value {
+fn symbol_json(index: usize, s: &DynSym, protos: &BTreeMap<u64, String>) -> Value {
     json!({
         "index": index,
         "name": s.name,
@@ -98,6 +118,7 @@ fn symbol_json(index: usize, s: &DynSym) -> Value {
         "superseded_by": match s.end { Some(End::Superseded { by }) => Some(by), _ => None },
         "bpf_prog_id": s.bpf.map(|b| b.id),
         "bpf_tag": s.bpf.map(|b| tag_text(&b.tag)),
+        "btf_prototype": protos.get(&s.addr).filter(|_| s.ksym_type == perfdata::records::ksym_type::BPF),
         "register_offset": s.register_offset.map(hex),
         "unregister_offset": s.unregister_offset.map(hex),
     })
@@ -106,6 +127,7 @@ fn symbol_json(index: usize, s: &DynSym) -> Value {
 fn to_json(perf: &PerfData, t: &Timeline, sym: Option<&Symbolized>) -> Value {
     let f = &perf.features;
     let table = &t.tracker.table;
+    let protos = bpf_prototypes(perf);
     let records: BTreeMap<&str, u64> = t
         .record_counts
         .iter()
@@ -148,7 +170,7 @@ fn to_json(perf: &PerfData, t: &Timeline, sym: Option<&Symbolized>) -> Value {
         "cmdline": f.cmdline,
         "records": records,
         "time_ordered": t.time_ordered,
-        "symbols": table.symbols().iter().enumerate().map(|(i, s)| symbol_json(i, s)).collect::<Vec<_>>(),
+        "symbols": table.symbols().iter().enumerate().map(|(i, s)| symbol_json(i, s, &protos)).collect::<Vec<_>>(),
         "bpf_programs": progs,
         "bpf_btf": f.bpf_btfs.iter().map(|b| json!({"id": b.id, "size": b.data.len()})).collect::<Vec<_>>(),
         "kernel_maps": t.kernel_maps.iter().map(|m| json!({
