@@ -77,35 +77,6 @@ fn cli_dump_json_equals_bpftool_json_sysfs_vmlinux() {
     assert!(ours == theirs, "JSON differs from bpftool -j");
 }
 
-/// A module under /sys/kernel/btf is split BTF: both tools find vmlinux as
-/// its base without being told.
-#[test]
-fn cli_dump_raw_matches_bpftool_sysfs_module_auto_base() {
-    let Some(module) = std::fs::read_dir("/sys/kernel/btf").ok().and_then(|rd| {
-        rd.flatten()
-            .map(|e| e.path())
-            .filter(|p| p.file_name().is_some_and(|n| n != "vmlinux"))
-            .min()
-    }) else {
-        return testkit::skip("no module BTF under /sys/kernel/btf");
-    };
-    let m = module.to_str().unwrap();
-    let Some(theirs) = bpftool(&["btf", "dump", "file", m]) else {
-        return;
-    };
-    let out = btfkit(&["dump", m]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stdout == theirs,
-        "{m}: {}",
-        first_difference(&out.stdout, &theirs)
-    );
-}
-
 #[test]
 fn cli_dump_raw_matches_bpftool_split_module_with_base() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
