@@ -8,10 +8,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
+    /// The path is for library users; the message is the I/O error's, as
+    /// callers name the file they asked for.
+    #[error("{error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("not a perf.data file: magic {found:#018x} at offset 0 (expected \"PERFILE2\")")]
     BadMagic { found: u64 },

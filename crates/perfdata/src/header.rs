@@ -137,7 +137,14 @@ impl FileHeader {
         }
         let attr_size = u64_at(file, 16).unwrap_or(0);
         let attrs = Section::read(file, 24, "attrs")?;
-        let data = Section::read(file, 40, "data")?;
+        // Checked by the caller, which can still read a file cut short.
+        let data = Section {
+            offset: u64_at(file, 40).unwrap_or(0),
+            size: u64_at(file, 48).unwrap_or(0),
+        };
+        if data.offset > pos(file.len()) {
+            data.check(file, 40, "data")?;
+        }
         let mut features = [0u64; 4];
         for (i, word) in features.iter_mut().enumerate() {
             *word = u64_at(file, 72 + 8 * i).unwrap_or(0);

@@ -31,14 +31,16 @@ pub struct PerfData {
     pub header: FileHeader,
     pub attrs: Attrs,
     pub features: Features,
+    /// Problems that did not stop the reading (a data section cut short).
+    pub warnings: Vec<Error>,
 }
 
 impl PerfData {
     /// Opens a perf.data file; `-` reads a pipe-format stream from stdin.
     pub fn open(path: &Path) -> Result<PerfData> {
-        let io = |source| Error::Io {
+        let io = |error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let bytes = if path == Path::new("-") {
             let mut v = Vec::new();
@@ -69,8 +71,17 @@ impl PerfData {
 
     fn from_parts(bytes: Bytes, path: PathBuf) -> Result<PerfData> {
         let file = bytes.as_slice();
-        let header = FileHeader::parse(file)?;
+        let mut header = FileHeader::parse(file)?;
+        let mut warnings = Vec::new();
+        if let Err(e) = header.data.check(file, 40, "data") {
+            // A recording cut short (perf killed, disk full, a partial copy):
+            // read the records that are there; the framing reports the cut.
+            header.data.size = pos(file.len()).saturating_sub(header.data.offset);
+            warnings.push(e);
+        }
         let (attrs, features) = match header.format {
+            // The feature sections follow the data: a cut file has none.
+            Format::File if !warnings.is_empty() => (header.read_attrs(file)?, Features::default()),
             Format::File => (header.read_attrs(file)?, Features::read_file(&header, file)),
             Format::Pipe => pipe_metadata(&header, file),
         };
@@ -80,6 +91,7 @@ impl PerfData {
             header,
             attrs,
             features,
+            warnings,
         })
     }
 

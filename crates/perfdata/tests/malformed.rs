@@ -511,3 +511,22 @@ fn every_truncation_and_byte_flip_is_an_error_or_a_skip() {
         }
     }
 }
+
+/// A recording cut short: the records that are there are read, the cut
+/// ends the reading with its offset, and the data section is a warning.
+#[test]
+fn file_cut_inside_the_data_reads_what_is_there() {
+    let recs = life();
+    let f = file(&recs, &[(feature::HOSTNAME, perf_string("host"))]);
+    let cut = data_offset() as usize + recs[0].len() + recs[1].len() + 10;
+    let perf = PerfData::from_bytes(f[..cut].to_vec()).unwrap();
+    assert!(matches!(
+        perf.warnings[..],
+        [Error::SectionOutOfBounds { offset: 40, .. }]
+    ));
+    assert!(perf.features.warnings.is_empty());
+    let t = Timeline::build(&perf, Options::default());
+    assert!(matches!(t.stopped, Some(Error::RecordPastEnd { .. })));
+    assert_eq!(t.tracker.table.symbols()[0].registered, Some(100));
+    assert_eq!(t.tracker.progs[&9].loaded, Some(101));
+}

@@ -56,7 +56,7 @@ pub fn run(args: PerfArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     drop(out);
     let name = args.file.display();
-    for w in &perf.features.warnings {
+    for w in perf.warnings.iter().chain(&perf.features.warnings) {
         eprintln!("btfkit: warning: {name}: {w}");
     }
     for e in &timeline.errors {
@@ -180,7 +180,7 @@ fn to_json(perf: &PerfData, t: &Timeline, sym: Option<&Symbolized>) -> Value {
             "pgoff": hex(m.pgoff),
         })).collect::<Vec<_>>(),
         "warnings": table.warnings().iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-        "errors": t.errors.iter().chain(&perf.features.warnings).map(|e| e.to_string()).collect::<Vec<_>>(),
+        "errors": perf.warnings.iter().chain(&t.errors).chain(&perf.features.warnings).map(|e| e.to_string()).collect::<Vec<_>>(),
         "stopped": t.stopped.as_ref().map(|e| e.to_string()),
     });
     if let (Some(s), Some(obj)) = (sym, doc.as_object_mut()) {
