@@ -4,7 +4,8 @@
 # The machine has stable Rust only: RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the
 # nightly flags it needs. Seeds are small BTFs built here from C with cc and
 # pahole, so the fuzzer starts from valid blobs of every common kind.
-# Crashes land in fuzz/artifacts/<target>/ and fail this script.
+# Every target runs; crashes land in fuzz/artifacts/<target>/ and make this
+# script fail at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -50,10 +51,16 @@ if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$seeds/a.o"; f
 # Every target in fuzz/ runs in turn. Each keeps its own corpus (the first
 # directory, where libFuzzer adds what it finds); the BTF ones also start
 # from the seeds above.
+failed=()
 for target in $(cargo fuzz list); do
   dirs=("fuzz/corpus/$target")
   case "$target" in read | dump) dirs+=("$seeds") ;; esac
   mkdir -p "${dirs[@]}"
   cargo fuzz run "$target" "${dirs[@]}" -O -- \
-    -max_total_time="$seconds" -max_len=8192 -timeout=10 -print_final_stats=1
+    -max_total_time="$seconds" -max_len=8192 -timeout=10 -print_final_stats=1 ||
+    failed+=("$target")
 done
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "fuzz: findings in: ${failed[*]} (inputs in fuzz/artifacts/)" >&2
+  exit 1
+fi
