@@ -75,12 +75,34 @@ pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
         Some(b) => Some(Arc::new(load_file(b, None)?)),
         None => None,
     };
-    let data = std::fs::read(path).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
-    })?;
-    parse_any(&data, base).map_err(|source| LoadError::Btf {
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // A debug vmlinux is ~600 MB for a ~5 MB .BTF section: map it and touch
+    // only the headers and the section. What can't be mapped (some sysfs
+    // attributes, pipes, empty files) is read.
+    // SAFETY: a read-only private mapping; a concurrent writer truncating the
+    // file could fault us, the accepted contract of mapped inputs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok();
+    let read;
+    let data: &[u8] = match &map {
+        Some(m) => m,
+        None => {
+            read = read_all(file).map_err(io)?;
+            &read
+        }
+    };
+    parse_any(data, base).map_err(|source| LoadError::Btf {
         path: path.to_owned(),
         source,
     })
+}
+
+fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data)?;
+    Ok(data)
 }
