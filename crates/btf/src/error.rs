@@ -31,7 +31,11 @@ pub enum Error {
     #[error("type [{id}] at offset {offset:#x}: unknown kind {kind}")]
     UnknownKind { id: TypeId, offset: usize, kind: u8 },
     #[error("type [{id}] at offset {offset:#x}: vlen {vlen} records run past the type section")]
-    RecordsPastEnd { id: TypeId, offset: usize, vlen: u16 },
+    RecordsPastEnd {
+        id: TypeId,
+        offset: usize,
+        vlen: u16,
+    },
     #[error("string offset {0:#x} is out of range")]
     StringOffset(u32),
     #[error("string at offset {0:#x} is not terminated")]

@@ -23,28 +23,74 @@ pub struct Type {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TypeData {
-    Int { size: u32, encoding: u8, offset: u8, bits: u8 },
-    Ptr { ty: TypeId },
+    Int {
+        size: u32,
+        encoding: u8,
+        offset: u8,
+        bits: u8,
+    },
+    Ptr {
+        ty: TypeId,
+    },
     Array(Array),
-    Struct { size: u32, members: Vec<Member> },
-    Union { size: u32, members: Vec<Member> },
+    Struct {
+        size: u32,
+        members: Vec<Member>,
+    },
+    Union {
+        size: u32,
+        members: Vec<Member>,
+    },
     /// Values are stored as raw 32-bit words; `kind_flag` says signed.
-    Enum { size: u32, values: Vec<EnumValue> },
+    Enum {
+        size: u32,
+        values: Vec<EnumValue>,
+    },
     /// `kind_flag` set: `union`, otherwise `struct`.
     Fwd,
-    Typedef { ty: TypeId },
-    Volatile { ty: TypeId },
-    Const { ty: TypeId },
-    Restrict { ty: TypeId },
-    Func { proto: TypeId, linkage: u16 },
-    FuncProto { ret: TypeId, params: Vec<Param> },
-    Var { ty: TypeId, linkage: u32 },
-    Datasec { size: u32, vars: Vec<VarSecinfo> },
-    Float { size: u32 },
+    Typedef {
+        ty: TypeId,
+    },
+    Volatile {
+        ty: TypeId,
+    },
+    Const {
+        ty: TypeId,
+    },
+    Restrict {
+        ty: TypeId,
+    },
+    Func {
+        proto: TypeId,
+        linkage: u16,
+    },
+    FuncProto {
+        ret: TypeId,
+        params: Vec<Param>,
+    },
+    Var {
+        ty: TypeId,
+        linkage: u32,
+    },
+    Datasec {
+        size: u32,
+        vars: Vec<VarSecinfo>,
+    },
+    Float {
+        size: u32,
+    },
     /// `component_idx` -1 tags the type itself, otherwise a member or parameter.
-    DeclTag { ty: TypeId, component_idx: i32 },
-    TypeTag { ty: TypeId },
-    Enum64 { size: u32, values: Vec<Enum64Value> },
+    DeclTag {
+        ty: TypeId,
+        component_idx: i32,
+    },
+    TypeTag {
+        ty: TypeId,
+    },
+    Enum64 {
+        size: u32,
+        values: Vec<Enum64Value>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,7 +153,11 @@ pub struct VarSecinfo {
 
 impl Type {
     pub fn new(name_off: u32, data: TypeData) -> Type {
-        Type { name_off, kind_flag: false, data }
+        Type {
+            name_off,
+            kind_flag: false,
+            data,
+        }
     }
 
     /// The BTF_KIND_* number of this type.

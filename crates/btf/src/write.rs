@@ -62,8 +62,14 @@ impl Btf {
                 (type_len + self.strings.len()) as u32
             };
             let (off, len) = match h.endian {
-                Endian::Little => (layout_off.to_le_bytes(), (h.layout.len() as u32).to_le_bytes()),
-                Endian::Big => (layout_off.to_be_bytes(), (h.layout.len() as u32).to_be_bytes()),
+                Endian::Little => (
+                    layout_off.to_le_bytes(),
+                    (h.layout.len() as u32).to_le_bytes(),
+                ),
+                Endian::Big => (
+                    layout_off.to_be_bytes(),
+                    (h.layout.len() as u32).to_be_bytes(),
+                ),
             };
             extra[0..4].copy_from_slice(&off);
             extra[4..8].copy_from_slice(&len);

@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 mod cmd;
 
 #[derive(Parser)]
-#[command(name = "btfkit", version, about = "Ties kernel types (BTF) to kernel addresses (kallsyms)")]
+#[command(
+    name = "btfkit",
+    version,
+    about = "Ties kernel types (BTF) to kernel addresses (kallsyms)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

@@ -70,7 +70,9 @@ pub fn tool_or_skip(name: &str, package: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     if found.is_none() {
-        skip(&format!("{name} is not installed (apt-get install {package})"));
+        skip(&format!(
+            "{name} is not installed (apt-get install {package})"
+        ));
     }
     found
 }
@@ -129,7 +131,10 @@ impl Fixture {
     pub fn cc(&self, out: &str, sources: &[&str], flags: &[&str]) -> PathBuf {
         let o = self.path(out);
         let mut cmd = Command::new("cc");
-        cmd.current_dir(self.dir.path()).args(flags).arg("-o").arg(&o);
+        cmd.current_dir(self.dir.path())
+            .args(flags)
+            .arg("-o")
+            .arg(&o);
         cmd.args(sources);
         run_ok(&mut cmd);
         o
@@ -141,4 +146,3 @@ impl Default for Fixture {
         Fixture::new()
     }
 }
-
