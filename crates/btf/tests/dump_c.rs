@@ -659,6 +659,15 @@ fn dump_c_rejects_bad_ids_and_loops_without_panicking() {
     b.strukt("self", 4, m);
     let err = btf::dump::c::dump(&b.btf, &mut Vec::new()).unwrap_err();
     assert!(err.to_string().contains("cycle"), "{err}");
+
+    // A member far past its 24-byte struct (a fuzzer's find): padding up to
+    // it would be ~24 million lines; it is an error naming the type instead.
+    let mut b = B::new();
+    let int = b.int("int", 4, true);
+    let m = vec![b.member("x", int, 0), b.member("far", int, 1_543_503_904)];
+    let s = b.strukt("s", 24, m);
+    let err = btf::dump::c::dump(&b.btf, &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains(&format!("type [{s}]")), "{err}");
 }
 
 fn fixture_tags() -> B {

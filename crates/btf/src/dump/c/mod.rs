@@ -271,6 +271,23 @@ impl<'a> Dumper<'a> {
                     n - 1
                 )));
             }
+            // Padding is written up to each member's offset, so an offset
+            // past the aggregate's end (which the kernel rejects too) would
+            // make output that grows with a corrupt number, not with the BTF.
+            if let TypeData::Struct { size, members } | TypeData::Union { size, members } = &t.data
+            {
+                let end = u64::from(*size) * 8;
+                if let Some(m) = members
+                    .iter()
+                    .find(|m| u64::from(m.bit_offset(t.kind_flag)) > end)
+                {
+                    return Err(invalid(format!(
+                        "type [{id}]: member at bit {} starts past the end of its {size}-byte {}",
+                        m.bit_offset(t.kind_flag),
+                        t.kind_name()
+                    )));
+                }
+            }
             types.push(t);
         }
         state[0].order = OrderState::Ordered;
