@@ -1,6 +1,16 @@
 #!/usr/bin/env bash
 # README's test command. Tests that need an oracle, Debian's kernel or root
 # skip with a message here; under BTFKIT_STRICT=1 (CI) they fail instead.
-set -euo pipefail
+# Ends with one line totalling every test binary's results, since cargo's own
+# last line is only that of the last binary (often doc tests, 0 of them).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-cargo test --release --workspace "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --release --workspace "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+# A test that skips (testkit::skip prints "SKIP: why") passes in cargo's
+# count; here it is counted as skipped, together with ignored tests.
+awk '/^test result:/ { p += $4; f += $6; i += $8 } /^SKIP: / { k++ }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p - k, f, i + k }' "$log"
+exit "$status"
