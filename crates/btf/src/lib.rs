@@ -25,7 +25,9 @@ mod write;
 use std::sync::Arc;
 
 pub use error::{Error, Result};
-pub use load::{elf_btf_section, load_file, parse_any, LoadError, SYSFS_VMLINUX};
+pub use load::{
+    default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
+};
 pub use types::*;
 
 use strings::StringIndex;

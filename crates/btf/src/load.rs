@@ -10,16 +10,18 @@ use crate::{Btf, Error};
 /// The running kernel's BTF.
 pub const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
-/// An error in loading a file: which file, and what went wrong in it.
+/// An error in loading a file: which file, and what went wrong in it. The
+/// cause is part of the message and not also a chained source, so that
+/// `{:#}` (anyhow's chain) says it once.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: {source}")]
-    Btf { path: PathBuf, source: Error },
+    #[error("{path}: {error}")]
+    Btf { path: PathBuf, error: Error },
 }
 
 fn is_elf(data: &[u8]) -> bool {
@@ -57,52 +59,76 @@ pub fn parse_any(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, Error> {
     }
 }
 
-/// Loads BTF from `path`. With no `base`, a module's BTF under
-/// /sys/kernel/btf/ gets /sys/kernel/btf/vmlinux as its base, as bpftool does.
+/// The base BTF to use for `path`: the one given, or, as bpftool does,
+/// /sys/kernel/btf/vmlinux for a module's BTF under /sys/kernel/btf/.
+pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
+    if let Some(b) = base {
+        return Some(b.to_owned());
+    }
+    let vmlinux = Path::new(SYSFS_VMLINUX);
+    (path.parent() == vmlinux.parent() && path != vmlinux).then(|| vmlinux.to_owned())
+}
+
+/// Loads BTF from `path` (raw or ELF), over `base` or [`default_base`]'s.
 pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
-    let auto_base;
-    let base = match base {
-        Some(b) => Some(b),
-        None if path.parent() == Some(Path::new("/sys/kernel/btf"))
-            && path != Path::new(SYSFS_VMLINUX) =>
-        {
-            auto_base = PathBuf::from(SYSFS_VMLINUX);
-            Some(auto_base.as_path())
-        }
+    let base = match default_base(path, base) {
+        Some(b) => Some(Arc::new(load_file(&b, None)?)),
         None => None,
     };
-    let base = match base {
-        Some(b) => Some(Arc::new(load_file(b, None)?)),
-        None => None,
-    };
-    let io = |source| LoadError::Io {
+    let data = FileData::open(path)?;
+    parse_any(&data, base).map_err(|error| LoadError::Btf {
         path: path.to_owned(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    // A debug vmlinux is ~600 MB for a ~5 MB .BTF section: map it and touch
-    // only the headers and the section. What can't be mapped (some sysfs
-    // attributes, pipes, empty files) is read.
-    // SAFETY: a read-only private mapping; a concurrent writer truncating the
-    // file could fault us, the accepted contract of mapped inputs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok();
-    let read;
-    let data: &[u8] = match &map {
-        Some(m) => m,
-        None => {
-            read = read_all(file).map_err(io)?;
-            &read
-        }
-    };
-    parse_any(data, base).map_err(|source| LoadError::Btf {
-        path: path.to_owned(),
-        source,
+        error,
     })
 }
 
-fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut data = Vec::new();
-    file.read_to_end(&mut data)?;
-    Ok(data)
+/// The BTF bytes of `path` as they are on disk: a raw file, or an ELF's
+/// `.BTF` section. For checks that look below the parsed model.
+pub fn read_blob(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let data = FileData::open(path)?;
+    if is_elf(&data) {
+        elf_btf_section(&data).map_err(|error| LoadError::Btf {
+            path: path.to_owned(),
+            error,
+        })
+    } else {
+        Ok(data.to_vec())
+    }
+}
+
+/// A file's bytes. A debug vmlinux is ~600 MB for a ~5 MB .BTF section: it
+/// is mapped, so only the headers and the section are touched. What can't
+/// be mapped (some sysfs attributes, pipes, empty files) is read.
+enum FileData {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl FileData {
+    fn open(path: &Path) -> Result<FileData, LoadError> {
+        use std::io::Read;
+        let io = |error| LoadError::Io {
+            path: path.to_owned(),
+            error,
+        };
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: a read-only private mapping; a concurrent writer truncating
+        // the file could fault us, the accepted contract of mapped inputs.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(FileData::Mapped(map));
+        }
+        let mut data = Vec::new();
+        file.read_to_end(&mut data).map_err(io)?;
+        Ok(FileData::Read(data))
+    }
+}
+
+impl std::ops::Deref for FileData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileData::Mapped(m) => m,
+            FileData::Read(v) => v,
+        }
+    }
 }

@@ -6,32 +6,11 @@
 //! the name links them, which is ambiguous when a name has several FUNCs or
 //! several instances; [`FuncMatch`] says which case it is.
 
-use std::path::Path;
 
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use crate::{Symbol, SymbolKind, Table};
-
-/// Loads the BTF to link: mapped rather than read, as a debug vmlinux is
-/// 500+ MB and only its .BTF section is needed. Module BTF under
-/// /sys/kernel/btf needs its base, which `btf::load_file` finds.
-pub fn load_btf(path: &Path) -> Result<Btf, btf::LoadError> {
-    if path.starts_with("/sys/kernel/btf") {
-        return btf::load_file(path, None);
-    }
-    let io = |source| btf::LoadError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    // SAFETY: a read-only private map; the parser checks every offset.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    btf::parse_any(&map, None).map_err(|source| btf::LoadError::Btf {
-        path: path.to_owned(),
-        source,
-    })
-}
 
 /// The prefix of an address tag's name.
 pub const ADDR_TAG_PREFIX: &str = "addr=0x";

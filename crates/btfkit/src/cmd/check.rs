@@ -2,7 +2,7 @@
 //! optionally the kernel's verifier itself.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -28,13 +28,8 @@ const LOG_TAIL_LINES: usize = 40;
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let file = &args.file;
-    let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
-    let blob = if bytes.starts_with(b"\x7fELF") {
-        btf::elf_btf_section(&bytes).with_context(|| format!("{}", file.display()))?
-    } else {
-        bytes
-    };
-    let base = match base_path(file, args.base.as_deref()) {
+    let blob = btf::read_blob(file)?;
+    let base = match btf::default_base(file, args.base.as_deref()) {
         Some(b) => Some(Arc::new(btf::load_file(&b, None)?)),
         None => None,
     };
@@ -70,15 +65,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// The base to use: the one given, or vmlinux for a module under /sys/kernel/btf.
-fn base_path(file: &Path, base: Option<&Path>) -> Option<PathBuf> {
-    if let Some(b) = base {
-        return Some(b.to_owned());
-    }
-    let vmlinux = Path::new(btf::SYSFS_VMLINUX);
-    (file.parent() == vmlinux.parent() && file != vmlinux).then(|| vmlinux.to_owned())
 }
 
 /// Loads the blob with BPF_BTF_LOAD and says what the kernel thought: true

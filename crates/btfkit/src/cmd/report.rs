@@ -118,7 +118,7 @@ fn build(args: &ReportArgs) -> anyhow::Result<Report> {
         kallsyms: args.kallsyms.display().to_string(),
         ..Default::default()
     };
-    let btf = match ksyms::link::load_btf(&args.btf) {
+    let btf = match btf::load_file(&args.btf, None) {
         Ok(b) => Some(b),
         Err(e) => {
             r.notes.push(format!("no BTF: {e}"));

@@ -364,7 +364,7 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(|| args.elf.clone())
         .unwrap_or_else(|| PathBuf::from(btf::SYSFS_VMLINUX));
-    let btf = match ksyms::link::load_btf(&btf_path) {
+    let btf = match btf::load_file(&btf_path, None) {
         Ok(b) => Some(b),
         // Without BTF, symbols still resolve; only an explicit --btf must load.
         Err(e) if args.btf.is_none() && args.elf.is_none() => {
