@@ -6,7 +6,6 @@
 //! the name links them, which is ambiguous when a name has several FUNCs or
 //! several instances; [`FuncMatch`] says which case it is.
 
-
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
