@@ -17,10 +17,11 @@
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
-use rustc_hash::FxHashMap;
 
+use crate::dies::{Attrs, Const, Die, DieReader, Str};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, Reader};
+use crate::strings::Strings;
 
 /// DW_TAG_LLVM_annotation (clang's btf_decl_tag/btf_type_tag children).
 const DW_TAG_LLVM_ANNOTATION: dw::DwTag = dw::DwTag(0x6000);
@@ -33,56 +34,31 @@ const LOCAL: u32 = 1 << 31;
 /// Placeholder for an array's index type, resolved to the unit's `int`.
 const INDEX_PENDING: u32 = u32::MAX;
 
-/// BTF types and strings built for one compilation unit, with local ids
-/// (1-based) and local string offsets. Function policies add their own
-/// records here; the encoder relocates everything when it appends the unit.
-#[derive(Default)]
-pub struct UnitBuilder {
+/// BTF types built for one compilation unit, with local ids (1-based), and
+/// their strings, which go straight into the segment's string section.
+/// Function policies add their own records here; the encoder shifts the
+/// ids when it appends the unit to its segment.
+pub struct UnitBuilder<'s> {
     types: Vec<Type>,
-    /// Local string section; starts with the empty string at offset 0.
-    strings: Vec<u8>,
-    /// Hash of a string -> its local offset. A (rare) hash collision just
-    /// stores the string twice: the global interning removes the copy.
-    str_index: FxHashMap<u64, u32>,
+    strings: &'s mut Strings,
 }
 
-fn str_hash(s: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(s)
-}
-
-impl UnitBuilder {
-    pub fn new() -> UnitBuilder {
+impl<'s> UnitBuilder<'s> {
+    pub fn new(strings: &'s mut Strings) -> UnitBuilder<'s> {
         UnitBuilder {
             types: Vec::new(),
-            strings: vec![0],
-            str_index: FxHashMap::default(),
+            strings,
         }
     }
 
-    /// Interns a string in the unit's table and returns its local offset.
+    /// Interns a string and returns its offset.
     pub fn add_str(&mut self, s: &[u8]) -> u32 {
-        if s.is_empty() {
-            return 0;
-        }
-        let h = str_hash(s);
-        if let Some(&off) = self.str_index.get(&h) {
-            if self.str_at(off) == s {
-                return off;
-            }
-        }
-        let off = self.strings.len() as u32;
-        self.strings.extend_from_slice(s);
-        self.strings.push(0);
-        self.str_index.insert(h, off);
-        off
+        self.strings.add(s)
     }
 
-    /// The string at a local offset ("" when out of range).
+    /// The string at an offset ("" when out of range).
     pub fn str_at(&self, off: u32) -> &[u8] {
-        let rest = self.strings.get(off as usize..).unwrap_or(&[]);
-        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-        &rest[..end]
+        self.strings.get(off)
     }
 
     /// Appends a type; its references must be local ids (or 0).
@@ -107,10 +83,6 @@ impl UnitBuilder {
 
     pub fn types(&self) -> &[Type] {
         &self.types
-    }
-
-    pub fn string_section(&self) -> &[u8] {
-        &self.strings
     }
 
     /// Byte size of a type, following typedefs and modifiers (for bitfield
@@ -142,8 +114,8 @@ impl UnitBuilder {
         0
     }
 
-    pub(crate) fn into_parts(self) -> (Vec<Type>, Vec<u8>) {
-        (self.types, self.strings)
+    pub(crate) fn into_types(self) -> Vec<Type> {
+        self.types
     }
 }
 
@@ -211,8 +183,8 @@ pub struct UnitVar {
 }
 
 /// Everything converted from one unit.
-pub struct ConvertedUnit {
-    pub builder: UnitBuilder,
+pub struct ConvertedUnit<'s> {
+    pub builder: UnitBuilder<'s>,
     pub types: UnitTypes,
     pub vars: Vec<UnitVar>,
     /// Warnings worth telling the user (unknown tags, unresolved references).
@@ -226,31 +198,6 @@ pub struct ConvertOptions {
     pub collect_vars: bool,
     /// Encode Rust units too (pahole's --lang_exclude=rust is the default).
     pub keep_rust: bool,
-}
-
-/// Attributes of one DIE that the converter cares about, read in one pass.
-#[derive(Default)]
-struct Attrs<'d> {
-    name: Option<&'d [u8]>,
-    /// The name's .debug_str offset when it is DW_FORM_strp (GCC's merged
-    /// string section gives equal strings one offset); then `name` is only
-    /// read on demand ([`Conv::name_bytes`]).
-    name_strp: Option<usize>,
-    ty: Option<u32>,
-    byte_size: Option<u64>,
-    bit_size: Option<u64>,
-    encoding: Option<u64>,
-    declaration: bool,
-    external: bool,
-    member_location: Option<u64>,
-    data_bit_offset: Option<u64>,
-    bit_offset: Option<i64>,
-    const_value: Option<AttributeValue<Reader<'d>>>,
-    count: Option<u64>,
-    upper_bound: Option<u64>,
-    has_bound: bool,
-    location: Option<u64>,
-    specification: Option<u32>,
 }
 
 /// An aggregate whose children are still being read.
@@ -313,7 +260,7 @@ struct Conv<'a, 'd> {
     dwarf: &'a Dwarf<'d>,
     unit: &'a gimli::Unit<Reader<'d>>,
     opts: &'a ConvertOptions,
-    b: UnitBuilder,
+    b: UnitBuilder<'a>,
     map: Vec<(u32, TypeId)>,
     aliases: Vec<(u32, u32)>,
     /// (depth, what is open at that depth)
@@ -329,22 +276,21 @@ struct Conv<'a, 'd> {
     var_decls: Vec<(u32, UnitVar)>,
     warnings: Vec<String>,
     unknown_tags: u32,
-    /// .debug_str offset -> local string offset: names repeat within a unit
-    /// (member names above all) and this skips hashing their bytes again.
-    strp_cache: FxHashMap<usize, u32>,
     /// The struct member whose btf_decl_tag children are being read:
     /// (struct index, member index, member DIE depth).
     member_tags_for: Option<(usize, i32, isize)>,
 }
 
 /// Converts the types of one unit. `Ok(None)` for units that are left out
-/// (Rust compilation units, as pahole's --lang_exclude=rust).
-pub fn convert_unit<'d>(
-    dwarf: &Dwarf<'d>,
-    unit: &gimli::Unit<Reader<'d>>,
-    opts: &ConvertOptions,
+/// (Rust compilation units, as pahole's --lang_exclude=rust). Strings go
+/// into `strings`.
+pub fn convert_unit<'a, 'd>(
+    dwarf: &'a Dwarf<'d>,
+    unit: &'a gimli::Unit<Reader<'d>>,
+    opts: &'a ConvertOptions,
     path: &std::path::Path,
-) -> Result<Option<ConvertedUnit>> {
+    strings: &'a mut Strings,
+) -> Result<Option<ConvertedUnit<'a>>> {
     let unit_offset = unit
         .header
         .offset()
@@ -365,7 +311,7 @@ pub fn convert_unit<'d>(
         dwarf,
         unit,
         opts,
-        b: UnitBuilder::new(),
+        b: UnitBuilder::new(strings),
         map: Vec::new(),
         aliases: Vec::new(),
         stack: Vec::new(),
@@ -379,33 +325,26 @@ pub fn convert_unit<'d>(
         warnings: Vec::new(),
         unknown_tags: 0,
         member_tags_for: None,
-        strp_cache: FxHashMap::default(),
     };
-    let mut cursor = unit.entries();
-    let mut depth: isize = 0;
-    let mut last_off = 0u64;
+    let mut dies = DieReader::new(unit).map_err(|e| err(e, 0))?;
     loop {
-        let next = cursor.next_dfs().map_err(|e| err(e, last_off))?;
-        let Some((delta, entry)) = next else { break };
-        depth += delta;
-        let off = entry.offset().0 as u64;
-        last_off = off;
-        if depth == 0 {
+        let at = dies.offset();
+        let Some(die) = dies.next().map_err(|e| err(e, at))? else {
+            break;
+        };
+        if die.depth == 0 {
             if !opts.keep_rust
-                && entry.tag() == dw::DW_TAG_compile_unit
-                && matches!(
-                    entry.attr_value(dw::DW_AT_language),
-                    Ok(Some(AttributeValue::Language(dw::DW_LANG_Rust)))
-                )
+                && die.tag == dw::DW_TAG_compile_unit
+                && die.attrs.language == Some(u64::from(dw::DW_LANG_Rust.0))
             {
                 return Ok(None);
             }
             continue;
         }
-        while conv.stack.last().is_some_and(|(d, _)| *d >= depth) {
+        while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
             conv.close();
         }
-        conv.die(entry, depth).map_err(|e| err(e, off))?;
+        conv.die(&die);
     }
     while !conv.stack.is_empty() {
         conv.close();
@@ -413,112 +352,7 @@ pub fn convert_unit<'d>(
     conv.finish(unit_offset).map(Some)
 }
 
-fn attr_u64(v: &AttributeValue<Reader<'_>>) -> Option<u64> {
-    match *v {
-        AttributeValue::Sdata(s) => u64::try_from(s).ok(),
-        _ => v.udata_value(),
-    }
-}
-
-/// DW_AT_data_member_location: a constant, or (DWARF 2) DW_OP_plus_uconst N.
-fn member_location(v: &AttributeValue<Reader<'_>>) -> Option<u64> {
-    if let Some(e) = v.exprloc_value() {
-        let mut r = e.0;
-        let op = gimli::Reader::read_u8(&mut r).ok()?;
-        if op == dw::DW_OP_plus_uconst.0 {
-            return gimli::Reader::read_uleb128(&mut r).ok();
-        }
-        return None;
-    }
-    attr_u64(v)
-}
-
 impl<'a, 'd> Conv<'a, 'd> {
-    fn unit_ref(&self, v: &AttributeValue<Reader<'d>>) -> Option<u32> {
-        let off = match *v {
-            AttributeValue::UnitRef(o) => o.0,
-            AttributeValue::DebugInfoRef(g) => {
-                let u = self.unit.header.offset().as_debug_info_offset()?;
-                let rel = g.0.checked_sub(u.0)?;
-                if rel >= self.unit.header.length_including_self() {
-                    return None;
-                }
-                rel
-            }
-            _ => return None,
-        };
-        u32::try_from(off).ok().filter(|&o| o != 0 && o < LOCAL)
-    }
-
-    fn attrs(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<Attrs<'d>> {
-        let mut a = Attrs::default();
-        let mut it = entry.attrs();
-        while let Some(attr) = it.next()? {
-            let v = attr.value();
-            match attr.name() {
-                dw::DW_AT_name => {
-                    if let AttributeValue::DebugStrRef(off) = v {
-                        a.name_strp = Some(off.0);
-                    } else {
-                        a.name = self.dwarf.attr_string(self.unit, v).ok().map(|r| r.slice());
-                    }
-                }
-                dw::DW_AT_type => {
-                    a.ty = self.unit_ref(&v);
-                    if a.ty.is_none() {
-                        self.warn_once(format!(
-                            "DIE {:#x}: unsupported type reference {:?}",
-                            entry.offset().0,
-                            v
-                        ));
-                    }
-                }
-                dw::DW_AT_byte_size => a.byte_size = attr_u64(&v),
-                dw::DW_AT_bit_size => a.bit_size = attr_u64(&v),
-                dw::DW_AT_encoding => {
-                    a.encoding = match v {
-                        AttributeValue::Encoding(e) => Some(u64::from(e.0)),
-                        _ => attr_u64(&v),
-                    }
-                }
-                dw::DW_AT_declaration => a.declaration = !matches!(v, AttributeValue::Flag(false)),
-                dw::DW_AT_external => a.external = !matches!(v, AttributeValue::Flag(false)),
-                dw::DW_AT_data_member_location => a.member_location = member_location(&v),
-                dw::DW_AT_data_bit_offset => a.data_bit_offset = attr_u64(&v),
-                dw::DW_AT_bit_offset => {
-                    a.bit_offset = match v {
-                        AttributeValue::Sdata(s) => Some(s),
-                        _ => v.udata_value().and_then(|u| i64::try_from(u).ok()),
-                    }
-                }
-                dw::DW_AT_const_value => a.const_value = Some(v),
-                dw::DW_AT_count => {
-                    a.has_bound = true;
-                    a.count = attr_u64(&v);
-                }
-                dw::DW_AT_upper_bound => {
-                    a.has_bound = true;
-                    a.upper_bound = match v {
-                        // -1 is how some producers spell "no elements".
-                        AttributeValue::Sdata(-1) => None,
-                        _ => attr_u64(&v),
-                    }
-                }
-                dw::DW_AT_location => {
-                    if let Some(e) = v.exprloc_value() {
-                        a.location = single_addr(e.0, self.unit.encoding().address_size);
-                    }
-                }
-                dw::DW_AT_specification => a.specification = self.unit_ref(&v),
-                _ => {}
-            }
-        }
-        Ok(a)
-    }
-
     fn warn_once(&mut self, msg: String) {
         if self.warnings.len() < 8 {
             self.warnings.push(msg);
@@ -526,32 +360,16 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn name_bytes(&self, a: &Attrs<'d>) -> Option<&'d [u8]> {
-        match a.name_strp {
-            Some(off) => self
-                .dwarf
-                .debug_str
-                .get_str(gimli::DebugStrOffset(off))
-                .ok()
-                .map(|r| r.slice()),
-            None => a.name,
-        }
-    }
-
-    fn has_name(a: &Attrs<'d>) -> bool {
-        a.name.is_some() || a.name_strp.is_some()
+        a.name.bytes(self.dwarf, self.unit)
     }
 
     fn name(&mut self, a: &Attrs<'d>) -> u32 {
-        match a.name_strp {
-            Some(strp) => {
-                if let Some(&off) = self.strp_cache.get(&strp) {
-                    return off;
-                }
-                let off = self.name_bytes(a).map_or(0, |n| self.b.add_str(n));
-                self.strp_cache.insert(strp, off);
-                off
+        match a.name {
+            Str::Strp(strp) => {
+                let (dwarf, unit) = (self.dwarf, self.unit);
+                self.b.strings.add_strp(strp, || a.name.bytes(dwarf, unit))
             }
-            None => a.name.map_or(0, |n| self.b.add_str(n)),
+            _ => self.name_bytes(a).map_or(0, |n| self.b.add_str(n)),
         }
     }
 
@@ -567,39 +385,41 @@ impl<'a, 'd> Conv<'a, 'd> {
         (id as usize - 1, id)
     }
 
-    fn die(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-        depth: isize,
-    ) -> gimli::Result<()> {
-        let Ok(off) = u32::try_from(entry.offset().0) else {
-            return Ok(());
+    fn die(&mut self, die: &Die<'d>) {
+        let depth = die.depth;
+        let Ok(off) = u32::try_from(die.offset) else {
+            return;
         };
-        let tag = entry.tag();
+        let tag = die.tag;
+        if let Some(form) = die.attrs.foreign_type {
+            self.warn_once(format!(
+                "DIE {off:#x}: unsupported type reference (form {form})"
+            ));
+        }
         let parent_is_open = self.stack.last().is_some_and(|(d, _)| *d == depth - 1);
         // Children that belong to the open aggregate.
         if parent_is_open {
             match tag {
-                dw::DW_TAG_member => return self.member(entry),
-                dw::DW_TAG_enumerator => return self.enumerator(entry),
+                dw::DW_TAG_member => return self.member(die),
+                dw::DW_TAG_enumerator => return self.enumerator(die),
                 dw::DW_TAG_formal_parameter | dw::DW_TAG_unspecified_parameters
                     if matches!(self.stack.last(), Some((_, Open::Proto { .. }))) =>
                 {
-                    return self.param(entry)
+                    return self.param(die)
                 }
                 dw::DW_TAG_subrange_type
                     if matches!(self.stack.last(), Some((_, Open::Array { .. }))) =>
                 {
-                    return self.subrange(entry)
+                    return self.subrange(die)
                 }
-                DW_TAG_LLVM_ANNOTATION | DW_TAG_GNU_ANNOTATION => return self.annotation(entry),
+                DW_TAG_LLVM_ANNOTATION | DW_TAG_GNU_ANNOTATION => return self.annotation(die),
                 _ => {}
             }
         }
-        let has_children = entry.has_children();
+        let has_children = die.has_children;
         let open = match tag {
             dw::DW_TAG_base_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let t = self.base_type(&a);
                 let (_, id) = self.push_type(off, t);
                 if self.int_id.is_none() && self.name_bytes(&a) == Some(b"int") {
@@ -611,7 +431,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             | dw::DW_TAG_const_type
             | dw::DW_TAG_volatile_type
             | dw::DW_TAG_restrict_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let ty = a.ty.unwrap_or(0);
                 let data = match tag {
                     dw::DW_TAG_pointer_type => TypeData::Ptr { ty },
@@ -626,7 +446,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 })
             }
             dw::DW_TAG_typedef => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let name = self.name(&a);
                 let (idx, _) = self.push_type(
                     off,
@@ -640,7 +460,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Typedef { idx })
             }
             dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let name = self.name(&a);
                 let is_union = tag == dw::DW_TAG_union_type;
                 if a.declaration {
@@ -662,7 +482,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 }
             }
             dw::DW_TAG_enumeration_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let name = self.name(&a);
                 // pahole takes an enum without a size (a declaration) as int.
                 let size = a.byte_size.filter(|&b| b != 0).unwrap_or(4);
@@ -689,7 +509,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Enum { idx, signed, is64 })
             }
             dw::DW_TAG_array_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 self.needs_index = true;
                 let (idx, _) = self.push_type(
                     off,
@@ -709,7 +529,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 })
             }
             dw::DW_TAG_subroutine_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let (idx, _) = self.push_type(
                     off,
                     Type::new(
@@ -732,12 +552,12 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Other { var: None })
             }
             dw::DW_TAG_atomic_type | dw::DW_TAG_immutable_type | dw::DW_TAG_shared_type => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 self.aliases.push((off, a.ty.unwrap_or(0)));
                 Some(Open::Other { var: None })
             }
             dw::DW_TAG_variable if depth == 1 && self.opts.collect_vars => {
-                let a = self.attrs(entry)?;
+                let a = die.attrs;
                 let var = self.variable(off, &a);
                 Some(Open::Other { var })
             }
@@ -784,7 +604,6 @@ impl<'a, 'd> Conv<'a, 'd> {
                 self.close();
             }
         }
-        Ok(())
     }
 
     /// DW_AT_encoding of a base type DIE read earlier in this unit.
@@ -793,7 +612,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         let (_, e) = entries.next_dfs().ok()??;
         match e.attr_value(dw::DW_AT_encoding).ok()?? {
             AttributeValue::Encoding(enc) => Some(u64::from(enc.0)),
-            v => attr_u64(&v),
+            v => v.udata_value(),
         }
     }
 
@@ -838,30 +657,27 @@ impl<'a, 'd> Conv<'a, 'd> {
         )
     }
 
-    fn member(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<()> {
+    fn member(&mut self, die: &Die<'d>) {
         let Some((_, Open::Struct { idx, is_union })) = self.stack.last() else {
-            return Ok(());
+            return;
         };
         let (idx, is_union) = (*idx, *is_union);
-        let a = self.attrs(entry)?;
+        let a = die.attrs;
         // A struct member without a location is static (C++): pahole
         // leaves it out. Union members have no location: offset 0.
         if !is_union && a.member_location.is_none() && a.data_bit_offset.is_none() {
-            return Ok(());
+            return;
         }
         let name = self.name(&a);
         let byte_offset = a.member_location.unwrap_or(0);
         let bits = a.bit_size.unwrap_or(0);
         let mut bit_offset = a.data_bit_offset.unwrap_or(byte_offset.saturating_mul(8));
         let Some(t) = self.b.types.get_mut(idx) else {
-            return Ok(());
+            return;
         };
         let (TypeData::Struct { members, .. } | TypeData::Union { members, .. }) = &mut t.data
         else {
-            return Ok(());
+            return;
         };
         let member_idx = members.len();
         if bits != 0 {
@@ -889,31 +705,27 @@ impl<'a, 'd> Conv<'a, 'd> {
             offset: bit_offset as u32,
         });
         // The member may carry btf_decl_tag children.
-        if entry.has_children() {
+        if die.has_children {
             let depth = self.stack.last().map_or(0, |(d, _)| *d) + 1;
             self.stack.push((depth, Open::Other { var: None }));
             self.member_tags_for = Some((idx, member_idx as i32, depth));
         }
-        Ok(())
     }
 
-    fn enumerator(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<()> {
+    fn enumerator(&mut self, die: &Die<'d>) {
         let Some((_, Open::Enum { idx, .. })) = self.stack.last() else {
-            return Ok(());
+            return;
         };
         let idx = *idx;
-        let a = self.attrs(entry)?;
+        let a = die.attrs;
         let name = self.name(&a);
         let value: i64 = match a.const_value {
-            Some(AttributeValue::Sdata(s)) => s,
-            Some(ref v) => v.udata_value().unwrap_or(0) as i64,
-            None => 0,
+            Some(Const::Signed(s)) => s,
+            Some(Const::Unsigned(u)) => u as i64,
+            _ => 0,
         };
         let Some(t) = self.b.types.get_mut(idx) else {
-            return Ok(());
+            return;
         };
         match &mut t.data {
             TypeData::Enum { values, .. } => {
@@ -932,22 +744,18 @@ impl<'a, 'd> Conv<'a, 'd> {
             }),
             _ => {}
         }
-        Ok(())
     }
 
-    fn param(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<()> {
+    fn param(&mut self, die: &Die<'d>) {
         let Some((_, Open::Proto { idx })) = self.stack.last() else {
-            return Ok(());
+            return;
         };
         let idx = *idx;
-        let p = if entry.tag() == dw::DW_TAG_unspecified_parameters {
+        let p = if die.tag == dw::DW_TAG_unspecified_parameters {
             // Varargs: a last parameter with neither name nor type.
             Param { name_off: 0, ty: 0 }
         } else {
-            let a = self.attrs(entry)?;
+            let a = die.attrs;
             Param {
                 name_off: self.name(&a),
                 ty: a.ty.unwrap_or(0),
@@ -960,14 +768,10 @@ impl<'a, 'd> Conv<'a, 'd> {
         {
             params.push(p);
         }
-        Ok(())
     }
 
-    fn subrange(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<()> {
-        let a = self.attrs(entry)?;
+    fn subrange(&mut self, die: &Die<'d>) {
+        let a = die.attrs;
         // pahole flattens int a[2][3] into one ARRAY of 6 elements; an
         // unbounded dimension (flexible array) gives 0 elements.
         let n = match (a.count, a.upper_bound) {
@@ -979,20 +783,16 @@ impl<'a, 'd> Conv<'a, 'd> {
             *nelems = nelems.wrapping_mul(n as u32);
             *dims += 1;
         }
-        Ok(())
     }
 
-    fn annotation(
-        &mut self,
-        entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'d>>,
-    ) -> gimli::Result<()> {
-        let a = self.attrs(entry)?;
+    fn annotation(&mut self, die: &Die<'d>) {
+        let a = die.attrs;
         let value = match &a.const_value {
-            Some(v) => match self.dwarf.attr_string(self.unit, *v) {
-                Ok(s) => s.slice(),
-                Err(_) => return Ok(()),
+            Some(Const::Str(s)) => match s.bytes(self.dwarf, self.unit) {
+                Some(s) => s,
+                None => return,
             },
-            None => return Ok(()),
+            _ => return,
         };
         let kind = self.name_bytes(&a).unwrap_or(b"");
         let value = self.b.add_str(value);
@@ -1027,7 +827,6 @@ impl<'a, 'd> Conv<'a, 'd> {
             }
             _ => {}
         }
-        Ok(())
     }
 
     fn variable(&mut self, off: u32, a: &Attrs<'d>) -> Option<usize> {
@@ -1036,7 +835,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             addr: 0,
             ty: a.ty.unwrap_or(0),
             external: a.external,
-            own_name: Self::has_name(a),
+            own_name: a.name.is_some(),
             decl_tags: Vec::new(),
         };
         if let Some(spec) = a.specification {
@@ -1150,7 +949,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         Some(0)
     }
 
-    fn finish(mut self, unit_offset: u64) -> Result<ConvertedUnit> {
+    fn finish(mut self, unit_offset: u64) -> Result<ConvertedUnit<'a>> {
         if self.needs_index && self.int_id.is_none() {
             // pahole adds a signed 32-bit "int" for array indexes when the
             // unit has none.
@@ -1256,16 +1055,4 @@ impl<'a, 'd> Conv<'a, 'd> {
             warnings: self.warnings,
         })
     }
-}
-
-/// The address of a location expression that is exactly `DW_OP_addr X`
-/// (a variable with a fixed address), else `None`.
-fn single_addr(mut expr: Reader<'_>, address_size: u8) -> Option<u64> {
-    use gimli::Reader as _;
-    let op = expr.read_u8().ok()?;
-    if op != dw::DW_OP_addr.0 {
-        return None;
-    }
-    let addr = expr.read_address(address_size).ok()?;
-    expr.is_empty().then_some(addr)
 }

@@ -24,11 +24,11 @@ use std::sync::Arc;
 use btf::{Btf, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::convert::{self, ConvertOptions, ConvertedUnit, UnitBuilder, UnitTypes};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, DwarfSections, ElfFile, ElfInfo, Reader};
+use crate::strings::Strings;
 use crate::{kfuncs, vars};
 
 /// Which functions get a FUNC, and how (`--funcs`).
@@ -274,7 +274,8 @@ pub fn encode_with<P: FuncPolicy>(
 }
 
 struct UnitOut<U> {
-    builder: UnitBuilder,
+    /// The unit's types (strings in the segment's table), local ids.
+    types: Vec<Type>,
     /// The first local id the policy and the variables added.
     added_from: TypeId,
     vars: Vec<vars::SecEntry>,
@@ -321,13 +322,21 @@ fn encode_segment<P: FuncPolicy>(
     let mut wanted = Vec::new();
     for h in units {
         let r = encode_unit(
-            cx.path, cx.dwarf, *h, cx.copts, cx.opts, cx.info, cx.vars_cx, policy,
+            cx.path,
+            cx.dwarf,
+            *h,
+            cx.copts,
+            cx.opts,
+            cx.info,
+            cx.vars_cx,
+            policy,
+            &mut sink.strings,
         );
         cx.progress.advance(1);
         let Some(u) = r? else { continue };
         warnings.extend(u.converted_warnings);
-        let last = u.builder.len() as TypeId;
-        let shift = append_unit(&mut sink, u.builder);
+        let last = u.types.len() as TypeId;
+        let shift = append_unit(&mut sink, u.types);
         // Local ids the outside refers to: the policy's own types and the
         // variables' (all added after the converter's), and what it lists.
         wanted.clear();
@@ -363,7 +372,7 @@ fn encode_segment<P: FuncPolicy>(
     let btf = if !cx.dedup {
         sink.into_btf()
     } else {
-        let name = sink.add_str(ANCHOR.as_bytes());
+        let name = sink.strings.add(ANCHOR.as_bytes());
         for (n, &id) in anchors.iter().enumerate() {
             sink.add_type(Type::new(
                 name,
@@ -436,6 +445,7 @@ fn encode_unit<'d, P: FuncPolicy>(
     info: &ElfInfo<'d>,
     vars_cx: &vars::VarsContext,
     policy: &P,
+    strings: &mut Strings,
 ) -> Result<Option<UnitOut<P::Unit>>> {
     let offset = header
         .offset()
@@ -446,7 +456,7 @@ fn encode_unit<'d, P: FuncPolicy>(
         offset,
         source: e,
     })?;
-    let converted = convert::convert_unit(dwarf, &unit, copts, path)?;
+    let converted = convert::convert_unit(dwarf, &unit, copts, path, strings)?;
     let Some(ConvertedUnit {
         mut builder,
         types,
@@ -468,7 +478,7 @@ fn encode_unit<'d, P: FuncPolicy>(
     let policy_out = policy.unit(&cx, &mut builder)?;
     let vars = vars_cx.unit_vars(&mut builder, &unit_vars);
     Ok(Some(UnitOut {
-        builder,
+        types: builder.into_types(),
         added_from,
         vars,
         policy: policy_out,
@@ -476,89 +486,25 @@ fn encode_unit<'d, P: FuncPolicy>(
     }))
 }
 
-/// A string section under construction: each string once. The map goes
-/// from a string's hash to its offset; on a collision with a different
-/// string the next hash value is tried (open addressing on the key), so no
-/// entry needs more than one slot.
-struct StrTable {
-    bytes: Vec<u8>,
-    map: FxHashMap<u64, u32>,
-}
-
-impl StrTable {
-    fn new() -> StrTable {
-        StrTable {
-            bytes: vec![0],
-            map: FxHashMap::default(),
-        }
-    }
-
-    fn at(&self, off: u32) -> &[u8] {
-        let rest = self.bytes.get(off as usize..).unwrap_or(&[]);
-        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
-    }
-
-    fn intern(&mut self, s: &[u8]) -> u32 {
-        use std::hash::BuildHasher;
-        if s.is_empty() {
-            return 0;
-        }
-        let mut h = rustc_hash::FxBuildHasher.hash_one(s);
-        loop {
-            match self.map.get(&h) {
-                Some(&off) if self.at(off) == s => return off,
-                Some(_) => h = h.wrapping_add(0x9e37_79b9_7f4a_7c15),
-                None => break,
-            }
-        }
-        let off = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(s);
-        self.bytes.push(0);
-        self.map.insert(h, off);
-        off
-    }
-}
-
 /// Types and strings being gathered into one BTF (a segment, or the
-/// output): a faster builder than `Btf::add_str` for millions of strings.
-/// Strings the base has keep the base's offsets, as libbpf does.
+/// output).
 struct Sink {
-    base: Option<Arc<Btf>>,
     start_id: TypeId,
-    start_str: u32,
     types: Vec<Type>,
-    strings: StrTable,
+    strings: Strings,
 }
 
 impl Sink {
     fn new(base: Option<Arc<Btf>>) -> Sink {
-        let (start_id, start_str) = match &base {
-            Some(b) => (b.type_count(), b.strings_end()),
-            None => (1, 0),
-        };
         Sink {
-            base,
-            start_id,
-            start_str,
+            start_id: base.as_ref().map_or(1, |b| b.type_count()),
             types: Vec::new(),
-            strings: StrTable::new(),
+            strings: Strings::new(base),
         }
     }
 
     fn next_id(&self) -> TypeId {
         self.start_id + self.types.len() as TypeId
-    }
-
-    fn add_str(&mut self, s: &[u8]) -> u32 {
-        if s.is_empty() {
-            return 0;
-        }
-        if let Some(base) = &self.base {
-            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| base.find_str(s)) {
-                return off;
-            }
-        }
-        self.start_str + self.strings.intern(s)
     }
 
     fn add_type(&mut self, t: Type) -> TypeId {
@@ -568,11 +514,11 @@ impl Sink {
     }
 
     fn into_btf(self) -> Btf {
-        let mut btf = match self.base {
-            Some(b) => Btf::new_split(b),
+        let mut btf = match self.strings.base() {
+            Some(b) => Btf::new_split(b.clone()),
             None => Btf::new(),
         };
-        btf.set_contents(self.types, self.strings.bytes);
+        btf.set_contents(self.types, self.strings.into_bytes());
         btf
     }
 }
@@ -605,7 +551,7 @@ fn intern_all(sink: &mut Sink, section: &[u8]) -> Vec<u32> {
             .get(off..)
             .and_then(|r| r.iter().position(|&b| b == 0))
             .map_or(section.len(), |e| off + e);
-        let global = sink.add_str(section.get(off..end).unwrap_or(&[]));
+        let global = sink.strings.add(section.get(off..end).unwrap_or(&[]));
         if let Some(slot) = map.get_mut(off) {
             *slot = global;
         }
@@ -614,16 +560,15 @@ fn intern_all(sink: &mut Sink, section: &[u8]) -> Vec<u32> {
     map
 }
 
-/// Appends a unit's types to `sink`: strings re-interned, local ids shifted.
-fn append_unit(sink: &mut Sink, builder: UnitBuilder) -> Shift {
+/// Appends a unit's types to `sink` (whose strings they use already):
+/// local ids shifted.
+fn append_unit(sink: &mut Sink, types: Vec<Type>) -> Shift {
     let shift = Shift {
         start: 1,
         to: sink.next_id(),
     };
-    let (types, strings) = builder.into_parts();
-    let str_map = intern_all(sink, &strings);
+    sink.types.reserve(types.len());
     for mut t in types {
-        t.for_each_str_mut(|s| *s = str_map.get(*s as usize).copied().unwrap_or(0));
         t.for_each_ref_mut(|r| *r = shift.map(*r));
         sink.add_type(t);
     }

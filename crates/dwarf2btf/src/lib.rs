@@ -3,6 +3,7 @@
 //! true signature, and every global variable.
 
 pub mod convert;
+mod dies;
 pub mod embed;
 pub mod encode;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod funcs;
 pub mod kfuncs;
 pub mod load;
 pub mod pahole;
+pub mod strings;
 pub mod vars;
 
 pub use encode::{encode, encode_with, EncodeOptions, Encoded, FuncPolicy, Progress};

@@ -1,0 +1,661 @@
+//! A fast forward reader of one unit's DIEs for the type converter.
+//!
+//! The converter reads every DIE of the input once (14 M in Debian's
+//! vmlinux) but needs only a dozen attributes of any of them. gimli's
+//! generic cursor decodes each attribute into an `AttributeValue` and then
+//! converts it by attribute class; here every abbreviation is compiled once
+//! per unit into a [`Plan`]: runs of attributes of fixed size that the
+//! converter does not want become one skip of their summed size, and the
+//! wanted ones ([`Field`]) are decoded straight from their form into
+//! [`Attrs`]. Forms outside the fast path (DW_FORM_indirect, supplementary
+//! files, unknown forms) go through gimli's own parser at the same offset,
+//! so errors and exotic producers behave exactly as with gimli.
+//!
+//! Invariant: after [`DieReader::next`] returns a DIE, the reader stands at
+//! the next DIE (or null entry), whatever the DIE's attributes were.
+
+use gimli::{constants as dw, AttributeSpecification, AttributeValue, Reader as _, UnitOffset};
+
+use crate::load::{Dwarf, Reader};
+
+/// The attributes the converter uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Field {
+    Name,
+    Type,
+    ByteSize,
+    BitSize,
+    Encoding,
+    Declaration,
+    External,
+    MemberLocation,
+    DataBitOffset,
+    BitOffset,
+    ConstValue,
+    Count,
+    UpperBound,
+    Location,
+    Specification,
+    Language,
+}
+
+impl Field {
+    fn of(name: dw::DwAt) -> Option<Field> {
+        Some(match name {
+            dw::DW_AT_name => Field::Name,
+            dw::DW_AT_type => Field::Type,
+            dw::DW_AT_byte_size => Field::ByteSize,
+            dw::DW_AT_bit_size => Field::BitSize,
+            dw::DW_AT_encoding => Field::Encoding,
+            dw::DW_AT_declaration => Field::Declaration,
+            dw::DW_AT_external => Field::External,
+            dw::DW_AT_data_member_location => Field::MemberLocation,
+            dw::DW_AT_data_bit_offset => Field::DataBitOffset,
+            dw::DW_AT_bit_offset => Field::BitOffset,
+            dw::DW_AT_const_value => Field::ConstValue,
+            dw::DW_AT_count => Field::Count,
+            dw::DW_AT_upper_bound => Field::UpperBound,
+            dw::DW_AT_location => Field::Location,
+            dw::DW_AT_specification => Field::Specification,
+            dw::DW_AT_language => Field::Language,
+            _ => return None,
+        })
+    }
+}
+
+/// A string attribute as found: decoded to bytes only when asked for,
+/// since most names are .debug_str offsets that the converter caches.
+#[derive(Clone, Copy, Default, Debug)]
+pub enum Str<'d> {
+    #[default]
+    None,
+    /// DW_FORM_strp: an offset in .debug_str (the linker merges equal
+    /// strings, so equal offsets are equal names).
+    Strp(usize),
+    /// DW_FORM_string: the bytes in .debug_info.
+    Inline(&'d [u8]),
+    /// DW_FORM_line_strp: an offset in .debug_line_str.
+    LineStrp(usize),
+    /// DW_FORM_strx*: an index in the unit's .debug_str_offsets.
+    Index(usize),
+    /// DW_FORM_strp_sup, DW_FORM_GNU_strp_alt: a supplementary file's string.
+    Sup(usize),
+}
+
+impl<'d> Str<'d> {
+    /// The string's bytes, read from the section it lives in.
+    pub fn bytes(&self, dwarf: &Dwarf<'d>, unit: &gimli::Unit<Reader<'d>>) -> Option<&'d [u8]> {
+        let v = match *self {
+            Str::None => return None,
+            Str::Inline(s) => return Some(s),
+            Str::Strp(o) => {
+                let s = dwarf.debug_str.get_str(gimli::DebugStrOffset(o));
+                return s.ok().map(|r| r.slice());
+            }
+            Str::LineStrp(o) => AttributeValue::DebugLineStrRef(gimli::DebugLineStrOffset(o)),
+            Str::Index(i) => AttributeValue::DebugStrOffsetsIndex(gimli::DebugStrOffsetsIndex(i)),
+            Str::Sup(o) => AttributeValue::DebugStrRefSup(gimli::DebugStrOffset(o)),
+        };
+        dwarf.attr_string(unit, v).ok().map(|r| r.slice())
+    }
+
+    pub fn is_some(&self) -> bool {
+        !matches!(self, Str::None)
+    }
+}
+
+/// A reference to another DIE as read (DW_AT_type, DW_AT_specification).
+#[derive(Clone, Copy, Debug)]
+enum DieRef {
+    /// An offset in this unit.
+    Unit(u64),
+    /// An offset in .debug_info (DW_FORM_ref_addr).
+    Info(u64),
+}
+
+/// DW_AT_const_value: enumerator values and btf tag strings.
+#[derive(Clone, Copy, Debug)]
+pub enum Const<'d> {
+    /// A data form or udata: unsigned (DWARF leaves their sign to the
+    /// type; gimli reads them unsigned too).
+    Unsigned(u64),
+    /// sdata or implicit_const.
+    Signed(i64),
+    Str(Str<'d>),
+    /// A block: no use to the converter.
+    Block,
+}
+
+/// The attributes of one DIE that the converter uses, with the meaning
+/// gimli's attribute classes give them.
+#[derive(Clone, Copy, Default)]
+pub struct Attrs<'d> {
+    pub name: Str<'d>,
+    /// DW_AT_type: the referenced DIE's offset in this unit.
+    pub ty: Option<u32>,
+    /// The form of a DW_AT_type that does not point into this unit (type
+    /// units, supplementary files, other units): the type is void.
+    pub foreign_type: Option<dw::DwForm>,
+    pub byte_size: Option<u64>,
+    pub bit_size: Option<u64>,
+    pub encoding: Option<u64>,
+    pub declaration: bool,
+    pub external: bool,
+    /// A constant, or (DWARF 2) the expression DW_OP_plus_uconst N.
+    pub member_location: Option<u64>,
+    pub data_bit_offset: Option<u64>,
+    pub bit_offset: Option<i64>,
+    pub const_value: Option<Const<'d>>,
+    pub count: Option<u64>,
+    pub upper_bound: Option<u64>,
+    /// DW_AT_count or DW_AT_upper_bound is present (maybe not constant).
+    pub has_bound: bool,
+    /// The address of a location that is exactly `DW_OP_addr X`.
+    pub location: Option<u64>,
+    pub specification: Option<u32>,
+    pub language: Option<u64>,
+}
+
+/// One step of an abbreviation's plan.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Skip this many bytes (attributes of fixed size, merged).
+    Skip(u32),
+    /// Skip one attribute of variable size.
+    SkipVar(dw::DwForm),
+    /// Decode a wanted attribute.
+    Read(Field, AttributeSpecification),
+    /// Hand the attribute to gimli (rare forms).
+    Gimli(Option<Field>, AttributeSpecification),
+}
+
+/// An abbreviation compiled for this reader.
+struct Plan {
+    tag: dw::DwTag,
+    has_children: bool,
+    steps: Vec<Step>,
+}
+
+/// A DIE as the converter sees it.
+pub struct Die<'d> {
+    /// Offset in the unit.
+    pub offset: u64,
+    pub tag: dw::DwTag,
+    pub has_children: bool,
+    /// Depth of the DIE: 0 for the unit DIE.
+    pub depth: isize,
+    pub attrs: Attrs<'d>,
+}
+
+/// Reads the DIEs of one unit in order.
+pub struct DieReader<'a, 'd> {
+    unit: &'a gimli::Unit<Reader<'d>>,
+    input: Reader<'d>,
+    /// Offset of the unit in .debug_info.
+    unit_offset: u64,
+    /// Offset in the unit of the entries' first byte.
+    entries_start: u64,
+    entries_len: u64,
+    /// Plans by abbreviation code (dense codes); sparse codes use `sparse`.
+    plans: Vec<Option<Plan>>,
+    sparse: Vec<(u64, Plan)>,
+    depth: isize,
+    encoding: gimli::Encoding,
+}
+
+/// Abbreviation codes up to this are planned in a vector.
+const DENSE_CODES: u64 = 1 << 16;
+
+impl<'a, 'd> DieReader<'a, 'd> {
+    pub fn new(unit: &'a gimli::Unit<Reader<'d>>) -> gimli::Result<DieReader<'a, 'd>> {
+        let start = unit.header.header_size();
+        let input = unit.header.range_from(UnitOffset(start)..)?;
+        Ok(DieReader {
+            unit,
+            unit_offset: unit
+                .header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0 as u64),
+            entries_start: start as u64,
+            entries_len: input.len() as u64,
+            input,
+            plans: Vec::new(),
+            sparse: Vec::new(),
+            depth: 0,
+            encoding: unit.encoding(),
+        })
+    }
+
+    /// Offset in the unit of the next byte to read.
+    pub fn offset(&self) -> u64 {
+        self.entries_start + self.entries_len - self.input.len() as u64
+    }
+
+    /// The next DIE, skipping null entries; `None` at the end of the unit.
+    pub fn next(&mut self) -> gimli::Result<Option<Die<'d>>> {
+        loop {
+            if self.input.is_empty() {
+                return Ok(None);
+            }
+            let offset = self.offset();
+            let code = self.input.read_uleb128()?;
+            if code == 0 {
+                self.depth -= 1;
+                continue;
+            }
+            let depth = self.depth;
+            let (tag, has_children, attrs) = self.read_die(code)?;
+            if has_children {
+                self.depth += 1;
+            }
+            return Ok(Some(Die {
+                offset,
+                tag,
+                has_children,
+                depth,
+                attrs,
+            }));
+        }
+    }
+
+    fn read_die(&mut self, code: u64) -> gimli::Result<(dw::DwTag, bool, Attrs<'d>)> {
+        // The plan is taken out while it runs (the steps borrow `self`).
+        let plan = self.take_plan(code)?;
+        let mut a = Attrs::default();
+        let r = self.run(&plan.steps, &mut a);
+        let out = (plan.tag, plan.has_children, a);
+        self.put_plan(code, plan);
+        r.map(|()| out)
+    }
+
+    fn take_plan(&mut self, code: u64) -> gimli::Result<Plan> {
+        let planned = if code < DENSE_CODES {
+            self.plans.get_mut(code as usize).and_then(Option::take)
+        } else {
+            self.sparse
+                .iter()
+                .position(|p| p.0 == code)
+                .map(|i| self.sparse.swap_remove(i).1)
+        };
+        match planned {
+            Some(p) => Ok(p),
+            None => {
+                let abbrev = self
+                    .unit
+                    .abbreviations
+                    .get(code)
+                    .ok_or(gimli::Error::UnknownAbbreviation(code))?;
+                Ok(self.compile(abbrev))
+            }
+        }
+    }
+
+    fn put_plan(&mut self, code: u64, plan: Plan) {
+        if code < DENSE_CODES {
+            let i = code as usize;
+            if self.plans.len() <= i {
+                self.plans.resize_with(i + 1, || None);
+            }
+            if let Some(slot) = self.plans.get_mut(i) {
+                *slot = Some(plan);
+            }
+        } else {
+            self.sparse.push((code, plan));
+        }
+    }
+
+    fn compile(&self, abbrev: &gimli::Abbreviation) -> Plan {
+        let mut steps = Vec::new();
+        for spec in abbrev.attributes() {
+            let field = Field::of(spec.name());
+            // DWARF 2 and 3 spell location list offsets as data4/data8:
+            // gimli tells them from constants by the attribute.
+            let offset_like = self.encoding.version < 4
+                && matches!(spec.form(), dw::DW_FORM_data4 | dw::DW_FORM_data8);
+            let step = match field {
+                Some(f) if fast_form(spec.form()) && !offset_like => Step::Read(f, *spec),
+                Some(f) => Step::Gimli(Some(f), *spec),
+                None => match self.fixed_size(spec.form()) {
+                    Some(n) => Step::Skip(n),
+                    None if variable_form(spec.form()) => Step::SkipVar(spec.form()),
+                    None => Step::Gimli(None, *spec),
+                },
+            };
+            match (steps.last_mut(), step) {
+                (Some(Step::Skip(n)), Step::Skip(m)) => *n += m,
+                (_, Step::Skip(0)) => {}
+                _ => steps.push(step),
+            }
+        }
+        Plan {
+            tag: abbrev.tag(),
+            has_children: abbrev.has_children(),
+            steps,
+        }
+    }
+
+    /// Size of a form whose size does not depend on its value.
+    fn fixed_size(&self, form: dw::DwForm) -> Option<u32> {
+        let offset = u32::from(self.encoding.format.word_size());
+        Some(match form {
+            dw::DW_FORM_flag_present | dw::DW_FORM_implicit_const => 0,
+            dw::DW_FORM_data1
+            | dw::DW_FORM_ref1
+            | dw::DW_FORM_flag
+            | dw::DW_FORM_strx1
+            | dw::DW_FORM_addrx1 => 1,
+            dw::DW_FORM_data2 | dw::DW_FORM_ref2 | dw::DW_FORM_strx2 | dw::DW_FORM_addrx2 => 2,
+            dw::DW_FORM_strx3 | dw::DW_FORM_addrx3 => 3,
+            dw::DW_FORM_data4
+            | dw::DW_FORM_ref4
+            | dw::DW_FORM_ref_sup4
+            | dw::DW_FORM_strx4
+            | dw::DW_FORM_addrx4 => 4,
+            dw::DW_FORM_data8 | dw::DW_FORM_ref8 | dw::DW_FORM_ref_sig8 | dw::DW_FORM_ref_sup8 => 8,
+            dw::DW_FORM_data16 => 16,
+            dw::DW_FORM_addr => u32::from(self.encoding.address_size),
+            dw::DW_FORM_ref_addr if self.encoding.version == 2 => {
+                u32::from(self.encoding.address_size)
+            }
+            dw::DW_FORM_strp
+            | dw::DW_FORM_line_strp
+            | dw::DW_FORM_sec_offset
+            | dw::DW_FORM_ref_addr
+            | dw::DW_FORM_strp_sup
+            | dw::DW_FORM_GNU_ref_alt
+            | dw::DW_FORM_GNU_strp_alt => offset,
+            _ => return None,
+        })
+    }
+
+    fn run(&mut self, steps: &[Step], a: &mut Attrs<'d>) -> gimli::Result<()> {
+        for step in steps {
+            match *step {
+                Step::Skip(n) => self.input.skip(n as usize)?,
+                Step::SkipVar(form) => self.skip_var(form)?,
+                Step::Read(field, spec) => {
+                    let v = self.read_fast(spec)?;
+                    self.store(a, field, spec.form(), v);
+                }
+                Step::Gimli(field, spec) => {
+                    let v = Value::from_gimli(self.read_gimli(spec)?);
+                    if let Some(f) = field {
+                        self.store(a, f, spec.form(), v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_var(&mut self, form: dw::DwForm) -> gimli::Result<()> {
+        match form {
+            dw::DW_FORM_string => {
+                self.input.read_null_terminated_slice()?;
+            }
+            dw::DW_FORM_block1 => {
+                let n = self.input.read_u8()?;
+                self.input.skip(usize::from(n))?;
+            }
+            dw::DW_FORM_block2 => {
+                let n = self.input.read_u16()?;
+                self.input.skip(usize::from(n))?;
+            }
+            dw::DW_FORM_block4 => {
+                let n = self.input.read_u32()?;
+                self.input.skip(n as usize)?;
+            }
+            dw::DW_FORM_block | dw::DW_FORM_exprloc => {
+                let n = self.input.read_uleb128()?;
+                self.input
+                    .skip(usize::try_from(n).map_err(|_| gimli::Error::BadLength)?)?;
+            }
+            _ => self.input.skip_leb128()?,
+        }
+        Ok(())
+    }
+
+    /// Decodes a form of the fast path (see [`fast_form`]).
+    fn read_fast(&mut self, spec: AttributeSpecification) -> gimli::Result<Value<'d>> {
+        let i = &mut self.input;
+        Ok(match spec.form() {
+            dw::DW_FORM_ref4 => Value::Ref(DieRef::Unit(u64::from(i.read_u32()?))),
+            dw::DW_FORM_strp => Value::Str(Str::Strp(i.read_offset(self.encoding.format)?)),
+            dw::DW_FORM_data1 => Value::U(u64::from(i.read_u8()?)),
+            dw::DW_FORM_data2 => Value::U(u64::from(i.read_u16()?)),
+            dw::DW_FORM_data4 => Value::U(u64::from(i.read_u32()?)),
+            dw::DW_FORM_data8 => Value::U(i.read_u64()?),
+            dw::DW_FORM_udata => Value::U(i.read_uleb128()?),
+            dw::DW_FORM_sdata => Value::S(i.read_sleb128()?),
+            dw::DW_FORM_implicit_const => Value::S(spec.implicit_const_value().unwrap_or(0)),
+            dw::DW_FORM_flag => Value::Flag(i.read_u8()? != 0),
+            dw::DW_FORM_flag_present => Value::Flag(true),
+            dw::DW_FORM_string => Value::Str(Str::Inline(i.read_null_terminated_slice()?.slice())),
+            dw::DW_FORM_ref1 => Value::Ref(DieRef::Unit(u64::from(i.read_u8()?))),
+            dw::DW_FORM_ref2 => Value::Ref(DieRef::Unit(u64::from(i.read_u16()?))),
+            dw::DW_FORM_ref8 => Value::Ref(DieRef::Unit(i.read_u64()?)),
+            dw::DW_FORM_ref_udata => Value::Ref(DieRef::Unit(i.read_uleb128()?)),
+            dw::DW_FORM_exprloc | dw::DW_FORM_block => {
+                let n = i.read_uleb128()?;
+                let n = usize::try_from(n).map_err(|_| gimli::Error::BadLength)?;
+                Value::Block(i.split(n)?.slice())
+            }
+            _ => Value::Other,
+        })
+    }
+
+    /// Reads one attribute with gimli's parser at the current offset.
+    fn read_gimli(
+        &mut self,
+        spec: AttributeSpecification,
+    ) -> gimli::Result<AttributeValue<Reader<'d>>> {
+        let at = UnitOffset(self.offset() as usize);
+        let mut raw = self
+            .unit
+            .header
+            .entries_raw(&self.unit.abbreviations, Some(at))?;
+        let attr = raw.read_attribute(spec)?;
+        let used = raw.next_offset().0 - at.0;
+        self.input.skip(used)?;
+        Ok(attr.value())
+    }
+}
+
+/// Forms [`DieReader::read_fast`] decodes itself.
+fn fast_form(form: dw::DwForm) -> bool {
+    matches!(
+        form,
+        dw::DW_FORM_ref4
+            | dw::DW_FORM_strp
+            | dw::DW_FORM_data1
+            | dw::DW_FORM_data2
+            | dw::DW_FORM_data4
+            | dw::DW_FORM_data8
+            | dw::DW_FORM_udata
+            | dw::DW_FORM_sdata
+            | dw::DW_FORM_implicit_const
+            | dw::DW_FORM_flag
+            | dw::DW_FORM_flag_present
+            | dw::DW_FORM_string
+            | dw::DW_FORM_ref1
+            | dw::DW_FORM_ref2
+            | dw::DW_FORM_ref8
+            | dw::DW_FORM_ref_udata
+            | dw::DW_FORM_exprloc
+            | dw::DW_FORM_block
+    )
+}
+
+/// Forms of variable size that [`DieReader::skip_var`] skips.
+fn variable_form(form: dw::DwForm) -> bool {
+    matches!(
+        form,
+        dw::DW_FORM_string
+            | dw::DW_FORM_block1
+            | dw::DW_FORM_block2
+            | dw::DW_FORM_block4
+            | dw::DW_FORM_block
+            | dw::DW_FORM_exprloc
+            | dw::DW_FORM_udata
+            | dw::DW_FORM_sdata
+            | dw::DW_FORM_ref_udata
+            | dw::DW_FORM_strx
+            | dw::DW_FORM_GNU_str_index
+            | dw::DW_FORM_addrx
+            | dw::DW_FORM_GNU_addr_index
+            | dw::DW_FORM_loclistx
+            | dw::DW_FORM_rnglistx
+    )
+}
+
+/// A decoded attribute before it is stored by its meaning.
+enum Value<'d> {
+    U(u64),
+    S(i64),
+    Flag(bool),
+    Ref(DieRef),
+    Str(Str<'d>),
+    Block(&'d [u8]),
+    /// Something the converter has no use for (e.g. a location list).
+    Other,
+}
+
+impl<'d> Value<'d> {
+    /// Maps the result of gimli's class conversion (`Attribute::value`)
+    /// onto the fast path's values.
+    fn from_gimli(v: AttributeValue<Reader<'d>>) -> Value<'d> {
+        match v {
+            AttributeValue::Data1(d) => Value::U(u64::from(d)),
+            AttributeValue::Data2(d) => Value::U(u64::from(d)),
+            AttributeValue::Data4(d) => Value::U(u64::from(d)),
+            AttributeValue::Data8(d) | AttributeValue::Udata(d) => Value::U(d),
+            AttributeValue::Sdata(d) => Value::S(d),
+            AttributeValue::Flag(f) => Value::Flag(f),
+            AttributeValue::Encoding(e) => Value::U(u64::from(e.0)),
+            AttributeValue::Language(l) => Value::U(u64::from(l.0)),
+            AttributeValue::UnitRef(o) => Value::Ref(DieRef::Unit(o.0 as u64)),
+            AttributeValue::DebugInfoRef(o) => Value::Ref(DieRef::Info(o.0 as u64)),
+            AttributeValue::DebugStrRef(o) => Value::Str(Str::Strp(o.0)),
+            AttributeValue::String(s) => Value::Str(Str::Inline(s.slice())),
+            AttributeValue::DebugLineStrRef(o) => Value::Str(Str::LineStrp(o.0)),
+            AttributeValue::DebugStrOffsetsIndex(i) => Value::Str(Str::Index(i.0)),
+            AttributeValue::DebugStrRefSup(o) => Value::Str(Str::Sup(o.0)),
+            AttributeValue::Exprloc(e) => Value::Block(e.0.slice()),
+            AttributeValue::Block(b) => Value::Block(b.slice()),
+            _ => Value::Other,
+        }
+    }
+
+    /// A constant as an unsigned number (negative: none).
+    fn unsigned(&self) -> Option<u64> {
+        match *self {
+            Value::U(u) => Some(u),
+            Value::S(s) => u64::try_from(s).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl<'d> DieReader<'_, 'd> {
+    /// Stores a decoded attribute in its field.
+    fn store(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: Value<'d>) {
+        match field {
+            Field::Name => {
+                a.name = match v {
+                    Value::Str(s) => s,
+                    _ => Str::None,
+                }
+            }
+            Field::Type => {
+                a.ty = self.unit_ref(&v);
+                if a.ty.is_none() {
+                    a.foreign_type = Some(form);
+                }
+            }
+            Field::Specification => a.specification = self.unit_ref(&v),
+            Field::ByteSize => a.byte_size = v.unsigned(),
+            Field::BitSize => a.bit_size = v.unsigned(),
+            Field::Encoding => a.encoding = v.unsigned(),
+            Field::Declaration => a.declaration = !matches!(v, Value::Flag(false)),
+            Field::External => a.external = !matches!(v, Value::Flag(false)),
+            Field::MemberLocation => {
+                a.member_location = match v {
+                    Value::Block(b) => plus_uconst(self.slice(b)),
+                    _ => v.unsigned(),
+                }
+            }
+            Field::DataBitOffset => a.data_bit_offset = v.unsigned(),
+            Field::BitOffset => {
+                a.bit_offset = match v {
+                    Value::S(s) => Some(s),
+                    _ => v.unsigned().and_then(|u| i64::try_from(u).ok()),
+                }
+            }
+            Field::ConstValue => {
+                a.const_value = match v {
+                    Value::U(u) => Some(Const::Unsigned(u)),
+                    Value::S(s) => Some(Const::Signed(s)),
+                    Value::Str(s) => Some(Const::Str(s)),
+                    Value::Block(_) => Some(Const::Block),
+                    _ => None,
+                }
+            }
+            Field::Count => {
+                a.has_bound = true;
+                a.count = v.unsigned();
+            }
+            Field::UpperBound => {
+                a.has_bound = true;
+                a.upper_bound = match v {
+                    // -1 is how some producers spell "no elements".
+                    Value::S(-1) => None,
+                    _ => v.unsigned(),
+                }
+            }
+            Field::Location => {
+                if let Value::Block(b) = v {
+                    a.location = single_addr(self.slice(b), self.encoding.address_size);
+                }
+            }
+            Field::Language => a.language = v.unsigned(),
+        }
+    }
+
+    /// A reference as an offset in this unit, if it points into it.
+    fn unit_ref(&self, v: &Value<'d>) -> Option<u32> {
+        let len = self.entries_start + self.entries_len;
+        let off = match *v {
+            Value::Ref(DieRef::Unit(o)) => o,
+            Value::Ref(DieRef::Info(g)) => g.checked_sub(self.unit_offset)?,
+            _ => return None,
+        };
+        if off == 0 || off >= len {
+            return None;
+        }
+        u32::try_from(off).ok()
+    }
+
+    fn slice(&self, b: &'d [u8]) -> Reader<'d> {
+        gimli::EndianSlice::new(b, self.input.endian())
+    }
+}
+
+/// DW_AT_data_member_location as an expression: DWARF 2's
+/// `DW_OP_plus_uconst N`.
+fn plus_uconst(mut e: Reader<'_>) -> Option<u64> {
+    if e.read_u8().ok()? == dw::DW_OP_plus_uconst.0 {
+        return e.read_uleb128().ok();
+    }
+    None
+}
+
+/// The address of a location expression that is exactly `DW_OP_addr X`
+/// (a variable with a fixed address), else `None`.
+fn single_addr(mut e: Reader<'_>, address_size: u8) -> Option<u64> {
+    if e.read_u8().ok()? != dw::DW_OP_addr.0 {
+        return None;
+    }
+    let addr = e.read_address(address_size).ok()?;
+    e.is_empty().then_some(addr)
+}

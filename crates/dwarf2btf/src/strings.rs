@@ -1,0 +1,105 @@
+//! The string section of a BTF under construction (one per segment, one for
+//! the output).
+//!
+//! Every string is stored once; a string the base BTF has (split BTF of a
+//! module) keeps the base's offset, as libbpf does. Units of a segment write
+//! into the segment's table directly, so their strings are interned once,
+//! not once per unit and again per segment. Names that are .debug_str
+//! offsets (DW_FORM_strp) are cached by that offset: the linker merges equal
+//! strings of .debug_str, so the cache answers most names without hashing
+//! their bytes.
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use btf::Btf;
+use rustc_hash::FxHashMap;
+
+pub struct Strings {
+    base: Option<Arc<Btf>>,
+    /// Offset of the first own string: the base's string section size.
+    start: u32,
+    /// Own strings, starting with the empty string.
+    bytes: Vec<u8>,
+    /// Hash of a string -> its own offset. On a collision with a different
+    /// string the next hash value is tried (open addressing on the key), so
+    /// no entry needs more than one slot.
+    map: FxHashMap<u64, u32>,
+    /// .debug_str offset -> offset here.
+    strp: FxHashMap<usize, u32>,
+}
+
+impl Strings {
+    pub fn new(base: Option<Arc<Btf>>) -> Strings {
+        let start = base.as_ref().map_or(0, |b| b.strings_end());
+        Strings {
+            base,
+            start,
+            bytes: vec![0],
+            map: FxHashMap::default(),
+            strp: FxHashMap::default(),
+        }
+    }
+
+    /// The offset of `s`, added if new. The empty string is 0.
+    pub fn add(&mut self, s: &[u8]) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        if let Some(base) = &self.base {
+            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| base.find_str(s)) {
+                return off;
+            }
+        }
+        let mut h = rustc_hash::FxBuildHasher.hash_one(s);
+        loop {
+            match self.map.get(&h) {
+                Some(&off) if self.own(off) == s => return self.start + off,
+                Some(_) => h = h.wrapping_add(0x9e37_79b9_7f4a_7c15),
+                None => break,
+            }
+        }
+        let off = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(s);
+        self.bytes.push(0);
+        self.map.insert(h, off);
+        self.start + off
+    }
+
+    /// The offset of the string at .debug_str offset `strp`; `bytes` reads
+    /// it when it is not cached yet.
+    pub fn add_strp<'d>(&mut self, strp: usize, bytes: impl FnOnce() -> Option<&'d [u8]>) -> u32 {
+        if let Some(&off) = self.strp.get(&strp) {
+            return off;
+        }
+        let off = bytes().map_or(0, |s| self.add(s));
+        self.strp.insert(strp, off);
+        off
+    }
+
+    /// The string at `off` ("" when out of range).
+    pub fn get(&self, off: u32) -> &[u8] {
+        match off.checked_sub(self.start) {
+            Some(own) => self.own(own),
+            None => self
+                .base
+                .as_ref()
+                .and_then(|b| b.str_at(off).ok())
+                .map_or(&[], str::as_bytes),
+        }
+    }
+
+    fn own(&self, off: u32) -> &[u8] {
+        let rest = self.bytes.get(off as usize..).unwrap_or(&[]);
+        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+    }
+
+    pub fn base(&self) -> Option<&Arc<Btf>> {
+        self.base.as_ref()
+    }
+
+    /// The own string section (what follows the base's).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
