@@ -18,7 +18,7 @@ use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
-use crate::dies::{Attrs, Const, Die, DieReader, Str};
+use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, Reader};
 use crate::strings::Strings;
@@ -326,7 +326,7 @@ pub fn convert_unit<'a, 'd>(
         unknown_tags: 0,
         member_tags_for: None,
     };
-    let mut dies = DieReader::new(unit).map_err(|e| err(e, 0))?;
+    let mut dies = DieReader::new(unit, Fields::TYPES).map_err(|e| err(e, 0))?;
     loop {
         let at = dies.offset();
         let Some(die) = dies.next().map_err(|e| err(e, at))? else {

@@ -37,9 +37,54 @@ enum Field {
     Location,
     Specification,
     Language,
+    Sibling,
+    AbstractOrigin,
+}
+
+/// A set of [`Field`]s: what a reader decodes (the rest is skipped).
+#[derive(Clone, Copy)]
+pub struct Fields(u32);
+
+impl Fields {
+    /// What the type converter reads.
+    pub const TYPES: Fields = Fields(
+        Field::Name.bit()
+            | Field::Type.bit()
+            | Field::ByteSize.bit()
+            | Field::BitSize.bit()
+            | Field::Encoding.bit()
+            | Field::Declaration.bit()
+            | Field::External.bit()
+            | Field::MemberLocation.bit()
+            | Field::DataBitOffset.bit()
+            | Field::BitOffset.bit()
+            | Field::ConstValue.bit()
+            | Field::Count.bit()
+            | Field::UpperBound.bit()
+            | Field::Location.bit()
+            | Field::Specification.bit()
+            | Field::Language.bit(),
+    );
+    /// What a walk over functions and their parameters reads.
+    pub const FUNCS: Fields = Fields(
+        Field::Name.bit()
+            | Field::Type.bit()
+            | Field::Declaration.bit()
+            | Field::Specification.bit()
+            | Field::AbstractOrigin.bit()
+            | Field::Sibling.bit(),
+    );
+
+    fn has(self, f: Field) -> bool {
+        self.0 & f.bit() != 0
+    }
 }
 
 impl Field {
+    const fn bit(self) -> u32 {
+        1 << self as u32
+    }
+
     fn of(name: dw::DwAt) -> Option<Field> {
         Some(match name {
             dw::DW_AT_name => Field::Name,
@@ -58,6 +103,8 @@ impl Field {
             dw::DW_AT_location => Field::Location,
             dw::DW_AT_specification => Field::Specification,
             dw::DW_AT_language => Field::Language,
+            dw::DW_AT_sibling => Field::Sibling,
+            dw::DW_AT_abstract_origin => Field::AbstractOrigin,
             _ => return None,
         })
     }
@@ -154,6 +201,9 @@ pub struct Attrs<'d> {
     pub location: Option<u64>,
     pub specification: Option<u32>,
     pub language: Option<u64>,
+    /// DW_AT_sibling: where the DIE's next sibling starts.
+    pub sibling: Option<u32>,
+    pub abstract_origin: Option<u32>,
 }
 
 /// One step of an abbreviation's plan.
@@ -177,6 +227,7 @@ struct Plan {
 }
 
 /// A DIE as the converter sees it.
+#[derive(Clone, Copy)]
 pub struct Die<'d> {
     /// Offset in the unit.
     pub offset: u64,
@@ -189,6 +240,19 @@ pub struct Die<'d> {
 
 /// Reads the DIEs of one unit in order.
 pub struct DieReader<'a, 'd> {
+    cur: Cursor<'a, 'd>,
+    /// Plans by abbreviation code (dense codes); sparse codes use `sparse`.
+    plans: Vec<Option<Plan>>,
+    sparse: Vec<(u64, Plan)>,
+    fields: Fields,
+    depth: isize,
+    /// The DIE `next` returned last, decoded in place (no copies of
+    /// `Attrs` per DIE).
+    die: Die<'d>,
+}
+
+/// Where the reader is in the unit's bytes, and how to read them.
+struct Cursor<'a, 'd> {
     unit: &'a gimli::Unit<Reader<'d>>,
     input: Reader<'d>,
     /// Offset of the unit in .debug_info.
@@ -196,119 +260,218 @@ pub struct DieReader<'a, 'd> {
     /// Offset in the unit of the entries' first byte.
     entries_start: u64,
     entries_len: u64,
-    /// Plans by abbreviation code (dense codes); sparse codes use `sparse`.
-    plans: Vec<Option<Plan>>,
-    sparse: Vec<(u64, Plan)>,
-    depth: isize,
     encoding: gimli::Encoding,
 }
 
-/// Abbreviation codes up to this are planned in a vector.
+/// Abbreviation codes below this are planned in a vector.
 const DENSE_CODES: u64 = 1 << 16;
 
 impl<'a, 'd> DieReader<'a, 'd> {
-    pub fn new(unit: &'a gimli::Unit<Reader<'d>>) -> gimli::Result<DieReader<'a, 'd>> {
+    /// A reader of `unit` that decodes `fields`.
+    pub fn new(
+        unit: &'a gimli::Unit<Reader<'d>>,
+        fields: Fields,
+    ) -> gimli::Result<DieReader<'a, 'd>> {
         let start = unit.header.header_size();
         let input = unit.header.range_from(UnitOffset(start)..)?;
         Ok(DieReader {
-            unit,
-            unit_offset: unit
-                .header
-                .offset()
-                .as_debug_info_offset()
-                .map_or(0, |o| o.0 as u64),
-            entries_start: start as u64,
-            entries_len: input.len() as u64,
-            input,
+            cur: Cursor {
+                unit,
+                unit_offset: unit
+                    .header
+                    .offset()
+                    .as_debug_info_offset()
+                    .map_or(0, |o| o.0 as u64),
+                entries_start: start as u64,
+                entries_len: input.len() as u64,
+                input,
+                encoding: unit.encoding(),
+            },
             plans: Vec::new(),
             sparse: Vec::new(),
+            fields,
             depth: 0,
-            encoding: unit.encoding(),
+            die: Die {
+                offset: 0,
+                tag: dw::DW_TAG_null,
+                has_children: false,
+                depth: 0,
+                attrs: Attrs::default(),
+            },
         })
     }
 
     /// Offset in the unit of the next byte to read.
     pub fn offset(&self) -> u64 {
-        self.entries_start + self.entries_len - self.input.len() as u64
+        self.cur.offset()
     }
 
     /// The next DIE, skipping null entries; `None` at the end of the unit.
-    pub fn next(&mut self) -> gimli::Result<Option<Die<'d>>> {
+    pub fn next(&mut self) -> gimli::Result<Option<&Die<'d>>> {
         loop {
-            if self.input.is_empty() {
+            if self.cur.input.is_empty() {
                 return Ok(None);
             }
-            let offset = self.offset();
-            let code = self.input.read_uleb128()?;
+            let offset = self.cur.offset();
+            let code = self.cur.input.read_uleb128()?;
             if code == 0 {
                 self.depth -= 1;
                 continue;
             }
-            let depth = self.depth;
-            let (tag, has_children, attrs) = self.read_die(code)?;
-            if has_children {
+            let plan = plan(
+                &mut self.plans,
+                &mut self.sparse,
+                &self.cur,
+                self.fields,
+                code,
+            )?;
+            self.die.attrs = Attrs::default();
+            self.cur.run(&plan.steps, &mut self.die.attrs)?;
+            self.die.offset = offset;
+            self.die.tag = plan.tag;
+            self.die.has_children = plan.has_children;
+            self.die.depth = self.depth;
+            if plan.has_children {
                 self.depth += 1;
             }
-            return Ok(Some(Die {
-                offset,
-                tag,
-                has_children,
-                depth,
-                attrs,
-            }));
+            return Ok(Some(&self.die));
         }
     }
 
-    fn read_die(&mut self, code: u64) -> gimli::Result<(dw::DwTag, bool, Attrs<'d>)> {
-        // The plan is taken out while it runs (the steps borrow `self`).
-        let plan = self.take_plan(code)?;
-        let mut a = Attrs::default();
-        let r = self.run(&plan.steps, &mut a);
-        let out = (plan.tag, plan.has_children, a);
-        self.put_plan(code, plan);
-        r.map(|()| out)
+    /// Moves past the children of the DIE `next` returned last: in one step
+    /// when it has a DW_AT_sibling, else by reading them.
+    pub fn skip_children(&mut self) -> gimli::Result<()> {
+        let die = &self.die;
+        if !die.has_children {
+            return Ok(());
+        }
+        let depth = die.depth;
+        if let Some(sib) = die
+            .attrs
+            .sibling
+            .filter(|&s| u64::from(s) > self.cur.offset())
+        {
+            self.cur.input = self
+                .cur
+                .unit
+                .header
+                .range_from(UnitOffset(sib as usize)..)?;
+            self.depth = depth;
+            return Ok(());
+        }
+        // No sibling pointer: read through to the null entry that ends
+        // the children (not past it: `next` would read the DIE after).
+        let mut scratch = Attrs::default();
+        while self.depth > depth && !self.cur.input.is_empty() {
+            let code = self.cur.input.read_uleb128()?;
+            if code == 0 {
+                self.depth -= 1;
+                continue;
+            }
+            let plan = plan(
+                &mut self.plans,
+                &mut self.sparse,
+                &self.cur,
+                self.fields,
+                code,
+            )?;
+            self.cur.run(&plan.steps, &mut scratch)?;
+            if plan.has_children {
+                self.depth += 1;
+            }
+        }
+        Ok(())
     }
 
-    fn take_plan(&mut self, code: u64) -> gimli::Result<Plan> {
-        let planned = if code < DENSE_CODES {
-            self.plans.get_mut(code as usize).and_then(Option::take)
-        } else {
-            self.sparse
-                .iter()
-                .position(|p| p.0 == code)
-                .map(|i| self.sparse.swap_remove(i).1)
+    /// The DIE at `offset` in the unit (its depth unknown: 0), read
+    /// without moving the reader.
+    pub fn die_at(&mut self, offset: u32) -> gimli::Result<Option<Die<'d>>> {
+        let saved = self.cur.input;
+        self.cur.input = self
+            .cur
+            .unit
+            .header
+            .range_from(UnitOffset(offset as usize)..)?;
+        let die = self.read_one(offset);
+        self.cur.input = saved;
+        die
+    }
+
+    fn read_one(&mut self, offset: u32) -> gimli::Result<Option<Die<'d>>> {
+        let code = self.cur.input.read_uleb128()?;
+        if code == 0 {
+            return Ok(None);
+        }
+        let plan = plan(
+            &mut self.plans,
+            &mut self.sparse,
+            &self.cur,
+            self.fields,
+            code,
+        )?;
+        let mut die = Die {
+            offset: u64::from(offset),
+            tag: plan.tag,
+            has_children: plan.has_children,
+            depth: 0,
+            attrs: Attrs::default(),
         };
-        match planned {
-            Some(p) => Ok(p),
+        self.cur.run(&plan.steps, &mut die.attrs)?;
+        Ok(Some(die))
+    }
+}
+
+/// The plan of abbreviation `code`, compiled on first use.
+fn plan<'p>(
+    plans: &'p mut Vec<Option<Plan>>,
+    sparse: &'p mut Vec<(u64, Plan)>,
+    cur: &Cursor<'_, '_>,
+    fields: Fields,
+    code: u64,
+) -> gimli::Result<&'p Plan> {
+    let compile = || {
+        cur.unit
+            .abbreviations
+            .get(code)
+            .map(|a| cur.compile(a, fields))
+            .ok_or(gimli::Error::UnknownAbbreviation(code))
+    };
+    if code < DENSE_CODES {
+        let i = code as usize;
+        if plans.len() <= i {
+            plans.resize_with(i + 1, || None);
+        }
+        let slot = plans
+            .get_mut(i)
+            .ok_or(gimli::Error::UnknownAbbreviation(code))?;
+        if slot.is_none() {
+            *slot = Some(compile()?);
+        }
+        slot.as_ref().ok_or(gimli::Error::UnknownAbbreviation(code))
+    } else {
+        let i = match sparse.iter().position(|p| p.0 == code) {
+            Some(i) => i,
             None => {
-                let abbrev = self
-                    .unit
-                    .abbreviations
-                    .get(code)
-                    .ok_or(gimli::Error::UnknownAbbreviation(code))?;
-                Ok(self.compile(abbrev))
+                sparse.push((code, compile()?));
+                sparse.len() - 1
             }
-        }
+        };
+        sparse
+            .get(i)
+            .map(|p| &p.1)
+            .ok_or(gimli::Error::UnknownAbbreviation(code))
+    }
+}
+
+impl<'d> Cursor<'_, 'd> {
+    fn offset(&self) -> u64 {
+        self.entries_start + self.entries_len - self.input.len() as u64
     }
 
-    fn put_plan(&mut self, code: u64, plan: Plan) {
-        if code < DENSE_CODES {
-            let i = code as usize;
-            if self.plans.len() <= i {
-                self.plans.resize_with(i + 1, || None);
-            }
-            if let Some(slot) = self.plans.get_mut(i) {
-                *slot = Some(plan);
-            }
-        } else {
-            self.sparse.push((code, plan));
-        }
-    }
-
-    fn compile(&self, abbrev: &gimli::Abbreviation) -> Plan {
+    fn compile(&self, abbrev: &gimli::Abbreviation, fields: Fields) -> Plan {
         let mut steps = Vec::new();
         for spec in abbrev.attributes() {
-            let field = Field::of(spec.name());
+            let field = Field::of(spec.name()).filter(|&f| fields.has(f));
             // DWARF 2 and 3 spell location list offsets as data4/data8:
             // gimli tells them from constants by the attribute.
             let offset_like = self.encoding.version < 4
@@ -557,7 +720,7 @@ impl<'d> Value<'d> {
     }
 }
 
-impl<'d> DieReader<'_, 'd> {
+impl<'d> Cursor<'_, 'd> {
     /// Stores a decoded attribute in its field.
     fn store(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: Value<'d>) {
         match field {
@@ -574,6 +737,8 @@ impl<'d> DieReader<'_, 'd> {
                 }
             }
             Field::Specification => a.specification = self.unit_ref(&v),
+            Field::AbstractOrigin => a.abstract_origin = self.unit_ref(&v),
+            Field::Sibling => a.sibling = self.unit_ref(&v),
             Field::ByteSize => a.byte_size = v.unsigned(),
             Field::BitSize => a.bit_size = v.unsigned(),
             Field::Encoding => a.encoding = v.unsigned(),

@@ -3,7 +3,7 @@
 //! true signature, and every global variable.
 
 pub mod convert;
-mod dies;
+pub(crate) mod dies;
 pub mod embed;
 pub mod encode;
 pub mod error;

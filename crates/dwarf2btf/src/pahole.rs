@@ -10,9 +10,10 @@
 use std::collections::HashSet;
 
 use btf::{Btf, Param, Type, TypeData, TypeId};
-use gimli::{constants as dw, AttributeValue, UnitOffset};
+use gimli::{constants as dw, UnitOffset};
 
 use crate::convert::UnitBuilder;
+use crate::dies::{Attrs, DieReader, Fields};
 use crate::encode::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
 
@@ -32,82 +33,85 @@ pub struct Candidate {
 /// carry neither themselves).
 fn name_and_type<'d>(
     cx: &UnitContext<'_, 'd>,
-    off: UnitOffset,
-) -> gimli::Result<(Option<&'d [u8]>, Option<UnitOffset>)> {
-    let mut off = off;
-    let mut name = None;
-    let mut ty = None;
+    dies: &mut DieReader<'_, 'd>,
+    attrs: &Attrs<'d>,
+) -> gimli::Result<(Option<&'d [u8]>, Option<u32>)> {
+    let mut name = attrs.name.bytes(cx.dwarf, cx.unit);
+    let mut ty = attrs.ty;
+    let mut next = attrs.abstract_origin.or(attrs.specification);
     for _ in 0..4 {
-        let entry = cx.unit.entry(off)?;
-        let mut next = None;
-        let mut attrs = entry.attrs();
-        while let Some(a) = attrs.next()? {
-            match (a.name(), a.value()) {
-                (dw::DW_AT_name, v) if name.is_none() => {
-                    name = cx.dwarf.attr_string(cx.unit, v).ok().map(|r| r.slice())
-                }
-                (dw::DW_AT_type, AttributeValue::UnitRef(t)) if ty.is_none() => ty = Some(t),
-                (
-                    dw::DW_AT_abstract_origin | dw::DW_AT_specification,
-                    AttributeValue::UnitRef(o),
-                ) => next = Some(o),
-                _ => {}
-            }
-        }
-        match next {
-            Some(o) if name.is_none() || ty.is_none() => off = o,
-            _ => break,
-        }
+        let Some(at) = next.filter(|_| name.is_none() || ty.is_none()) else {
+            break;
+        };
+        let Some(die) = dies.die_at(at)? else { break };
+        name = name.or_else(|| die.attrs.name.bytes(cx.dwarf, cx.unit));
+        ty = ty.or(die.attrs.ty);
+        next = die.attrs.abstract_origin.or(die.attrs.specification);
     }
     Ok((name, ty))
 }
 
 impl PaholeFuncs {
+    /// The unit's top-level function definitions whose name an ELF
+    /// function symbol has, with their parameters. Only the unit's top
+    /// level and the functions' direct children are read: every other
+    /// subtree is skipped (through DW_AT_sibling when the producer gives it).
     fn candidates(&self, cx: &UnitContext<'_, '_>) -> gimli::Result<Vec<Candidate>> {
         let mut out = Vec::new();
-        let mut tree = cx.unit.entries_tree(None)?;
-        let root = tree.root()?;
-        let mut children = root.children();
-        let type_of = |t: Option<UnitOffset>| t.map_or(0, |t| cx.types.type_id(t).unwrap_or(0));
-        while let Some(node) = children.next()? {
-            let entry = node.entry();
-            if entry.tag() != dw::DW_TAG_subprogram {
-                continue;
-            }
-            if matches!(
-                entry.attr_value(dw::DW_AT_declaration)?,
-                Some(AttributeValue::Flag(true))
-            ) {
-                continue;
-            }
-            let (name, ret) = name_and_type(cx, entry.offset())?;
-            let Some(name) = name.and_then(|n| std::str::from_utf8(n).ok()) else {
-                continue;
-            };
-            let mut c = Candidate {
-                name: name.to_owned(),
-                ret: type_of(ret),
-                params: Vec::new(),
-                varargs: false,
-            };
-            let mut named = true;
-            let mut params = node.children();
-            while let Some(p) = params.next()? {
-                match p.entry().tag() {
-                    dw::DW_TAG_formal_parameter => {
-                        let (pname, pty) = name_and_type(cx, p.entry().offset())?;
-                        match pname.and_then(|n| std::str::from_utf8(n).ok()) {
-                            Some(n) => c.params.push((n.to_owned(), type_of(pty))),
-                            None => named = false,
-                        }
-                    }
-                    dw::DW_TAG_unspecified_parameters => c.varargs = true,
-                    _ => {}
+        let mut dies = DieReader::new(cx.unit, Fields::FUNCS)?;
+        let type_of =
+            |t: Option<u32>| t.map_or(0, |t| cx.types.type_id(UnitOffset(t as usize)).unwrap_or(0));
+        // The function being read, and whether all its parameters are named.
+        let mut current: Option<(Candidate, bool)> = None;
+        while let Some(die) = dies.next()? {
+            let (depth, tag) = (die.depth, die.tag);
+            if depth <= 1 {
+                if let Some((c, true)) = current.take() {
+                    out.push(c);
                 }
             }
-            if named {
-                out.push(c);
+            match depth {
+                0 => continue,
+                1 if tag == dw::DW_TAG_subprogram && !die.attrs.declaration => {
+                    let attrs = die.attrs;
+                    let (name, ret) = name_and_type(cx, &mut dies, &attrs)?;
+                    let name = name.and_then(|n| std::str::from_utf8(n).ok());
+                    match name.filter(|n| cx.elf.func_names.contains(n)) {
+                        Some(name) => {
+                            let c = Candidate {
+                                name: name.to_owned(),
+                                ret: type_of(ret),
+                                params: Vec::new(),
+                                varargs: false,
+                            };
+                            current = Some((c, true));
+                            continue;
+                        }
+                        None => dies.skip_children()?,
+                    }
+                }
+                2 => {
+                    if let Some((c, named)) = &mut current {
+                        match tag {
+                            dw::DW_TAG_formal_parameter => {
+                                let attrs = die.attrs;
+                                let (pname, pty) = name_and_type(cx, &mut dies, &attrs)?;
+                                match pname.and_then(|n| std::str::from_utf8(n).ok()) {
+                                    Some(n) => c.params.push((n.to_owned(), type_of(pty))),
+                                    None => *named = false,
+                                }
+                            }
+                            dw::DW_TAG_unspecified_parameters => c.varargs = true,
+                            _ => {}
+                        }
+                    }
+                    dies.skip_children()?;
+                }
+                _ => dies.skip_children()?,
             }
+        }
+        if let Some((c, true)) = current {
+            out.push(c);
         }
         Ok(out)
     }
@@ -118,13 +122,11 @@ impl FuncPolicy for PaholeFuncs {
 
     fn unit(&self, cx: &UnitContext<'_, '_>, _out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
         let offset = cx.types.unit_offset().0 as u64;
-        let mut c = self.candidates(cx).map_err(|e| Error::Dwarf {
+        self.candidates(cx).map_err(|e| Error::Dwarf {
             path: cx.path.to_owned(),
             offset,
             source: e,
-        })?;
-        c.retain(|c| cx.elf.func_names.contains(c.name.as_str()));
-        Ok(c)
+        })
     }
 
     fn referenced(&self, unit: &Vec<Candidate>, ids: &mut Vec<TypeId>) {
