@@ -344,7 +344,7 @@ pub fn convert_unit<'a, 'd>(
         while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
             conv.close();
         }
-        conv.die(&die);
+        conv.die(die);
     }
     while !conv.stack.is_empty() {
         conv.close();
