@@ -1,9 +1,10 @@
 //! The encoding pipeline: ELF + DWARF -> one deduplicated BTF.
 //!
 //! Invariant: the output depends only on the input and the options, never on
-//! the number of threads. The units are cut into fixed segments of
-//! [`SEGMENT`] consecutive units; segments are encoded in parallel (rayon),
-//! each one sequentially: its units' types (`convert.rs`), the function
+//! the number of threads. The units are cut into segments of consecutive
+//! units, about [`SEGMENT_BYTES`] of DWARF each (a cut that depends only on
+//! the input); segments are encoded in parallel, largest first, each one
+//! sequentially: its units' types (`convert.rs`), the function
 //! policy's and the variables' types, appended in unit order, then
 //! deduplicated on their own. The deduplicated segments are appended to the
 //! output in segment order and deduplicated once more. Dedup merges only
@@ -19,11 +20,11 @@
 //! everything else and removed after the dedup, when its `type` field says
 //! where that id went.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use btf::{Btf, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
-use rayon::prelude::*;
 
 use crate::convert::{self, ConvertOptions, ConvertedUnit, UnitBuilder, UnitTypes};
 use crate::error::{Error, Result};
@@ -140,10 +141,12 @@ pub struct Encoded {
     pub types_before_dedup: u32,
 }
 
-/// Units per segment: a segment's dedup removes most of the duplication
-/// between its units (they share headers); segments must be many enough to
-/// keep every core busy and small enough to bound memory.
-pub const SEGMENT: usize = 96;
+/// DWARF bytes per segment: a segment's dedup removes most of the
+/// duplication between its units (they share headers); segments must be
+/// many enough to keep every core busy and small enough to bound memory.
+/// Cutting by bytes, not by units, gives segments of similar cost (units
+/// range from a few KiB to MiBs).
+pub const SEGMENT_BYTES: usize = 6 << 20;
 
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
@@ -209,7 +212,7 @@ pub fn encode_with<P: FuncPolicy>(
     let mut warnings = Vec::new();
     let mut policy_units = Vec::new();
     let mut secinfos = Vec::new();
-    let segments: Vec<&[gimli::UnitHeader<Reader<'_>>]> = headers.chunks(SEGMENT).collect();
+    let segments = cut_segments(&headers);
     let seg_cx = SegmentContext {
         path,
         dwarf: &dwarf,
@@ -227,11 +230,8 @@ pub fn encode_with<P: FuncPolicy>(
         dedup: !opts.no_dedup && segments.len() > 1,
     };
     progress.stage("converting compilation units", headers.len() as u64);
-    let results: Vec<Result<Segment<P::Unit>>> = pool.install(|| {
-        segments
-            .par_iter()
-            .map(|units| encode_segment(&seg_cx, units, policy))
-            .collect()
+    let results = run_largest_first(&pool, &segments, |units| {
+        encode_segment(&seg_cx, units, policy)
     });
     progress.stage("merging", 0);
     let mut sink = Sink::new(base);
@@ -271,6 +271,58 @@ pub fn encode_with<P: FuncPolicy>(
         warnings,
         types_before_dedup,
     })
+}
+
+/// Cuts the units into runs of about [`SEGMENT_BYTES`].
+fn cut_segments<'h, 'd>(
+    headers: &'h [gimli::UnitHeader<Reader<'d>>],
+) -> Vec<&'h [gimli::UnitHeader<Reader<'d>>]> {
+    let mut segments = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, h) in headers.iter().enumerate() {
+        bytes += h.length_including_self();
+        if bytes >= SEGMENT_BYTES {
+            segments.extend(headers.get(start..=i));
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < headers.len() || segments.is_empty() {
+        segments.extend(headers.get(start..));
+    }
+    segments
+}
+
+/// Runs `f` on every segment on the pool's threads, the largest segments
+/// first (the longest jobs must not be the last ones), and returns the
+/// results in segment order.
+fn run_largest_first<'h, 'd, R: Send>(
+    pool: &rayon::ThreadPool,
+    segments: &[&'h [gimli::UnitHeader<Reader<'d>>]],
+    f: impl Fn(&'h [gimli::UnitHeader<Reader<'d>>]) -> R + Sync,
+) -> Vec<R> {
+    let size = |units: &[gimli::UnitHeader<Reader<'d>>]| -> usize {
+        units.iter().map(|h| h.length_including_self()).sum()
+    };
+    let mut order: Vec<usize> = (0..segments.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(segments.get(i).map_or(0, |s| size(s))));
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = segments.iter().map(|_| Mutex::new(None)).collect();
+    pool.scope(|scope| {
+        for _ in 0..pool.current_num_threads() {
+            scope.spawn(|_| {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if let (Some(units), Some(slot)) = (segments.get(i), slots.get(i)) {
+                        let r = f(units);
+                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
 }
 
 struct UnitOut<U> {
