@@ -261,6 +261,12 @@ impl Btf {
         id
     }
 
+    /// This object's own types and string section, taken out (the inverse
+    /// of [`Btf::set_contents`]).
+    pub fn into_contents(self) -> (Vec<Type>, Vec<u8>) {
+        (self.types, self.strings)
+    }
+
     /// Replaces this object's types and strings wholesale (dedup's output).
     pub fn set_contents(&mut self, types: Vec<Type>, strings: Vec<u8>) {
         self.types = types;

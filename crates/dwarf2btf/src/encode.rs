@@ -481,9 +481,15 @@ fn take_anchors(btf: &mut Btf, count: usize) -> Option<Vec<TypeId>> {
         }
         *ids.get_mut(usize::try_from(component_idx).ok()?)? = ty;
     }
-    let kept = types.get(..keep)?.to_vec();
-    let strings = btf.string_section().to_vec();
-    btf.set_contents(kept, strings);
+    let base = btf.base().cloned();
+    let whole = std::mem::replace(btf, Btf::new());
+    let (mut types, strings) = whole.into_contents();
+    types.truncate(keep);
+    *btf = match base {
+        Some(b) => Btf::new_split(b),
+        None => Btf::new(),
+    };
+    btf.set_contents(types, strings);
     Some(ids)
 }
 
@@ -635,9 +641,10 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
         to: sink.next_id(),
     };
     let str_start = piece.start_str_off();
-    let str_map = intern_all(sink, piece.string_section());
-    for t in piece.own_types() {
-        let mut t = t.clone();
+    let (types, strings) = piece.into_contents();
+    let str_map = intern_all(sink, &strings);
+    sink.types.reserve(types.len());
+    for mut t in types {
         t.for_each_str_mut(|s| {
             if *s >= str_start {
                 *s = str_map.get((*s - str_start) as usize).copied().unwrap_or(0);

@@ -229,7 +229,7 @@ pub struct ElfInfo<'a> {
     /// ET_REL (a kernel module): symbol values are section offsets.
     pub relocatable: bool,
     /// Names of the STT_FUNC symbols.
-    pub func_names: std::collections::HashSet<&'a str>,
+    pub func_names: rustc_hash::FxHashSet<&'a str>,
 }
 
 impl<'a> ElfInfo<'a> {

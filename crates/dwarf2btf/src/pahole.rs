@@ -7,7 +7,7 @@
 //! "first" is the first in unit order and DIE order, so the choice does not
 //! depend on threads (pahole's -j made it racy).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, UnitOffset};
@@ -137,7 +137,7 @@ impl FuncPolicy for PaholeFuncs {
     }
 
     fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
-        let mut done: HashSet<String> = HashSet::new();
+        let mut done: FxHashSet<String> = FxHashSet::default();
         for (remap, cands) in units {
             for c in cands {
                 if done.contains(&c.name) {
