@@ -419,10 +419,10 @@ impl<'a, 'd> Conv<'a, 'd> {
         let has_children = die.has_children;
         let open = match tag {
             dw::DW_TAG_base_type => {
-                let a = die.attrs;
-                let t = self.base_type(&a);
+                let a = &die.attrs;
+                let t = self.base_type(a);
                 let (_, id) = self.push_type(off, t);
-                if self.int_id.is_none() && self.name_bytes(&a) == Some(b"int") {
+                if self.int_id.is_none() && self.name_bytes(a) == Some(b"int") {
                     self.int_id = Some(id);
                 }
                 None
@@ -431,7 +431,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             | dw::DW_TAG_const_type
             | dw::DW_TAG_volatile_type
             | dw::DW_TAG_restrict_type => {
-                let a = die.attrs;
+                let a = &die.attrs;
                 let ty = a.ty.unwrap_or(0);
                 let data = match tag {
                     dw::DW_TAG_pointer_type => TypeData::Ptr { ty },
@@ -446,8 +446,8 @@ impl<'a, 'd> Conv<'a, 'd> {
                 })
             }
             dw::DW_TAG_typedef => {
-                let a = die.attrs;
-                let name = self.name(&a);
+                let a = &die.attrs;
+                let name = self.name(a);
                 let (idx, _) = self.push_type(
                     off,
                     Type::new(
@@ -460,8 +460,8 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Typedef { idx })
             }
             dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
-                let a = die.attrs;
-                let name = self.name(&a);
+                let a = &die.attrs;
+                let name = self.name(a);
                 let is_union = tag == dw::DW_TAG_union_type;
                 if a.declaration {
                     let mut t = Type::new(name, TypeData::Fwd);
@@ -482,8 +482,8 @@ impl<'a, 'd> Conv<'a, 'd> {
                 }
             }
             dw::DW_TAG_enumeration_type => {
-                let a = die.attrs;
-                let name = self.name(&a);
+                let a = &die.attrs;
+                let name = self.name(a);
                 // pahole takes an enum without a size (a declaration) as int.
                 let size = a.byte_size.filter(|&b| b != 0).unwrap_or(4);
                 // Signedness comes from the underlying type (DW_AT_type),
@@ -509,7 +509,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Enum { idx, signed, is64 })
             }
             dw::DW_TAG_array_type => {
-                let a = die.attrs;
+                let a = &die.attrs;
                 self.needs_index = true;
                 let (idx, _) = self.push_type(
                     off,
@@ -529,7 +529,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 })
             }
             dw::DW_TAG_subroutine_type => {
-                let a = die.attrs;
+                let a = &die.attrs;
                 let (idx, _) = self.push_type(
                     off,
                     Type::new(
@@ -552,13 +552,13 @@ impl<'a, 'd> Conv<'a, 'd> {
                 Some(Open::Other { var: None })
             }
             dw::DW_TAG_atomic_type | dw::DW_TAG_immutable_type | dw::DW_TAG_shared_type => {
-                let a = die.attrs;
+                let a = &die.attrs;
                 self.aliases.push((off, a.ty.unwrap_or(0)));
                 Some(Open::Other { var: None })
             }
             dw::DW_TAG_variable if depth == 1 && self.opts.collect_vars => {
-                let a = die.attrs;
-                let var = self.variable(off, &a);
+                let a = &die.attrs;
+                let var = self.variable(off, a);
                 Some(Open::Other { var })
             }
             dw::DW_TAG_member
@@ -662,13 +662,13 @@ impl<'a, 'd> Conv<'a, 'd> {
             return;
         };
         let (idx, is_union) = (*idx, *is_union);
-        let a = die.attrs;
+        let a = &die.attrs;
         // A struct member without a location is static (C++): pahole
         // leaves it out. Union members have no location: offset 0.
         if !is_union && a.member_location.is_none() && a.data_bit_offset.is_none() {
             return;
         }
-        let name = self.name(&a);
+        let name = self.name(a);
         let byte_offset = a.member_location.unwrap_or(0);
         let bits = a.bit_size.unwrap_or(0);
         let mut bit_offset = a.data_bit_offset.unwrap_or(byte_offset.saturating_mul(8));
@@ -717,8 +717,8 @@ impl<'a, 'd> Conv<'a, 'd> {
             return;
         };
         let idx = *idx;
-        let a = die.attrs;
-        let name = self.name(&a);
+        let a = &die.attrs;
+        let name = self.name(a);
         let value: i64 = match a.const_value {
             Some(Const::Signed(s)) => s,
             Some(Const::Unsigned(u)) => u as i64,
@@ -755,9 +755,9 @@ impl<'a, 'd> Conv<'a, 'd> {
             // Varargs: a last parameter with neither name nor type.
             Param { name_off: 0, ty: 0 }
         } else {
-            let a = die.attrs;
+            let a = &die.attrs;
             Param {
-                name_off: self.name(&a),
+                name_off: self.name(a),
                 ty: a.ty.unwrap_or(0),
             }
         };
@@ -771,7 +771,7 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn subrange(&mut self, die: &Die<'d>) {
-        let a = die.attrs;
+        let a = &die.attrs;
         // pahole flattens int a[2][3] into one ARRAY of 6 elements; an
         // unbounded dimension (flexible array) gives 0 elements.
         let n = match (a.count, a.upper_bound) {
@@ -786,7 +786,7 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn annotation(&mut self, die: &Die<'d>) {
-        let a = die.attrs;
+        let a = &die.attrs;
         let value = match &a.const_value {
             Some(Const::Str(s)) => match s.bytes(self.dwarf, self.unit) {
                 Some(s) => s,
@@ -794,7 +794,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             },
             _ => return,
         };
-        let kind = self.name_bytes(&a).unwrap_or(b"");
+        let kind = self.name_bytes(a).unwrap_or(b"");
         let value = self.b.add_str(value);
         let depth = self.stack.last().map_or(0, |(d, _)| *d);
         let member_target = self.member_tags_for.filter(|&(_, _, d)| d == depth);

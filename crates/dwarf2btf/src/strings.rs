@@ -25,8 +25,9 @@ pub struct Strings {
     /// string the next hash value is tried (open addressing on the key), so
     /// no entry needs more than one slot.
     map: FxHashMap<u64, u32>,
-    /// .debug_str offset -> offset here.
-    strp: FxHashMap<usize, u32>,
+    /// .debug_str offset -> offset here (u32 keys: a smaller table, and
+    /// this lookup runs for most DIEs; larger offsets skip the cache).
+    strp: FxHashMap<u32, u32>,
 }
 
 impl Strings {
@@ -69,11 +70,14 @@ impl Strings {
     /// The offset of the string at .debug_str offset `strp`; `bytes` reads
     /// it when it is not cached yet.
     pub fn add_strp<'d>(&mut self, strp: usize, bytes: impl FnOnce() -> Option<&'d [u8]>) -> u32 {
-        if let Some(&off) = self.strp.get(&strp) {
+        let Ok(key) = u32::try_from(strp) else {
+            return bytes().map_or(0, |s| self.add(s));
+        };
+        if let Some(&off) = self.strp.get(&key) {
             return off;
         }
         let off = bytes().map_or(0, |s| self.add(s));
-        self.strp.insert(strp, off);
+        self.strp.insert(key, off);
         off
     }
 
