@@ -335,7 +335,7 @@ pub fn convert_unit<'a, 'd>(
         if die.depth == 0 {
             if !opts.keep_rust
                 && die.tag == dw::DW_TAG_compile_unit
-                && die.attrs.language == Some(u64::from(dw::DW_LANG_Rust.0))
+                && die.attrs.language() == Some(u64::from(dw::DW_LANG_Rust.0))
             {
                 return Ok(None);
             }
@@ -360,14 +360,16 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn name_bytes(&self, a: &Attrs<'d>) -> Option<&'d [u8]> {
-        a.name.bytes(self.dwarf, self.unit)
+        a.name().bytes(self.dwarf, self.unit)
     }
 
     fn name(&mut self, a: &Attrs<'d>) -> u32 {
-        match a.name {
+        match a.name() {
             Str::Strp(strp) => {
                 let (dwarf, unit) = (self.dwarf, self.unit);
-                self.b.strings.add_strp(strp, || a.name.bytes(dwarf, unit))
+                self.b
+                    .strings
+                    .add_strp(strp, || a.name().bytes(dwarf, unit))
             }
             _ => self.name_bytes(a).map_or(0, |n| self.b.add_str(n)),
         }
@@ -391,7 +393,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             return;
         };
         let tag = die.tag;
-        if let Some(form) = die.attrs.foreign_type {
+        if let Some(form) = die.attrs.foreign_type() {
             self.warn_once(format!(
                 "DIE {off:#x}: unsupported type reference (form {form})"
             ));
@@ -432,7 +434,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             | dw::DW_TAG_volatile_type
             | dw::DW_TAG_restrict_type => {
                 let a = &die.attrs;
-                let ty = a.ty.unwrap_or(0);
+                let ty = a.ty().unwrap_or(0);
                 let data = match tag {
                     dw::DW_TAG_pointer_type => TypeData::Ptr { ty },
                     dw::DW_TAG_const_type => TypeData::Const { ty },
@@ -453,7 +455,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     Type::new(
                         name,
                         TypeData::Typedef {
-                            ty: a.ty.unwrap_or(0),
+                            ty: a.ty().unwrap_or(0),
                         },
                     ),
                 );
@@ -463,14 +465,14 @@ impl<'a, 'd> Conv<'a, 'd> {
                 let a = &die.attrs;
                 let name = self.name(a);
                 let is_union = tag == dw::DW_TAG_union_type;
-                if a.declaration {
+                if a.declaration() {
                     let mut t = Type::new(name, TypeData::Fwd);
                     t.kind_flag = is_union;
                     self.push_type(off, t);
                     // Children of a declaration (C++ members) are not read.
                     Some(Open::Other { var: None })
                 } else {
-                    let size = a.byte_size.unwrap_or(0) as u32;
+                    let size = a.byte_size().unwrap_or(0) as u32;
                     let members = Vec::new();
                     let data = if is_union {
                         TypeData::Union { size, members }
@@ -485,7 +487,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 let a = &die.attrs;
                 let name = self.name(a);
                 // pahole takes an enum without a size (a declaration) as int.
-                let size = a.byte_size.filter(|&b| b != 0).unwrap_or(4);
+                let size = a.byte_size().filter(|&b| b != 0).unwrap_or(4);
                 // Signedness comes from the underlying type (DW_AT_type),
                 // resolved in `finish`; 64-bit enums become ENUM64.
                 let is64 = size > 4;
@@ -501,11 +503,12 @@ impl<'a, 'd> Conv<'a, 'd> {
                     }
                 };
                 let (idx, _) = self.push_type(off, Type::new(name, data));
-                let signed =
-                    a.ty.and_then(|t| self.base_encoding_of(t))
-                        .is_some_and(|e| {
-                            e == dw::DW_ATE_signed.0 as u64 || e == dw::DW_ATE_signed_char.0 as u64
-                        });
+                let signed = a
+                    .ty()
+                    .and_then(|t| self.base_encoding_of(t))
+                    .is_some_and(|e| {
+                        e == dw::DW_ATE_signed.0 as u64 || e == dw::DW_ATE_signed_char.0 as u64
+                    });
                 Some(Open::Enum { idx, signed, is64 })
             }
             dw::DW_TAG_array_type => {
@@ -516,7 +519,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     Type::new(
                         0,
                         TypeData::Array(Array {
-                            elem: a.ty.unwrap_or(0),
+                            elem: a.ty().unwrap_or(0),
                             index: INDEX_PENDING,
                             nelems: 0,
                         }),
@@ -535,7 +538,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     Type::new(
                         0,
                         TypeData::FuncProto {
-                            ret: a.ty.unwrap_or(0),
+                            ret: a.ty().unwrap_or(0),
                             params: Vec::new(),
                         },
                     ),
@@ -553,7 +556,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             }
             dw::DW_TAG_atomic_type | dw::DW_TAG_immutable_type | dw::DW_TAG_shared_type => {
                 let a = &die.attrs;
-                self.aliases.push((off, a.ty.unwrap_or(0)));
+                self.aliases.push((off, a.ty().unwrap_or(0)));
                 Some(Open::Other { var: None })
             }
             dw::DW_TAG_variable if depth == 1 && self.opts.collect_vars => {
@@ -619,11 +622,11 @@ impl<'a, 'd> Conv<'a, 'd> {
     fn base_type(&mut self, a: &Attrs<'d>) -> Type {
         let mut name = self.name_bytes(a).unwrap_or(b"");
         let bits = a
-            .bit_size
-            .or(a.byte_size.map(|b| b.saturating_mul(8)))
+            .bit_size()
+            .or(a.byte_size().map(|b| b.saturating_mul(8)))
             .unwrap_or(0);
         let mut size = bits.div_ceil(8);
-        let enc = a.encoding.unwrap_or(0) as u8;
+        let enc = a.encoding().unwrap_or(0) as u8;
         if enc == dw::DW_ATE_float.0 || enc == dw::DW_ATE_complex_float.0 {
             // pahole (--btf_gen_floats) writes FLOAT; the kernel accepts
             // sizes 2, 4, 8, 12 and 16.
@@ -665,13 +668,13 @@ impl<'a, 'd> Conv<'a, 'd> {
         let a = &die.attrs;
         // A struct member without a location is static (C++): pahole
         // leaves it out. Union members have no location: offset 0.
-        if !is_union && a.member_location.is_none() && a.data_bit_offset.is_none() {
+        if !is_union && a.member_location().is_none() && a.data_bit_offset().is_none() {
             return;
         }
         let name = self.name(a);
-        let byte_offset = a.member_location.unwrap_or(0);
-        let bits = a.bit_size.unwrap_or(0);
-        let mut bit_offset = a.data_bit_offset.unwrap_or(byte_offset.saturating_mul(8));
+        let byte_offset = a.member_location().unwrap_or(0);
+        let bits = a.bit_size().unwrap_or(0);
+        let mut bit_offset = a.data_bit_offset().unwrap_or(byte_offset.saturating_mul(8));
         let Some(t) = self.b.types.get_mut(idx) else {
             return;
         };
@@ -682,8 +685,8 @@ impl<'a, 'd> Conv<'a, 'd> {
         let member_idx = members.len();
         if bits != 0 {
             self.bitfields.push((idx, member_idx, bits.min(255) as u32));
-            if a.data_bit_offset.is_none() {
-                if let Some(dw_bit_offset) = a.bit_offset {
+            if a.data_bit_offset().is_none() {
+                if let Some(dw_bit_offset) = a.bit_offset() {
                     // DWARF 4 counts from the storage unit's most significant
                     // bit; its size may not be known yet: fixed in `finish`.
                     self.bitfix.push(BitFix {
@@ -692,8 +695,8 @@ impl<'a, 'd> Conv<'a, 'd> {
                         byte_offset,
                         dw_bit_offset,
                         bits,
-                        storage_bytes: a.byte_size,
-                        ty: a.ty.unwrap_or(0),
+                        storage_bytes: a.byte_size(),
+                        ty: a.ty().unwrap_or(0),
                     });
                 }
             }
@@ -701,7 +704,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         bit_offset = bit_offset.min(u64::from(u32::MAX));
         members.push(Member {
             name_off: name,
-            ty: a.ty.unwrap_or(0),
+            ty: a.ty().unwrap_or(0),
             offset: bit_offset as u32,
         });
         // The member may carry btf_decl_tag children.
@@ -719,7 +722,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         let idx = *idx;
         let a = &die.attrs;
         let name = self.name(a);
-        let value: i64 = match a.const_value {
+        let value: i64 = match a.const_value() {
             Some(Const::Signed(s)) => s,
             Some(Const::Unsigned(u)) => u as i64,
             _ => 0,
@@ -758,7 +761,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             let a = &die.attrs;
             Param {
                 name_off: self.name(a),
-                ty: a.ty.unwrap_or(0),
+                ty: a.ty().unwrap_or(0),
             }
         };
         if let Some(Type {
@@ -774,7 +777,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         let a = &die.attrs;
         // pahole flattens int a[2][3] into one ARRAY of 6 elements; an
         // unbounded dimension (flexible array) gives 0 elements.
-        let n = match (a.count, a.upper_bound) {
+        let n = match (a.count(), a.upper_bound()) {
             (Some(c), _) => c,
             (None, Some(u)) => u.wrapping_add(1),
             (None, None) => 0,
@@ -787,7 +790,7 @@ impl<'a, 'd> Conv<'a, 'd> {
 
     fn annotation(&mut self, die: &Die<'d>) {
         let a = &die.attrs;
-        let value = match &a.const_value {
+        let value = match &a.const_value() {
             Some(Const::Str(s)) => match s.bytes(self.dwarf, self.unit) {
                 Some(s) => s,
                 None => return,
@@ -833,29 +836,29 @@ impl<'a, 'd> Conv<'a, 'd> {
         let mut var = UnitVar {
             name: self.name(a),
             addr: 0,
-            ty: a.ty.unwrap_or(0),
-            external: a.external,
-            own_name: a.name.is_some(),
+            ty: a.ty().unwrap_or(0),
+            external: a.external(),
+            own_name: a.name().is_some(),
             decl_tags: Vec::new(),
         };
-        if let Some(spec) = a.specification {
+        if let Some(spec) = a.specification() {
             if let Ok(i) = self.var_decls.binary_search_by_key(&spec, |d| d.0) {
                 if let Some((_, decl)) = self.var_decls.get(i) {
                     if var.name == 0 {
                         var.name = decl.name;
                     }
-                    if a.ty.is_none() {
+                    if a.ty().is_none() {
                         var.ty = decl.ty;
                     }
                     var.external |= decl.external;
                 }
             }
         }
-        if a.declaration {
+        if a.declaration() {
             self.var_decls.push((off, var));
             return None;
         }
-        let addr = a.location?;
+        let addr = a.location()?;
         var.addr = addr;
         self.vars.push(var);
         Some(self.vars.len() - 1)

@@ -41,6 +41,11 @@ enum Field {
     AbstractOrigin,
 }
 
+/// Number of [`Field`]s.
+const FIELDS: usize = Field::AbstractOrigin as usize + 1;
+/// A bit of `Attrs::present` past the fields': DW_AT_type is foreign.
+const FOREIGN_TYPE: u32 = 1 << FIELDS;
+
 /// A set of [`Field`]s: what a reader decodes (the rest is skipped).
 #[derive(Clone, Copy)]
 pub struct Fields(u32);
@@ -175,35 +180,134 @@ pub enum Const<'d> {
 
 /// The attributes of one DIE that the converter uses, with the meaning
 /// gimli's attribute classes give them.
-#[derive(Clone, Copy, Default)]
+///
+/// Numbers, references and flags live in `vals`, one slot per [`Field`],
+/// valid when the field's bit is set in `present`: starting a DIE clears one
+/// word instead of the whole struct, and a fused plan step stores a value
+/// without asking which field it is for.
+#[derive(Clone, Copy)]
 pub struct Attrs<'d> {
-    pub name: Str<'d>,
+    present: u32,
+    vals: [u64; FIELDS],
+    name: Str<'d>,
+    const_value: Const<'d>,
+    /// The form of a DW_AT_type that does not point into this unit.
+    foreign_type: dw::DwForm,
+}
+
+impl Default for Attrs<'_> {
+    fn default() -> Self {
+        Attrs {
+            present: 0,
+            vals: [0; FIELDS],
+            name: Str::None,
+            const_value: Const::Block,
+            foreign_type: dw::DwForm(0),
+        }
+    }
+}
+
+impl<'d> Attrs<'d> {
+    fn get(&self, f: Field) -> Option<u64> {
+        (self.present & f.bit() != 0).then(|| self.vals.get(f as usize).copied().unwrap_or(0))
+    }
+
+    fn set(&mut self, f: Field, v: u64) {
+        if let Some(slot) = self.vals.get_mut(f as usize) {
+            *slot = v;
+            self.present |= f.bit();
+        }
+    }
+
+    fn get_u32(&self, f: Field) -> Option<u32> {
+        self.get(f).and_then(|v| u32::try_from(v).ok())
+    }
+
+    pub fn name(&self) -> Str<'d> {
+        if self.present & Field::Name.bit() != 0 {
+            self.name
+        } else {
+            Str::None
+        }
+    }
+
     /// DW_AT_type: the referenced DIE's offset in this unit.
-    pub ty: Option<u32>,
+    pub fn ty(&self) -> Option<u32> {
+        self.get_u32(Field::Type)
+    }
+
     /// The form of a DW_AT_type that does not point into this unit (type
     /// units, supplementary files, other units): the type is void.
-    pub foreign_type: Option<dw::DwForm>,
-    pub byte_size: Option<u64>,
-    pub bit_size: Option<u64>,
-    pub encoding: Option<u64>,
-    pub declaration: bool,
-    pub external: bool,
+    pub fn foreign_type(&self) -> Option<dw::DwForm> {
+        (self.present & FOREIGN_TYPE != 0).then_some(self.foreign_type)
+    }
+
+    pub fn byte_size(&self) -> Option<u64> {
+        self.get(Field::ByteSize)
+    }
+
+    pub fn bit_size(&self) -> Option<u64> {
+        self.get(Field::BitSize)
+    }
+
+    pub fn encoding(&self) -> Option<u64> {
+        self.get(Field::Encoding)
+    }
+
+    pub fn declaration(&self) -> bool {
+        self.get(Field::Declaration).is_some_and(|v| v != 0)
+    }
+
+    pub fn external(&self) -> bool {
+        self.get(Field::External).is_some_and(|v| v != 0)
+    }
+
     /// A constant, or (DWARF 2) the expression DW_OP_plus_uconst N.
-    pub member_location: Option<u64>,
-    pub data_bit_offset: Option<u64>,
-    pub bit_offset: Option<i64>,
-    pub const_value: Option<Const<'d>>,
-    pub count: Option<u64>,
-    pub upper_bound: Option<u64>,
-    /// DW_AT_count or DW_AT_upper_bound is present (maybe not constant).
-    pub has_bound: bool,
+    pub fn member_location(&self) -> Option<u64> {
+        self.get(Field::MemberLocation)
+    }
+
+    pub fn data_bit_offset(&self) -> Option<u64> {
+        self.get(Field::DataBitOffset)
+    }
+
+    pub fn bit_offset(&self) -> Option<i64> {
+        self.get(Field::BitOffset).map(|v| v as i64)
+    }
+
+    pub fn const_value(&self) -> Option<Const<'d>> {
+        (self.present & Field::ConstValue.bit() != 0).then_some(self.const_value)
+    }
+
+    pub fn count(&self) -> Option<u64> {
+        self.get(Field::Count)
+    }
+
+    pub fn upper_bound(&self) -> Option<u64> {
+        self.get(Field::UpperBound)
+    }
+
     /// The address of a location that is exactly `DW_OP_addr X`.
-    pub location: Option<u64>,
-    pub specification: Option<u32>,
-    pub language: Option<u64>,
+    pub fn location(&self) -> Option<u64> {
+        self.get(Field::Location)
+    }
+
+    pub fn specification(&self) -> Option<u32> {
+        self.get_u32(Field::Specification)
+    }
+
+    pub fn language(&self) -> Option<u64> {
+        self.get(Field::Language)
+    }
+
     /// DW_AT_sibling: where the DIE's next sibling starts.
-    pub sibling: Option<u32>,
-    pub abstract_origin: Option<u32>,
+    pub fn sibling(&self) -> Option<u32> {
+        self.get_u32(Field::Sibling)
+    }
+
+    pub fn abstract_origin(&self) -> Option<u32> {
+        self.get_u32(Field::AbstractOrigin)
+    }
 }
 
 /// One step of an abbreviation's plan.
@@ -213,7 +317,19 @@ enum Step {
     Skip(u32),
     /// Skip one attribute of variable size.
     SkipVar(dw::DwForm),
-    /// Decode a wanted attribute.
+    /// Fused fast paths: an unsigned constant of 1, 2, 4 or 8 bytes or a
+    /// ULEB128 into a field that takes it as is; a flag; a flag_present.
+    U8(Field),
+    U16(Field),
+    U32(Field),
+    U64(Field),
+    Uleb(Field),
+    Set(Field),
+    /// A DW_FORM_ref4 into a reference field.
+    Ref4(Field),
+    /// A DW_FORM_strp (32-bit DWARF) name.
+    NameStrp4,
+    /// Decode a wanted attribute, then give it its meaning.
     Read(Field, AttributeSpecification),
     /// Hand the attribute to gimli (rare forms).
     Gimli(Option<Field>, AttributeSpecification),
@@ -325,7 +441,7 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 self.fields,
                 code,
             )?;
-            self.die.attrs = Attrs::default();
+            self.die.attrs.present = 0;
             self.cur.run(&plan.steps, &mut self.die.attrs)?;
             self.die.offset = offset;
             self.die.tag = plan.tag;
@@ -348,7 +464,7 @@ impl<'a, 'd> DieReader<'a, 'd> {
         let depth = die.depth;
         if let Some(sib) = die
             .attrs
-            .sibling
+            .sibling()
             .filter(|&s| u64::from(s) > self.cur.offset())
         {
             self.cur.input = self
@@ -477,6 +593,9 @@ impl<'d> Cursor<'_, 'd> {
             let offset_like = self.encoding.version < 4
                 && matches!(spec.form(), dw::DW_FORM_data4 | dw::DW_FORM_data8);
             let step = match field {
+                Some(f) if !offset_like && self.fused(f, spec.form()).is_some() => {
+                    self.fused(f, spec.form()).unwrap_or(Step::Read(f, *spec))
+                }
                 Some(f) if fast_form(spec.form()) && !offset_like => Step::Read(f, *spec),
                 Some(f) => Step::Gimli(Some(f), *spec),
                 None => match self.fixed_size(spec.form()) {
@@ -496,6 +615,42 @@ impl<'d> Cursor<'_, 'd> {
             has_children: abbrev.has_children(),
             steps,
         }
+    }
+
+    /// The fused step for a field in a form, if there is one.
+    fn fused(&self, f: Field, form: dw::DwForm) -> Option<Step> {
+        let plain = matches!(
+            f,
+            Field::ByteSize
+                | Field::BitSize
+                | Field::Encoding
+                | Field::MemberLocation
+                | Field::DataBitOffset
+                | Field::Count
+                | Field::UpperBound
+                | Field::Language
+        );
+        let flag = matches!(f, Field::Declaration | Field::External);
+        let reference = matches!(
+            f,
+            Field::Type | Field::Specification | Field::Sibling | Field::AbstractOrigin
+        );
+        Some(match form {
+            dw::DW_FORM_data1 if plain => Step::U8(f),
+            dw::DW_FORM_data2 if plain => Step::U16(f),
+            dw::DW_FORM_data4 if plain => Step::U32(f),
+            dw::DW_FORM_data8 if plain => Step::U64(f),
+            dw::DW_FORM_udata if plain => Step::Uleb(f),
+            dw::DW_FORM_flag if flag => Step::U8(f),
+            dw::DW_FORM_flag_present if flag => Step::Set(f),
+            dw::DW_FORM_ref4 if reference => Step::Ref4(f),
+            dw::DW_FORM_strp
+                if f == Field::Name && self.encoding.format == gimli::Format::Dwarf32 =>
+            {
+                Step::NameStrp4
+            }
+            _ => return None,
+        })
     }
 
     /// Size of a form whose size does not depend on its value.
@@ -537,6 +692,20 @@ impl<'d> Cursor<'_, 'd> {
             match *step {
                 Step::Skip(n) => self.input.skip(n as usize)?,
                 Step::SkipVar(form) => self.skip_var(form)?,
+                Step::U8(f) => a.set(f, u64::from(self.input.read_u8()?)),
+                Step::U16(f) => a.set(f, u64::from(self.input.read_u16()?)),
+                Step::U32(f) => a.set(f, u64::from(self.input.read_u32()?)),
+                Step::U64(f) => a.set(f, self.input.read_u64()?),
+                Step::Uleb(f) => a.set(f, self.input.read_uleb128()?),
+                Step::Set(f) => a.set(f, 1),
+                Step::Ref4(f) => {
+                    let r = Value::Ref(DieRef::Unit(u64::from(self.input.read_u32()?)));
+                    self.store_ref(a, f, dw::DW_FORM_ref4, &r);
+                }
+                Step::NameStrp4 => {
+                    a.name = Str::Strp(self.input.read_u32()? as usize);
+                    a.present |= Field::Name.bit();
+                }
                 Step::Read(field, spec) => {
                     let v = self.read_fast(spec)?;
                     self.store(a, field, spec.form(), v);
@@ -723,67 +892,71 @@ impl<'d> Value<'d> {
 impl<'d> Cursor<'_, 'd> {
     /// Stores a decoded attribute in its field.
     fn store(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: Value<'d>) {
-        match field {
+        let value = match field {
             Field::Name => {
-                a.name = match v {
-                    Value::Str(s) => s,
-                    _ => Str::None,
+                if let Value::Str(s) = v {
+                    a.name = s;
+                    a.present |= Field::Name.bit();
                 }
+                return;
             }
-            Field::Type => {
-                a.ty = self.unit_ref(&v);
-                if a.ty.is_none() {
-                    a.foreign_type = Some(form);
-                }
-            }
-            Field::Specification => a.specification = self.unit_ref(&v),
-            Field::AbstractOrigin => a.abstract_origin = self.unit_ref(&v),
-            Field::Sibling => a.sibling = self.unit_ref(&v),
-            Field::ByteSize => a.byte_size = v.unsigned(),
-            Field::BitSize => a.bit_size = v.unsigned(),
-            Field::Encoding => a.encoding = v.unsigned(),
-            Field::Declaration => a.declaration = !matches!(v, Value::Flag(false)),
-            Field::External => a.external = !matches!(v, Value::Flag(false)),
-            Field::MemberLocation => {
-                a.member_location = match v {
-                    Value::Block(b) => plus_uconst(self.slice(b)),
-                    _ => v.unsigned(),
-                }
-            }
-            Field::DataBitOffset => a.data_bit_offset = v.unsigned(),
-            Field::BitOffset => {
-                a.bit_offset = match v {
-                    Value::S(s) => Some(s),
-                    _ => v.unsigned().and_then(|u| i64::try_from(u).ok()),
-                }
+            Field::Type | Field::Specification | Field::Sibling | Field::AbstractOrigin => {
+                return self.store_ref(a, field, form, &v);
             }
             Field::ConstValue => {
-                a.const_value = match v {
-                    Value::U(u) => Some(Const::Unsigned(u)),
-                    Value::S(s) => Some(Const::Signed(s)),
-                    Value::Str(s) => Some(Const::Str(s)),
-                    Value::Block(_) => Some(Const::Block),
-                    _ => None,
-                }
+                let c = match v {
+                    Value::U(u) => Const::Unsigned(u),
+                    Value::S(s) => Const::Signed(s),
+                    Value::Str(s) => Const::Str(s),
+                    Value::Block(_) => Const::Block,
+                    _ => return,
+                };
+                a.const_value = c;
+                a.present |= Field::ConstValue.bit();
+                return;
             }
-            Field::Count => {
-                a.has_bound = true;
-                a.count = v.unsigned();
+            Field::ByteSize
+            | Field::BitSize
+            | Field::Encoding
+            | Field::DataBitOffset
+            | Field::Count
+            | Field::Language => v.unsigned(),
+            Field::Declaration | Field::External => {
+                Some(u64::from(!matches!(v, Value::Flag(false))))
             }
-            Field::UpperBound => {
-                a.has_bound = true;
-                a.upper_bound = match v {
-                    // -1 is how some producers spell "no elements".
-                    Value::S(-1) => None,
-                    _ => v.unsigned(),
-                }
+            Field::MemberLocation => match v {
+                Value::Block(b) => plus_uconst(self.slice(b)),
+                _ => v.unsigned(),
+            },
+            Field::BitOffset => match v {
+                Value::S(s) => Some(s as u64),
+                _ => v.unsigned().filter(|&u| i64::try_from(u).is_ok()),
+            },
+            Field::UpperBound => match v {
+                // -1 is how some producers spell "no elements".
+                Value::S(-1) => None,
+                _ => v.unsigned(),
+            },
+            Field::Location => match v {
+                Value::Block(b) => single_addr(self.slice(b), self.encoding.address_size),
+                _ => None,
+            },
+        };
+        if let Some(value) = value {
+            a.set(field, value);
+        }
+    }
+
+    /// Stores a reference: a DW_AT_type outside the unit is remembered as
+    /// foreign (void), other references are dropped.
+    fn store_ref(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: &Value<'d>) {
+        match self.unit_ref(v) {
+            Some(off) => a.set(field, u64::from(off)),
+            None if field == Field::Type => {
+                a.present |= FOREIGN_TYPE;
+                a.foreign_type = form;
             }
-            Field::Location => {
-                if let Value::Block(b) = v {
-                    a.location = single_addr(self.slice(b), self.encoding.address_size);
-                }
-            }
-            Field::Language => a.language = v.unsigned(),
+            None => {}
         }
     }
 

@@ -36,17 +36,17 @@ fn name_and_type<'d>(
     dies: &mut DieReader<'_, 'd>,
     attrs: &Attrs<'d>,
 ) -> gimli::Result<(Option<&'d [u8]>, Option<u32>)> {
-    let mut name = attrs.name.bytes(cx.dwarf, cx.unit);
-    let mut ty = attrs.ty;
-    let mut next = attrs.abstract_origin.or(attrs.specification);
+    let mut name = attrs.name().bytes(cx.dwarf, cx.unit);
+    let mut ty = attrs.ty();
+    let mut next = attrs.abstract_origin().or(attrs.specification());
     for _ in 0..4 {
         let Some(at) = next.filter(|_| name.is_none() || ty.is_none()) else {
             break;
         };
         let Some(die) = dies.die_at(at)? else { break };
-        name = name.or_else(|| die.attrs.name.bytes(cx.dwarf, cx.unit));
-        ty = ty.or(die.attrs.ty);
-        next = die.attrs.abstract_origin.or(die.attrs.specification);
+        name = name.or_else(|| die.attrs.name().bytes(cx.dwarf, cx.unit));
+        ty = ty.or(die.attrs.ty());
+        next = die.attrs.abstract_origin().or(die.attrs.specification());
     }
     Ok((name, ty))
 }
@@ -72,7 +72,7 @@ impl PaholeFuncs {
             }
             match depth {
                 0 => continue,
-                1 if tag == dw::DW_TAG_subprogram && !die.attrs.declaration => {
+                1 if tag == dw::DW_TAG_subprogram && !die.attrs.declaration() => {
                     let attrs = die.attrs;
                     let (name, ret) = name_and_type(cx, &mut dies, &attrs)?;
                     let name = name.and_then(|n| std::str::from_utf8(n).ok());
