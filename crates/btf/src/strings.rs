@@ -7,9 +7,14 @@ use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StringIndex {
-    /// hash of the bytes -> offsets of strings with that hash (almost always one).
-    map: FxHashMap<u64, Vec<u32>>,
+    /// Hash of the bytes -> offset of the string. On a collision with a
+    /// different string the next key is tried (open addressing on the key):
+    /// one slot and no allocation per string.
+    map: FxHashMap<u64, u32>,
 }
+
+/// The step between the keys one hash probes.
+const PROBE: u64 = 0x9e37_79b9_7f4a_7c15;
 
 fn hash(s: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
@@ -25,6 +30,7 @@ fn at(section: &[u8], off: u32) -> &[u8] {
 impl StringIndex {
     pub(crate) fn build(section: &[u8]) -> StringIndex {
         let mut index = StringIndex::default();
+        index.map.reserve(section.len() / 16);
         let mut off = 0usize;
         while off < section.len() {
             let end = section[off..]
@@ -32,34 +38,42 @@ impl StringIndex {
                 .position(|&b| b == 0)
                 .map_or(section.len(), |e| off + e);
             let s = &section[off..end];
-            let slot = index.map.entry(hash(s)).or_default();
-            if !slot.iter().any(|&o| at(section, o) == s) {
-                slot.push(off as u32);
+            if let Err(key) = index.find(section, s) {
+                index.map.insert(key, off as u32);
             }
             off = end + 1;
         }
         index
     }
 
+    /// The offset of `s`, or the free key where it would go.
+    fn find(&self, section: &[u8], s: &[u8]) -> Result<u32, u64> {
+        let mut key = hash(s);
+        loop {
+            match self.map.get(&key) {
+                Some(&o) if at(section, o) == s => return Ok(o),
+                Some(_) => key = key.wrapping_add(PROBE),
+                None => return Err(key),
+            }
+        }
+    }
+
     pub(crate) fn get(&self, section: &[u8], s: &[u8]) -> Option<u32> {
-        self.map
-            .get(&hash(s))?
-            .iter()
-            .copied()
-            .find(|&o| at(section, o) == s)
+        self.find(section, s).ok()
     }
 
     /// Returns the local offset of `s`, appending it to `section` if new.
     pub(crate) fn intern(&mut self, section: &mut Vec<u8>, s: &[u8]) -> u32 {
-        let slot = self.map.entry(hash(s)).or_default();
-        if let Some(o) = slot.iter().copied().find(|&o| at(section, o) == s) {
-            return o;
+        match self.find(section, s) {
+            Ok(o) => o,
+            Err(key) => {
+                let off = section.len() as u32;
+                section.extend_from_slice(s);
+                section.push(0);
+                self.map.insert(key, off);
+                off
+            }
         }
-        let off = section.len() as u32;
-        section.extend_from_slice(s);
-        section.push(0);
-        slot.push(off);
-        off
     }
 }
 

@@ -19,13 +19,56 @@ use crate::error::{Error, Result};
 
 pub struct PaholeFuncs;
 
+/// The functions of one unit that may be encoded. Names and parameters of
+/// all of them share two buffers: a few allocations per unit, not several
+/// per function (they are freed on another thread than the one that made
+/// them, where glibc makes each free expensive).
+#[derive(Default)]
+pub struct Candidates {
+    /// Function and parameter names, back to back.
+    text: String,
+    funcs: Vec<Candidate>,
+    /// Parameters of all functions: name (range of `text`), local type id.
+    params: Vec<(Span, TypeId)>,
+}
+
+/// A range of `Candidates::text` or `Candidates::params`.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
 /// A function of one unit that may be encoded.
-pub struct Candidate {
-    name: String,
+struct Candidate {
+    name: Span,
     /// Local ids of the unit.
     ret: TypeId,
-    params: Vec<(String, TypeId)>,
+    params: Span,
     varargs: bool,
+}
+
+impl Candidates {
+    fn push_str(&mut self, s: &str) -> Span {
+        let start = self.text.len() as u32;
+        self.text.push_str(s);
+        Span {
+            start,
+            end: self.text.len() as u32,
+        }
+    }
+
+    fn str(&self, s: Span) -> &str {
+        self.text
+            .get(s.start as usize..s.end as usize)
+            .unwrap_or("")
+    }
+
+    fn params(&self, c: &Candidate) -> &[(Span, TypeId)] {
+        self.params
+            .get(c.params.start as usize..c.params.end as usize)
+            .unwrap_or(&[])
+    }
 }
 
 /// Name and type of a DIE, looking through DW_AT_abstract_origin and
@@ -56,19 +99,28 @@ impl PaholeFuncs {
     /// function symbol has, with their parameters. Only the unit's top
     /// level and the functions' direct children are read: every other
     /// subtree is skipped (through DW_AT_sibling when the producer gives it).
-    fn candidates(&self, cx: &UnitContext<'_, '_>) -> gimli::Result<Vec<Candidate>> {
-        let mut out = Vec::new();
+    fn candidates(&self, cx: &UnitContext<'_, '_>) -> gimli::Result<Candidates> {
+        let mut out = Candidates::default();
         let mut dies = DieReader::new(cx.unit, Fields::FUNCS)?;
         let type_of =
             |t: Option<u32>| t.map_or(0, |t| cx.types.type_id(UnitOffset(t as usize)).unwrap_or(0));
-        // The function being read, and whether all its parameters are named.
+        // The function being read (its parameters are the last ones of
+        // `out.params`), and whether all its parameters are named.
         let mut current: Option<(Candidate, bool)> = None;
+        let flush = |out: &mut Candidates, current: &mut Option<(Candidate, bool)>| {
+            if let Some((mut c, named)) = current.take() {
+                if named {
+                    c.params.end = out.params.len() as u32;
+                    out.funcs.push(c);
+                } else {
+                    out.params.truncate(c.params.start as usize);
+                }
+            }
+        };
         while let Some(die) = dies.next()? {
             let (depth, tag) = (die.depth, die.tag);
             if depth <= 1 {
-                if let Some((c, true)) = current.take() {
-                    out.push(c);
-                }
+                flush(&mut out, &mut current);
             }
             match depth {
                 0 => continue,
@@ -78,10 +130,11 @@ impl PaholeFuncs {
                     let name = name.and_then(|n| std::str::from_utf8(n).ok());
                     match name.filter(|n| cx.elf.func_names.contains(n)) {
                         Some(name) => {
+                            let start = out.params.len() as u32;
                             let c = Candidate {
-                                name: name.to_owned(),
+                                name: out.push_str(name),
                                 ret: type_of(ret),
-                                params: Vec::new(),
+                                params: Span { start, end: start },
                                 varargs: false,
                             };
                             current = Some((c, true));
@@ -97,7 +150,10 @@ impl PaholeFuncs {
                                 let attrs = die.attrs;
                                 let (pname, pty) = name_and_type(cx, &mut dies, &attrs)?;
                                 match pname.and_then(|n| std::str::from_utf8(n).ok()) {
-                                    Some(n) => c.params.push((n.to_owned(), type_of(pty))),
+                                    Some(n) => {
+                                        let n = out.push_str(n);
+                                        out.params.push((n, type_of(pty)));
+                                    }
                                     None => *named = false,
                                 }
                             }
@@ -110,17 +166,15 @@ impl PaholeFuncs {
                 _ => dies.skip_children()?,
             }
         }
-        if let Some((c, true)) = current {
-            out.push(c);
-        }
+        flush(&mut out, &mut current);
         Ok(out)
     }
 }
 
 impl FuncPolicy for PaholeFuncs {
-    type Unit = Vec<Candidate>;
+    type Unit = Candidates;
 
-    fn unit(&self, cx: &UnitContext<'_, '_>, _out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
+    fn unit(&self, cx: &UnitContext<'_, '_>, _out: &mut UnitBuilder) -> Result<Candidates> {
         let offset = cx.types.unit_offset().0 as u64;
         self.candidates(cx).map_err(|e| Error::Dwarf {
             path: cx.path.to_owned(),
@@ -129,26 +183,25 @@ impl FuncPolicy for PaholeFuncs {
         })
     }
 
-    fn referenced(&self, unit: &Vec<Candidate>, ids: &mut Vec<TypeId>) {
-        for c in unit {
-            ids.push(c.ret);
-            ids.extend(c.params.iter().map(|p| p.1));
-        }
+    fn referenced(&self, unit: &Candidates, ids: &mut Vec<TypeId>) {
+        ids.extend(unit.funcs.iter().map(|c| c.ret));
+        ids.extend(unit.params.iter().map(|p| p.1));
     }
 
-    fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
-        let mut done: FxHashSet<String> = FxHashSet::default();
-        for (remap, cands) in units {
-            for c in cands {
-                if done.contains(&c.name) {
+    fn finish(&self, units: Vec<(UnitRemap, Candidates)>, btf: &mut Btf) -> Result<()> {
+        let mut done: FxHashSet<&str> = FxHashSet::default();
+        for (remap, cands) in &units {
+            for c in &cands.funcs {
+                let name = cands.str(c.name);
+                if !done.insert(name) {
                     continue;
                 }
-                let mut params: Vec<Param> = c
-                    .params
+                let mut params: Vec<Param> = cands
+                    .params(c)
                     .iter()
-                    .map(|(n, t)| Param {
-                        name_off: btf.add_str(n),
-                        ty: remap.type_id(*t),
+                    .map(|&(n, t)| Param {
+                        name_off: btf.add_str(cands.str(n)),
+                        ty: remap.type_id(t),
                     })
                     .collect();
                 if c.varargs {
@@ -161,9 +214,8 @@ impl FuncPolicy for PaholeFuncs {
                         params,
                     },
                 ));
-                let name = btf.add_str(&c.name);
-                btf.add_type(func_type(name, proto));
-                done.insert(c.name);
+                let name_off = btf.add_str(name);
+                btf.add_type(func_type(name_off, proto));
             }
         }
         Ok(())
