@@ -202,17 +202,22 @@ pub struct ConvertOptions {
 
 /// An aggregate whose children are still being read.
 enum Open {
+    /// `start`: where its members begin in `Conv::members` (and likewise
+    /// for values and parameters below).
     Struct {
         idx: usize,
         is_union: bool,
+        start: usize,
     },
     Enum {
         idx: usize,
         signed: bool,
         is64: bool,
+        start: usize,
     },
     Proto {
         idx: usize,
+        start: usize,
     },
     Array {
         idx: usize,
@@ -265,6 +270,12 @@ struct Conv<'a, 'd> {
     aliases: Vec<(u32, u32)>,
     /// (depth, what is open at that depth)
     stack: Vec<(isize, Open)>,
+    /// Members, enumerators and parameters of the open aggregates: each
+    /// gets its exact-size list when it closes (no growing Vec per type).
+    members: Vec<Member>,
+    values: Vec<EnumValue>,
+    values64: Vec<Enum64Value>,
+    params: Vec<Param>,
     bitfields: Vec<(usize, usize, u32)>,
     bitfix: Vec<BitFix>,
     decl_tags: Vec<DeclTagFix>,
@@ -315,6 +326,10 @@ pub fn convert_unit<'a, 'd>(
         map: Vec::new(),
         aliases: Vec::new(),
         stack: Vec::new(),
+        members: Vec::new(),
+        values: Vec::new(),
+        values64: Vec::new(),
+        params: Vec::new(),
         bitfields: Vec::new(),
         bitfix: Vec::new(),
         decl_tags: Vec::new(),
@@ -480,7 +495,11 @@ impl<'a, 'd> Conv<'a, 'd> {
                         TypeData::Struct { size, members }
                     };
                     let (idx, _) = self.push_type(off, Type::new(name, data));
-                    Some(Open::Struct { idx, is_union })
+                    Some(Open::Struct {
+                        idx,
+                        is_union,
+                        start: self.members.len(),
+                    })
                 }
             }
             dw::DW_TAG_enumeration_type => {
@@ -509,7 +528,17 @@ impl<'a, 'd> Conv<'a, 'd> {
                     .is_some_and(|e| {
                         e == dw::DW_ATE_signed.0 as u64 || e == dw::DW_ATE_signed_char.0 as u64
                     });
-                Some(Open::Enum { idx, signed, is64 })
+                let start = if is64 {
+                    self.values64.len()
+                } else {
+                    self.values.len()
+                };
+                Some(Open::Enum {
+                    idx,
+                    signed,
+                    is64,
+                    start,
+                })
             }
             dw::DW_TAG_array_type => {
                 let a = &die.attrs;
@@ -543,7 +572,10 @@ impl<'a, 'd> Conv<'a, 'd> {
                         },
                     ),
                 );
-                Some(Open::Proto { idx })
+                Some(Open::Proto {
+                    idx,
+                    start: self.params.len(),
+                })
             }
             dw::DW_TAG_unspecified_type
             | dw::DW_TAG_ptr_to_member_type
@@ -661,10 +693,17 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn member(&mut self, die: &Die<'d>) {
-        let Some((_, Open::Struct { idx, is_union })) = self.stack.last() else {
+        let Some(&(
+            _,
+            Open::Struct {
+                idx,
+                is_union,
+                start,
+            },
+        )) = self.stack.last()
+        else {
             return;
         };
-        let (idx, is_union) = (*idx, *is_union);
         let a = &die.attrs;
         // A struct member without a location is static (C++): pahole
         // leaves it out. Union members have no location: offset 0.
@@ -675,14 +714,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         let byte_offset = a.member_location().unwrap_or(0);
         let bits = a.bit_size().unwrap_or(0);
         let mut bit_offset = a.data_bit_offset().unwrap_or(byte_offset.saturating_mul(8));
-        let Some(t) = self.b.types.get_mut(idx) else {
-            return;
-        };
-        let (TypeData::Struct { members, .. } | TypeData::Union { members, .. }) = &mut t.data
-        else {
-            return;
-        };
-        let member_idx = members.len();
+        let member_idx = self.members.len() - start;
         if bits != 0 {
             self.bitfields.push((idx, member_idx, bits.min(255) as u32));
             if a.data_bit_offset().is_none() {
@@ -702,7 +734,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             }
         }
         bit_offset = bit_offset.min(u64::from(u32::MAX));
-        members.push(Member {
+        self.members.push(Member {
             name_off: name,
             ty: a.ty().unwrap_or(0),
             offset: bit_offset as u32,
@@ -716,10 +748,9 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 
     fn enumerator(&mut self, die: &Die<'d>) {
-        let Some((_, Open::Enum { idx, .. })) = self.stack.last() else {
+        let Some(&(_, Open::Enum { idx, is64, .. })) = self.stack.last() else {
             return;
         };
-        let idx = *idx;
         let a = &die.attrs;
         let name = self.name(a);
         let value: i64 = match a.const_value() {
@@ -727,33 +758,29 @@ impl<'a, 'd> Conv<'a, 'd> {
             Some(Const::Unsigned(u)) => u as i64,
             _ => 0,
         };
-        let Some(t) = self.b.types.get_mut(idx) else {
-            return;
-        };
-        match &mut t.data {
-            TypeData::Enum { values, .. } => {
-                // libbpf marks a 32-bit enum signed as soon as one value is negative.
-                if value < 0 {
-                    t.kind_flag = true;
-                }
-                values.push(EnumValue {
-                    name_off: name,
-                    val: value as u32,
-                });
-            }
-            TypeData::Enum64 { values, .. } => values.push(Enum64Value {
+        if is64 {
+            self.values64.push(Enum64Value {
                 name_off: name,
                 val: value as u64,
-            }),
-            _ => {}
+            });
+        } else {
+            // libbpf marks a 32-bit enum signed as soon as one value is negative.
+            if value < 0 {
+                if let Some(t) = self.b.types.get_mut(idx) {
+                    t.kind_flag = true;
+                }
+            }
+            self.values.push(EnumValue {
+                name_off: name,
+                val: value as u32,
+            });
         }
     }
 
     fn param(&mut self, die: &Die<'d>) {
-        let Some((_, Open::Proto { idx })) = self.stack.last() else {
+        if !matches!(self.stack.last(), Some((_, Open::Proto { .. }))) {
             return;
-        };
-        let idx = *idx;
+        }
         let p = if die.tag == dw::DW_TAG_unspecified_parameters {
             // Varargs: a last parameter with neither name nor type.
             Param { name_off: 0, ty: 0 }
@@ -764,13 +791,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 ty: a.ty().unwrap_or(0),
             }
         };
-        if let Some(Type {
-            data: TypeData::FuncProto { params, .. },
-            ..
-        }) = self.b.types.get_mut(idx)
-        {
-            params.push(p);
-        }
+        self.params.push(p);
     }
 
     fn subrange(&mut self, die: &Die<'d>) {
@@ -872,13 +893,44 @@ impl<'a, 'd> Conv<'a, 'd> {
             self.member_tags_for = None;
         }
         match open {
+            Open::Struct { idx, start, .. } => {
+                let list: Vec<Member> = self.members.drain(start..).collect();
+                if let Some(Type {
+                    data: TypeData::Struct { members, .. } | TypeData::Union { members, .. },
+                    ..
+                }) = self.b.types.get_mut(idx)
+                {
+                    *members = list;
+                }
+            }
             Open::Enum {
                 idx,
                 signed,
-                is64: true,
+                is64,
+                start,
             } => {
-                if let Some(t) = self.b.types.get_mut(idx) {
-                    t.kind_flag = signed;
+                let Some(t) = self.b.types.get_mut(idx) else {
+                    return;
+                };
+                match &mut t.data {
+                    TypeData::Enum64 { values, .. } if is64 => {
+                        *values = self.values64.drain(start..).collect();
+                        t.kind_flag = signed;
+                    }
+                    TypeData::Enum { values, .. } if !is64 => {
+                        *values = self.values.drain(start..).collect();
+                    }
+                    _ => {}
+                }
+            }
+            Open::Proto { idx, start } => {
+                let list: Vec<Param> = self.params.drain(start..).collect();
+                if let Some(Type {
+                    data: TypeData::FuncProto { params, .. },
+                    ..
+                }) = self.b.types.get_mut(idx)
+                {
+                    *params = list;
                 }
             }
             Open::Array { idx, nelems, dims } => {
