@@ -259,12 +259,7 @@ pub fn encode_with<P: FuncPolicy>(
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
-        btf::dedup::dedup(&mut btf, &btf::dedup::DedupOptions::default()).map_err(|e| {
-            Error::Encode {
-                path: path.to_owned(),
-                msg: format!("dedup: {e}"),
-            }
-        })?;
+        btf = dedup(btf, path)?;
     }
     Ok(Encoded {
         btf,
@@ -434,13 +429,7 @@ fn encode_segment<P: FuncPolicy>(
                 },
             ));
         }
-        let mut btf = sink.into_btf();
-        btf::dedup::dedup(&mut btf, &btf::dedup::DedupOptions::default()).map_err(|e| {
-            Error::Encode {
-                path: cx.path.to_owned(),
-                msg: format!("dedup: {e}"),
-            }
-        })?;
+        let mut btf = dedup(sink.into_btf(), cx.path)?;
         anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
             path: cx.path.to_owned(),
             msg: "dedup lost track of a segment's anchors".into(),
@@ -462,6 +451,14 @@ fn encode_segment<P: FuncPolicy>(
         units: out_units,
         vars,
         warnings,
+    })
+}
+
+/// Deduplicates a BTF the encoder made (and gives away).
+fn dedup(btf: Btf, path: &std::path::Path) -> Result<Btf> {
+    btf::dedup::dedup_owned(btf, &btf::dedup::DedupOptions::default()).map_err(|e| Error::Encode {
+        path: path.to_owned(),
+        msg: format!("dedup: {e}"),
     })
 }
 

@@ -150,16 +150,39 @@ pub fn dedup(btf: &mut Btf, opts: &DedupOptions) -> Result<()> {
     dedup_with_stats(btf, opts).map(|_| ())
 }
 
-/// [`dedup`], returning what it did. On error `btf` is left unchanged.
+/// [`dedup`], returning what it did. On error `btf` is left unchanged (the
+/// types are copied first; [`dedup_owned`] does without the copy).
 pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats> {
     check_ids(btf)?;
-    let mut types = btf.types.clone();
+    let (types, strings, stats) = run(btf, btf.types.clone(), opts)?;
+    btf.set_contents(types, strings);
+    Ok(stats)
+}
+
+/// [`dedup`] of a BTF the caller gives away: its types are deduplicated in
+/// place, without the copy that keeps [`dedup_with_stats`]'s input intact
+/// on error (half of the allocations when most types are duplicates).
+pub fn dedup_owned(mut btf: Btf, opts: &DedupOptions) -> Result<Btf> {
+    check_ids(&btf)?;
+    let own = std::mem::take(&mut btf.types);
+    let (types, strings, _) = run(&btf, own, opts)?;
+    btf.set_contents(types, strings);
+    Ok(btf)
+}
+
+/// The passes, on `types` (the own types of `btf`, which `btf` may no
+/// longer hold: only its base, ids and strings are read).
+fn run(
+    btf: &Btf,
+    mut types: Vec<Type>,
+    opts: &DedupOptions,
+) -> Result<(Vec<Type>, Vec<u8>, DedupStats)> {
     let strings = if opts.keep_strings {
         btf.strings.clone()
     } else {
         strings::dedup_strings(btf, &mut types)?
     };
-    let stats_in = (btf.types.len() as u32, btf.strings.len() as u32);
+    let stats_in = (types.len() as u32, btf.strings.len() as u32);
     let mut d = Dedup::new(btf, types, &strings);
     d.prep()?;
     d.prim_types();
@@ -173,8 +196,7 @@ pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats
         strings_in: stats_in.1,
         strings_out: strings.len() as u32,
     };
-    btf.set_contents(types, strings);
-    Ok(stats)
+    Ok((types, strings, stats))
 }
 
 /// Every id a type of `btf` or of its bases refers to must exist: the passes
@@ -451,8 +473,8 @@ struct Dedup<'a> {
 
 impl<'a> Dedup<'a> {
     fn new(btf: &'a Btf, types: Vec<Type>, strings: &[u8]) -> Dedup<'a> {
-        let count = btf.type_count() as usize;
         let start_id = btf.start_id;
+        let count = start_id as usize + types.len();
         let base = btf.base.as_deref();
         let mut map = vec![UNPROCESSED; count];
         map[0] = 0;
@@ -505,7 +527,8 @@ impl<'a> Dedup<'a> {
             }
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();
-        for id in 1..btf.type_count() {
+        let end = self.start_id + self.types.len() as TypeId;
+        for id in 1..end {
             let Some(t) = self.ty(id) else { continue };
             if let TypeData::DeclTag {
                 ty,
