@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # `btfkit encode` against `pahole -J` (1.24), side by side in one run, on the
-# same ELF (default: Debian's vmlinux from scripts/fetch-debian-kernel.sh):
-# wall and CPU time with hyperfine, peak RSS with /usr/bin/time -v. pahole
-# gets the flags Debian's kernel build gives it (-j --btf_gen_floats
-# --lang_exclude=rust) and writes detached BTF, as we do.
+# same ELF (default: Debian's vmlinux from scripts/fetch-debian-kernel.sh).
+# pahole gets the flags Debian's kernel build gives it (-j --btf_gen_floats
+# --lang_exclude=rust) and writes detached BTF, as we do. Both are pinned to
+# the same JOBS cores (pahole 1.24's -j takes no count: it uses every core).
+#
+# The tools run in alternation (pahole, ours, ours --funcs exact; RUNS
+# times, after one warm-up round), each under GNU time: wall, CPU and peak
+# RSS of every run. A shared machine drifts in speed over a minute; pairing
+# each of our runs with the pahole run just before it cancels the drift, so
+# the ratio reported is the median of the per-round ratios (means shown too).
 # Targets (issue 3, 2 cores): ours/pahole wall <= 0.33, peak RSS <= 0.5.
 #
-# Usage: bench/encode.sh [ELF] [JOBS]     (needs pahole, hyperfine, GNU time)
+# Usage: bench/encode.sh [ELF] [JOBS]     (needs pahole, GNU time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 elf=${1:-${BTFKIT_CACHE:-$HOME/.cache/btfkit}/vmlinux}
 jobs=${2:-2}
 runs=${RUNS:-5}
-for t in pahole hyperfine /usr/bin/time; do
-  command -v "$t" >/dev/null || { echo "missing $t (apt-get install dwarves hyperfine time)" >&2; exit 1; }
+for t in pahole /usr/bin/time taskset; do
+  command -v "$t" >/dev/null || { echo "missing $t (apt-get install dwarves time util-linux)" >&2; exit 1; }
 done
 
 cargo build --release -q -p btfkit
@@ -27,26 +33,40 @@ echo "pahole: $(pahole --version); btfkit: $(git rev-parse --short HEAD 2>/dev/n
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-# pahole -j takes no thread count in 1.24: it uses every core; taskset
-# gives both tools the same $jobs cores.
 cores="0-$((jobs - 1))"
-a="taskset -c $cores $ours encode $elf -o $tmp/ours.btf -j $jobs --funcs pahole"
-b="taskset -c $cores pahole -J -j --btf_gen_floats --lang_exclude=rust --btf_encode_detached=$tmp/pahole.btf $elf"
-c="taskset -c $cores $ours encode $elf -o $tmp/exact.btf -j $jobs"
+declare -A cmd=(
+  [pahole]="pahole -J -j --btf_gen_floats --lang_exclude=rust --btf_encode_detached=$tmp/pahole.btf $elf"
+  [ours]="$ours encode $elf -o $tmp/ours.btf -j $jobs --funcs pahole"
+  [exact]="$ours encode $elf -o $tmp/exact.btf -j $jobs"
+)
+order=(pahole ours exact)
 
-hyperfine -N -w 1 -r "$runs" --export-csv "$tmp/t.csv" "$a" "$b" "$c" >/dev/null 2>&1
-# hyperfine's CSV: command,mean,stddev,median,user,system,min,max (seconds).
-mean() { awk -F, -v cmd="$1" 'NR > 1 && $1 == cmd { print $2 }' "$tmp/t.csv"; }
-cpu() { awk -F, -v cmd="$1" 'NR > 1 && $1 == cmd { print $5 + $6 }' "$tmp/t.csv"; }
-rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '/Maximum resident/ { print $2 }'; }
+# One line per run in $tmp/runs: tool round wall cpu rss_kib.
+run() { # tool round
+  /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" taskset -c "$cores" ${cmd[$1]} >/dev/null 2>"$tmp/err" ||
+    { echo "$1 failed:"; cat "$tmp/err"; exit 1; } >&2
+  awk -v t="$1" -v r="$2" '{ print t, r, $1, $2 + $3, $4 }' "$tmp/time" >>"$tmp/runs"
+}
+for t in "${order[@]}"; do run "$t" 0; done
+: >"$tmp/runs"
+for ((r = 1; r <= runs; r++)); do
+  for t in "${order[@]}"; do run "$t" "$r"; done
+done
 
-ra=$(rss $a); rb=$(rss $b); rc=$(rss $c)
-printf '%-28s %9s %9s %12s\n' tool "wall s" "cpu s" "peak RSS KiB"
-printf '%-28s %9.2f %9.2f %12s\n' "btfkit --funcs pahole" "$(mean "$a")" "$(cpu "$a")" "$ra"
-printf '%-28s %9.2f %9.2f %12s\n' "btfkit (--funcs exact)" "$(mean "$c")" "$(cpu "$c")" "$rc"
-printf '%-28s %9.2f %9.2f %12s\n' "pahole -J -j" "$(mean "$b")" "$(cpu "$b")" "$rb"
+col() { awk -v t="$1" -v c="$2" '$1 == t { s += $c; n++ } END { printf "%.2f", s / n }' "$tmp/runs"; }
+maxrss() { awk -v t="$1" '$1 == t && $5 > m { m = $5 } END { print m }' "$tmp/runs"; }
+printf '%-24s %9s %9s %14s\n' tool "wall s" "cpu s" "peak RSS KiB"
+for t in ours exact pahole; do
+  printf '%-24s %9s %9s %14s\n' "$t" "$(col "$t" 3)" "$(col "$t" 4)" "$(maxrss "$t")"
+done
 echo
-printf 'ours/pahole: wall %.3f, cpu %.3f, RSS %.3f (targets: wall <= 0.33, RSS <= 0.5)\n' \
-  "$(echo "$(mean "$a") / $(mean "$b")" | bc -l)" \
-  "$(echo "$(cpu "$a") / $(cpu "$b")" | bc -l)" \
-  "$(echo "$ra / $rb" | bc -l)"
+# Per-round ratios ours/pahole (column 3 wall, 4 cpu), and their median.
+median_ratio() { # tool column
+  awk -v t="$1" -v c="$2" '$1 == "pahole" { p[$2] = $c } $1 == t { o[$2] = $c }
+    END { for (r in o) print o[r] / p[r] }' "$tmp/runs" | sort -n |
+    awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+echo "ours/pahole, median of $runs rounds: wall $(median_ratio ours 3), cpu $(median_ratio ours 4);" \
+  "peak RSS $(echo "$(maxrss ours) / $(maxrss pahole)" | bc -l | xargs printf '%.3f')" \
+  "(targets: wall <= 0.33, RSS <= 0.5)"
+echo "exact/pahole, median: wall $(median_ratio exact 3)"
