@@ -259,7 +259,7 @@ pub fn encode_with<P: FuncPolicy>(
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
-        btf = dedup(btf, path)?;
+        btf = dedup(btf, path, false)?;
     }
     Ok(Encoded {
         btf,
@@ -429,7 +429,9 @@ fn encode_segment<P: FuncPolicy>(
                 },
             ));
         }
-        let mut btf = dedup(sink.into_btf(), cx.path)?;
+        // A segment's strings are unique already (`Strings`): its dedup
+        // keeps them as they are; the final dedup drops the unused ones.
+        let mut btf = dedup(sink.into_btf(), cx.path, true)?;
         anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
             path: cx.path.to_owned(),
             msg: "dedup lost track of a segment's anchors".into(),
@@ -454,9 +456,14 @@ fn encode_segment<P: FuncPolicy>(
     })
 }
 
-/// Deduplicates a BTF the encoder made (and gives away).
-fn dedup(btf: Btf, path: &std::path::Path) -> Result<Btf> {
-    btf::dedup::dedup_owned(btf, &btf::dedup::DedupOptions::default()).map_err(|e| Error::Encode {
+/// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
+/// its string section has each string once already.
+fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
+    let opts = btf::dedup::DedupOptions {
+        keep_strings,
+        ..Default::default()
+    };
+    btf::dedup::dedup_owned(btf, &opts).map_err(|e| Error::Encode {
         path: path.to_owned(),
         msg: format!("dedup: {e}"),
     })
