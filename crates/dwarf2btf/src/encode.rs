@@ -459,10 +459,7 @@ fn encode_segment<P: FuncPolicy>(
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
 /// its string section has each string once already.
 fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
-    let opts = btf::dedup::DedupOptions {
-        keep_strings,
-        ..Default::default()
-    };
+    let opts = btf::dedup::DedupOptions { keep_strings };
     btf::dedup::dedup_owned(btf, &opts).map_err(|e| Error::Encode {
         path: path.to_owned(),
         msg: format!("dedup: {e}"),
