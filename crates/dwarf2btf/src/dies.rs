@@ -335,11 +335,69 @@ enum Step {
     Gimli(Option<Field>, AttributeSpecification),
 }
 
-/// An abbreviation compiled for this reader.
+/// An abbreviation compiled for this reader: its steps are
+/// `Plans::steps[start..end]`.
+#[derive(Clone, Copy)]
 struct Plan {
     tag: dw::DwTag,
     has_children: bool,
+    start: u32,
+    end: u32,
+}
+
+/// The plans of one reader, compiled on first use; the steps of all of them
+/// in one vector (one allocation per reader, not per abbreviation).
+#[derive(Default)]
+struct Plans {
+    /// By abbreviation code, for codes below [`DENSE_CODES`].
+    dense: Vec<Option<Plan>>,
+    sparse: Vec<(u64, Plan)>,
     steps: Vec<Step>,
+}
+
+impl Plans {
+    /// The plan of abbreviation `code`.
+    fn get(&mut self, cur: &Cursor<'_, '_>, fields: Fields, code: u64) -> gimli::Result<Plan> {
+        let known = if code < DENSE_CODES {
+            self.dense.get(code as usize).copied().flatten()
+        } else {
+            self.sparse.iter().find(|p| p.0 == code).map(|p| p.1)
+        };
+        if let Some(plan) = known {
+            return Ok(plan);
+        }
+        let abbrev = cur
+            .unit
+            .abbreviations
+            .get(code)
+            .ok_or(gimli::Error::UnknownAbbreviation(code))?;
+        let start = self.steps.len() as u32;
+        cur.compile(abbrev, fields, &mut self.steps);
+        let plan = Plan {
+            tag: abbrev.tag(),
+            has_children: abbrev.has_children(),
+            start,
+            end: self.steps.len() as u32,
+        };
+        if code < DENSE_CODES {
+            let i = code as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            if let Some(slot) = self.dense.get_mut(i) {
+                *slot = Some(plan);
+            }
+        } else {
+            self.sparse.push((code, plan));
+        }
+        Ok(plan)
+    }
+
+    fn steps(&self, plan: Plan) -> &[Step] {
+        self.steps
+            .get(plan.start as usize..plan.end as usize)
+            .unwrap_or(&[])
+    }
 }
 
 /// A DIE as the converter sees it.
@@ -357,9 +415,7 @@ pub struct Die<'d> {
 /// Reads the DIEs of one unit in order.
 pub struct DieReader<'a, 'd> {
     cur: Cursor<'a, 'd>,
-    /// Plans by abbreviation code (dense codes); sparse codes use `sparse`.
-    plans: Vec<Option<Plan>>,
-    sparse: Vec<(u64, Plan)>,
+    plans: Plans,
     fields: Fields,
     depth: isize,
     /// The DIE `next` returned last, decoded in place (no copies of
@@ -403,8 +459,7 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 input,
                 encoding: unit.encoding(),
             },
-            plans: Vec::new(),
-            sparse: Vec::new(),
+            plans: Plans::default(),
             fields,
             depth: 0,
             die: Die {
@@ -434,15 +489,9 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 self.depth -= 1;
                 continue;
             }
-            let plan = plan(
-                &mut self.plans,
-                &mut self.sparse,
-                &self.cur,
-                self.fields,
-                code,
-            )?;
+            let plan = self.plans.get(&self.cur, self.fields, code)?;
             self.die.attrs.present = 0;
-            self.cur.run(&plan.steps, &mut self.die.attrs)?;
+            self.cur.run(self.plans.steps(plan), &mut self.die.attrs)?;
             self.die.offset = offset;
             self.die.tag = plan.tag;
             self.die.has_children = plan.has_children;
@@ -484,14 +533,8 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 self.depth -= 1;
                 continue;
             }
-            let plan = plan(
-                &mut self.plans,
-                &mut self.sparse,
-                &self.cur,
-                self.fields,
-                code,
-            )?;
-            self.cur.run(&plan.steps, &mut scratch)?;
+            let plan = self.plans.get(&self.cur, self.fields, code)?;
+            self.cur.run(self.plans.steps(plan), &mut scratch)?;
             if plan.has_children {
                 self.depth += 1;
             }
@@ -518,13 +561,7 @@ impl<'a, 'd> DieReader<'a, 'd> {
         if code == 0 {
             return Ok(None);
         }
-        let plan = plan(
-            &mut self.plans,
-            &mut self.sparse,
-            &self.cur,
-            self.fields,
-            code,
-        )?;
+        let plan = self.plans.get(&self.cur, self.fields, code)?;
         let mut die = Die {
             offset: u64::from(offset),
             tag: plan.tag,
@@ -532,50 +569,8 @@ impl<'a, 'd> DieReader<'a, 'd> {
             depth: 0,
             attrs: Attrs::default(),
         };
-        self.cur.run(&plan.steps, &mut die.attrs)?;
+        self.cur.run(self.plans.steps(plan), &mut die.attrs)?;
         Ok(Some(die))
-    }
-}
-
-/// The plan of abbreviation `code`, compiled on first use.
-fn plan<'p>(
-    plans: &'p mut Vec<Option<Plan>>,
-    sparse: &'p mut Vec<(u64, Plan)>,
-    cur: &Cursor<'_, '_>,
-    fields: Fields,
-    code: u64,
-) -> gimli::Result<&'p Plan> {
-    let compile = || {
-        cur.unit
-            .abbreviations
-            .get(code)
-            .map(|a| cur.compile(a, fields))
-            .ok_or(gimli::Error::UnknownAbbreviation(code))
-    };
-    if code < DENSE_CODES {
-        let i = code as usize;
-        if plans.len() <= i {
-            plans.resize_with(i + 1, || None);
-        }
-        let slot = plans
-            .get_mut(i)
-            .ok_or(gimli::Error::UnknownAbbreviation(code))?;
-        if slot.is_none() {
-            *slot = Some(compile()?);
-        }
-        slot.as_ref().ok_or(gimli::Error::UnknownAbbreviation(code))
-    } else {
-        let i = match sparse.iter().position(|p| p.0 == code) {
-            Some(i) => i,
-            None => {
-                sparse.push((code, compile()?));
-                sparse.len() - 1
-            }
-        };
-        sparse
-            .get(i)
-            .map(|p| &p.1)
-            .ok_or(gimli::Error::UnknownAbbreviation(code))
     }
 }
 
@@ -584,36 +579,38 @@ impl<'d> Cursor<'_, 'd> {
         self.entries_start + self.entries_len - self.input.len() as u64
     }
 
-    fn compile(&self, abbrev: &gimli::Abbreviation, fields: Fields) -> Plan {
-        let mut steps = Vec::new();
+    /// Appends the steps of `abbrev`'s plan to `steps`.
+    fn compile(&self, abbrev: &gimli::Abbreviation, fields: Fields, steps: &mut Vec<Step>) {
+        let first = steps.len();
         for spec in abbrev.attributes() {
             let field = Field::of(spec.name()).filter(|&f| fields.has(f));
             // DWARF 2 and 3 spell location list offsets as data4/data8:
             // gimli tells them from constants by the attribute.
             let offset_like = self.encoding.version < 4
                 && matches!(spec.form(), dw::DW_FORM_data4 | dw::DW_FORM_data8);
-            let step = match field {
-                Some(f) if !offset_like && self.fused(f, spec.form()).is_some() => {
-                    self.fused(f, spec.form()).unwrap_or(Step::Read(f, *spec))
-                }
-                Some(f) if fast_form(spec.form()) && !offset_like => Step::Read(f, *spec),
-                Some(f) => Step::Gimli(Some(f), *spec),
-                None => match self.fixed_size(spec.form()) {
+            let fused = field
+                .filter(|_| !offset_like)
+                .and_then(|f| self.fused(f, spec.form()));
+            let step = match (field, fused) {
+                (_, Some(step)) => step,
+                (Some(f), None) if fast_form(spec.form()) && !offset_like => Step::Read(f, *spec),
+                (Some(f), None) => Step::Gimli(Some(f), *spec),
+                (None, _) => match self.fixed_size(spec.form()) {
                     Some(n) => Step::Skip(n),
                     None if variable_form(spec.form()) => Step::SkipVar(spec.form()),
                     None => Step::Gimli(None, *spec),
                 },
             };
-            match (steps.last_mut(), step) {
+            let last = if steps.len() > first {
+                steps.last_mut()
+            } else {
+                None
+            };
+            match (last, step) {
                 (Some(Step::Skip(n)), Step::Skip(m)) => *n += m,
                 (_, Step::Skip(0)) => {}
                 _ => steps.push(step),
             }
-        }
-        Plan {
-            tag: abbrev.tag(),
-            has_children: abbrev.has_children(),
-            steps,
         }
     }
 
