@@ -81,6 +81,10 @@ pub struct Btf {
     start_str_off: u32,
     /// Built on the first `add_str`, so that readers pay nothing for it.
     str_index: Option<StringIndex>,
+    /// An index of the base's own strings, built on the first `add_str` of
+    /// a split object whose base has none (a base shared through `Arc` and
+    /// loaded without [`Btf::index_strings`] would be scanned per string).
+    base_str_index: Option<StringIndex>,
 }
 
 impl Default for Btf {
@@ -119,6 +123,7 @@ impl Btf {
             start_id,
             start_str_off,
             str_index: None,
+            base_str_index: None,
         }
     }
 
@@ -227,10 +232,8 @@ impl Btf {
             // Offset 0 is "" in every base BTF, and a split BTF sees its base's.
             return 0;
         }
-        if let Some(base) = &self.base {
-            if let Some(off) = base.find_str(s) {
-                return off;
-            }
+        if let Some(off) = self.find_in_base(s) {
+            return off;
         }
         let index = self
             .str_index
@@ -272,6 +275,22 @@ impl Btf {
         self.types = types;
         self.strings = strings;
         self.str_index = None;
+    }
+
+    /// The offset of `s` in the base, through its index or ours.
+    fn find_in_base(&mut self, s: &str) -> Option<u32> {
+        let base = self.base.as_ref()?;
+        if base.str_index.is_some() {
+            return base.find_str(s);
+        }
+        // As `find_str`: the base's own base first.
+        if let Some(off) = base.base.as_ref().and_then(|b| b.find_str(s)) {
+            return Some(off);
+        }
+        let index = self
+            .base_str_index
+            .get_or_insert_with(|| StringIndex::build(&base.strings));
+        Some(index.get(&base.strings, s.as_bytes())? + base.start_str_off)
     }
 
     /// Prepares a base object to serve `find_str` quickly for a split builder.

@@ -29,7 +29,7 @@ use object::{Object, ObjectSection};
 use crate::convert::{self, ConvertOptions, ConvertedUnit, UnitBuilder, UnitTypes};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, DwarfSections, ElfFile, ElfInfo, Reader};
-use crate::strings::Strings;
+use crate::strings::{BaseStrings, Strings};
 use crate::{kfuncs, vars};
 
 /// Which functions get a FUNC, and how (`--funcs`).
@@ -162,6 +162,7 @@ pub fn encode_with<P: FuncPolicy>(
 ) -> Result<Encoded> {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
+    let base = base.map(|b| Arc::new(BaseStrings::new(b)));
     let obj = elf.object()?;
     let info = ElfInfo::new(&obj);
     let sections = DwarfSections::load(elf, &obj)?;
@@ -338,7 +339,7 @@ struct SegmentContext<'a, 'd> {
     opts: &'a EncodeOptions,
     info: &'a ElfInfo<'d>,
     vars_cx: &'a vars::VarsContext,
-    base: Option<Arc<Btf>>,
+    base: Option<Arc<BaseStrings>>,
     progress: &'a dyn Progress,
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
@@ -554,9 +555,9 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(base: Option<Arc<Btf>>) -> Sink {
+    fn new(base: Option<Arc<BaseStrings>>) -> Sink {
         Sink {
-            start_id: base.as_ref().map_or(1, |b| b.type_count()),
+            start_id: base.as_ref().map_or(1, |b| b.btf().type_count()),
             types: Vec::new(),
             strings: Strings::new(base),
         }

@@ -15,8 +15,70 @@ use std::sync::Arc;
 use btf::Btf;
 use rustc_hash::FxHashMap;
 
+/// The base BTF of a split encode with its strings indexed: a base loaded
+/// from a file has no index, and `Btf::find_str` would scan its whole
+/// string section for every string of the module.
+pub struct BaseStrings {
+    btf: Arc<Btf>,
+    /// Hash of a string -> its offset (open addressing on the key, as in
+    /// [`Strings`]).
+    map: FxHashMap<u64, u32>,
+}
+
+impl BaseStrings {
+    pub fn new(btf: Arc<Btf>) -> BaseStrings {
+        let section = btf.string_section();
+        let start = btf.start_str_off();
+        let mut map = FxHashMap::default();
+        map.reserve(section.len() / 16);
+        let mut off = 0usize;
+        while let Some(rest) = section.get(off..).filter(|r| !r.is_empty()) {
+            let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+            let s = rest.get(..len).unwrap_or(&[]);
+            let mut h = hash(s);
+            loop {
+                match map.get(&h) {
+                    Some(&o) if btf.str_bytes(o).ok() == Some(s) => break,
+                    Some(_) => h = h.wrapping_add(PROBE),
+                    None => {
+                        map.insert(h, start + off as u32);
+                        break;
+                    }
+                }
+            }
+            off += len + 1;
+        }
+        BaseStrings { btf, map }
+    }
+
+    pub fn btf(&self) -> &Arc<Btf> {
+        &self.btf
+    }
+
+    /// The offset of `s` in the base, if it is there (own strings of the
+    /// base, then its own base's).
+    fn find(&self, s: &[u8]) -> Option<u32> {
+        let mut h = hash(s);
+        while let Some(&o) = self.map.get(&h) {
+            if self.btf.str_bytes(o).ok() == Some(s) {
+                return Some(o);
+            }
+            h = h.wrapping_add(PROBE);
+        }
+        let deeper = self.btf.base()?;
+        std::str::from_utf8(s).ok().and_then(|s| deeper.find_str(s))
+    }
+}
+
+/// The step between the keys one hash probes.
+const PROBE: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn hash(s: &[u8]) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
 pub struct Strings {
-    base: Option<Arc<Btf>>,
+    base: Option<Arc<BaseStrings>>,
     /// Offset of the first own string: the base's string section size.
     start: u32,
     /// Own strings, starting with the empty string.
@@ -31,8 +93,8 @@ pub struct Strings {
 }
 
 impl Strings {
-    pub fn new(base: Option<Arc<Btf>>) -> Strings {
-        let start = base.as_ref().map_or(0, |b| b.strings_end());
+    pub fn new(base: Option<Arc<BaseStrings>>) -> Strings {
+        let start = base.as_ref().map_or(0, |b| b.btf.strings_end());
         Strings {
             base,
             start,
@@ -47,16 +109,14 @@ impl Strings {
         if s.is_empty() {
             return 0;
         }
-        if let Some(base) = &self.base {
-            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| base.find_str(s)) {
-                return off;
-            }
+        if let Some(off) = self.base.as_ref().and_then(|b| b.find(s)) {
+            return off;
         }
-        let mut h = rustc_hash::FxBuildHasher.hash_one(s);
+        let mut h = hash(s);
         loop {
             match self.map.get(&h) {
                 Some(&off) if self.own(off) == s => return self.start + off,
-                Some(_) => h = h.wrapping_add(0x9e37_79b9_7f4a_7c15),
+                Some(_) => h = h.wrapping_add(PROBE),
                 None => break,
             }
         }
@@ -88,8 +148,8 @@ impl Strings {
             None => self
                 .base
                 .as_ref()
-                .and_then(|b| b.str_at(off).ok())
-                .map_or(&[], str::as_bytes),
+                .and_then(|b| b.btf.str_bytes(off).ok())
+                .unwrap_or(&[]),
         }
     }
 
@@ -99,7 +159,7 @@ impl Strings {
     }
 
     pub fn base(&self) -> Option<&Arc<Btf>> {
-        self.base.as_ref()
+        self.base.as_ref().map(|b| &b.btf)
     }
 
     /// The own string section (what follows the base's).
