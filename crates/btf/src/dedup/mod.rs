@@ -337,6 +337,10 @@ fn shallow_equal_struct(a: &Type, b: &Type) -> bool {
             .all(|(x, y)| x.name_off == y.name_off && x.offset == y.offset)
 }
 
+fn is_struct_or_fwd(kind: u8) -> bool {
+    matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_FWD)
+}
+
 fn array_of(t: &Type) -> Option<&Array> {
     match &t.data {
         TypeData::Array(a) => Some(a),
@@ -464,6 +468,11 @@ struct Dedup<'a> {
     /// set in it (to clear it quickly).
     hypot_map: Vec<u32>,
     hypot_list: Vec<TypeId>,
+    /// The ids of `hypot_list` whose pair has a struct, union or FWD on
+    /// either side, in the same order: merging any other pair changes
+    /// nothing (see `merge_hypot_map`), and most pairs are the pointers,
+    /// typedefs and qualifiers between structs.
+    hypot_merge: Vec<TypeId>,
     /// The last equivalence needed a base FWD resolved: not a match.
     hypot_adjust_canon: bool,
     table: CandTable,
@@ -494,8 +503,13 @@ impl<'a> Dedup<'a> {
             map,
             hypot_map: vec![UNPROCESSED; count],
             hypot_list: Vec::new(),
+            hypot_merge: Vec::new(),
             hypot_adjust_canon: false,
-            table: CandTable::with_capacity(count),
+            // Not sized by `count`: only canonical types are entered, and
+            // when most types are duplicates (the encoder's case) a table
+            // sized for all of them is mostly empty memory that every
+            // lookup misses the cache in. Growth costs less.
+            table: CandTable::default(),
             func_tags: FxHashMap::default(),
         };
         d.collect_func_tags(btf, strings);
@@ -682,6 +696,7 @@ impl<'a> Dedup<'a> {
             self.hypot_map[id as usize] = UNPROCESSED;
         }
         self.hypot_list.clear();
+        self.hypot_merge.clear();
         self.hypot_adjust_canon = false;
     }
 
@@ -734,6 +749,16 @@ impl<'a> Dedup<'a> {
         stack.clear();
         stack.push((cand, canon));
         while let Some((cand_id, canon_id)) = stack.pop() {
+            // A pair already recorded, met again through another path (a
+            // shared pointer type, a cycle closing): checked first because
+            // it is the most common pair and needs no type read. Exactly
+            // what the checks below would conclude: an id set in the
+            // hypothetical map is never a FWD that `resolve_fwd` would
+            // replace (only what it returns is set, and `map` does not
+            // change during the walk).
+            if self.hypot_map[canon_id as usize] == cand_id {
+                continue;
+            }
             if self.resolve(cand_id) == self.resolve(canon_id) {
                 continue;
             }
@@ -751,9 +776,12 @@ impl<'a> Dedup<'a> {
             self.hypot_map[canon_id as usize] = cand_id;
             self.hypot_list.push(canon_id);
 
+            let (cand_kind, canon_kind) = (kind_of(self.ty(cand_id)), kind_of(self.ty(canon_id)));
+            if is_struct_or_fwd(cand_kind) || is_struct_or_fwd(canon_kind) {
+                self.hypot_merge.push(canon_id);
+            }
             let cand_t = self.ty(cand_id);
             let canon_t = self.ty(canon_id);
-            let (cand_kind, canon_kind) = (kind_of(cand_t), kind_of(canon_t));
             if name_of(cand_t) != name_of(canon_t) {
                 return Ok(false);
             }
@@ -817,10 +845,17 @@ impl<'a> Dedup<'a> {
                     stack.push((ca.index, na.index));
                 }
                 BTF_KIND_STRUCT | BTF_KIND_UNION => {
-                    if !shallow_equal_struct(ct, nt) {
+                    // `shallow_equal_struct` and the pushes in one pass
+                    // over the members; pairs pushed before a difference
+                    // is found are dropped with the walk.
+                    let (cms, nms) = (ct.members(), nt.members());
+                    if !equal_common(ct, nt) || cms.len() != nms.len() {
                         return Ok(false);
                     }
-                    for (cm, nm) in ct.members().iter().zip(nt.members()).rev() {
+                    for (cm, nm) in cms.iter().zip(nms).rev() {
+                        if cm.name_off != nm.name_off || cm.offset != nm.offset {
+                            return Ok(false);
+                        }
                         stack.push((cm.ty, nm.ty));
                     }
                 }
@@ -848,9 +883,15 @@ impl<'a> Dedup<'a> {
     }
 
     /// After an equivalence, record what the hypothetical map learnt.
+    ///
+    /// Only pairs with a struct, union or FWD on a side can change `map`,
+    /// and only those are visited (`hypot_merge`): `resolve` leads from any
+    /// other kind to the same kind (INT to INT, enum to enum; reference
+    /// types are not mapped yet), so for the other pairs none of the
+    /// conditions below holds.
     fn merge_hypot_map(&mut self) {
-        for i in 0..self.hypot_list.len() {
-            let canon_id = self.hypot_list[i];
+        for i in 0..self.hypot_merge.len() {
+            let canon_id = self.hypot_merge[i];
             let targ_id = self.hypot_map[canon_id as usize];
             let t_id = self.resolve(targ_id);
             let c_id = self.resolve(canon_id);

@@ -45,15 +45,6 @@ pub(super) struct CandTable {
 }
 
 impl CandTable {
-    pub(super) fn with_capacity(n: usize) -> CandTable {
-        let mut slots = FxHashMap::default();
-        slots.reserve(n);
-        CandTable {
-            slots,
-            ..CandTable::default()
-        }
-    }
-
     /// libbpf's `hashmap_needs_to_grow` and `hashmap_grow`: grow before an
     /// insert that would fill the table past 75%, starting at 4 buckets.
     fn count_insert(&mut self) {
