@@ -476,6 +476,12 @@ struct Dedup<'a> {
     /// The last equivalence needed a base FWD resolved: not a match.
     hypot_adjust_canon: bool,
     table: CandTable,
+    /// Own FWDs canonical after pass 2 and own structs and unions made
+    /// canonical by pass 3, in id order: the only types pass 4 needs, which
+    /// spares it two sweeps over all types. Neither set grows later (a
+    /// canonical struct stays canonical, a FWD only ever gets mapped away).
+    canon_fwds: Vec<TypeId>,
+    canon_structs: Vec<TypeId>,
     /// FUNC id -> identifier of the set of `addr=` tags on it (absent: none).
     func_tags: FxHashMap<TypeId, u32>,
 }
@@ -491,11 +497,7 @@ impl<'a> Dedup<'a> {
             // The base is canonical by definition.
             map[id as usize] = id;
         }
-        for (i, t) in types.iter().enumerate() {
-            if matches!(t.data, TypeData::Var { .. } | TypeData::Datasec { .. }) {
-                map[start_id as usize + i] = start_id + i as u32;
-            }
-        }
+        // VARs and DATASECs are made canonical by pass 2's sweep.
         let mut d = Dedup {
             base,
             start_id,
@@ -510,6 +512,8 @@ impl<'a> Dedup<'a> {
             // sized for all of them is mostly empty memory that every
             // lookup misses the cache in. Growth costs less.
             table: CandTable::default(),
+            canon_fwds: Vec::new(),
+            canon_structs: Vec::new(),
             func_tags: FxHashMap::default(),
         };
         d.collect_func_tags(btf, strings);
@@ -678,8 +682,15 @@ impl<'a> Dedup<'a> {
                         .find(|&c| self.ty(c).is_some_and(|ct| equal_common(t, ct)))
                     {
                         new_id = c;
+                    } else if t.kind() == BTF_KIND_FWD {
+                        self.canon_fwds.push(id);
                     }
                     h
+                }
+                BTF_KIND_VAR | BTF_KIND_DATASEC => {
+                    // Never merged, and not entered in the table.
+                    self.map[id as usize] = id;
+                    continue;
                 }
                 _ => continue,
             };
@@ -756,14 +767,17 @@ impl<'a> Dedup<'a> {
             // hypothetical map is never a FWD that `resolve_fwd` would
             // replace (only what it returns is set, and `map` does not
             // change during the walk).
-            if self.hypot_map[canon_id as usize] == cand_id {
+            let hypot = self.hypot_map[canon_id as usize];
+            if hypot == cand_id {
                 continue;
             }
             if self.resolve(cand_id) == self.resolve(canon_id) {
                 continue;
             }
-            let canon_id = self.resolve_fwd(canon_id);
-            let hypot = self.hypot_map[canon_id as usize];
+            let (canon_id, hypot) = match self.resolve_fwd(canon_id) {
+                same if same == canon_id => (same, hypot),
+                resolved => (resolved, self.hypot_map[resolved as usize]),
+            };
             if is_mapped(hypot) {
                 if hypot == cand_id
                     || self.identical_arrays(hypot, cand_id)
@@ -776,12 +790,13 @@ impl<'a> Dedup<'a> {
             self.hypot_map[canon_id as usize] = cand_id;
             self.hypot_list.push(canon_id);
 
-            let (cand_kind, canon_kind) = (kind_of(self.ty(cand_id)), kind_of(self.ty(canon_id)));
-            if is_struct_or_fwd(cand_kind) || is_struct_or_fwd(canon_kind) {
-                self.hypot_merge.push(canon_id);
-            }
             let cand_t = self.ty(cand_id);
             let canon_t = self.ty(canon_id);
+            let (cand_kind, canon_kind) = (kind_of(cand_t), kind_of(canon_t));
+            // Pushed where the pair is done with (the types borrow `self`
+            // until then): still in recording order, as no other pair is
+            // recorded in between.
+            let merge = is_struct_or_fwd(cand_kind) || is_struct_or_fwd(canon_kind);
             if name_of(cand_t) != name_of(canon_t) {
                 return Ok(false);
             }
@@ -800,6 +815,8 @@ impl<'a> Dedup<'a> {
                 if canon_kind == BTF_KIND_FWD && canon_id < self.start_id {
                     self.hypot_adjust_canon = true;
                 }
+                // A side is a FWD: `merge` holds.
+                self.hypot_merge.push(canon_id);
                 continue;
             }
             if cand_kind != canon_kind {
@@ -877,6 +894,9 @@ impl<'a> Dedup<'a> {
                     ),
                     })
                 }
+            }
+            if merge {
+                self.hypot_merge.push(canon_id);
             }
         }
         Ok(true)
@@ -959,6 +979,7 @@ impl<'a> Dedup<'a> {
             self.map[id as usize] = new_id;
             if new_id == id {
                 table.add(h, id);
+                self.canon_structs.push(id);
             }
         }
         self.table = table;
@@ -969,16 +990,16 @@ impl<'a> Dedup<'a> {
     fn resolve_fwds(&mut self) {
         // name -> the canonical struct or union of that name, 0 if several.
         let mut names: FxHashMap<u32, TypeId> = FxHashMap::default();
-        for id in 1..self.map.len() as u32 {
+        let structs = std::mem::take(&mut self.canon_structs);
+        for id in (1..self.start_id).chain(structs) {
             let Some(t) = self.ty(id) else { continue };
             if matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) && self.map[id as usize] == id {
                 names.entry(t.name_off).and_modify(|v| *v = 0).or_insert(id);
             }
         }
-        for i in 0..self.types.len() {
-            let id = self.start_id + i as u32;
-            let t = &self.types[i];
-            if t.kind() != BTF_KIND_FWD || self.map[id as usize] != id {
+        for id in std::mem::take(&mut self.canon_fwds) {
+            let Some(t) = self.ty(id) else { continue };
+            if self.map[id as usize] != id {
                 continue;
             }
             let Some(&cand) = names.get(&t.name_off) else {
