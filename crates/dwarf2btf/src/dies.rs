@@ -356,15 +356,22 @@ struct Plans {
 }
 
 impl Plans {
-    /// The plan of abbreviation `code`.
+    /// The plan of abbreviation `code` (called for every DIE: the common
+    /// case, a dense code compiled already, is kept small enough to inline).
+    #[inline]
     fn get(&mut self, cur: &Cursor<'_, '_>, fields: Fields, code: u64) -> gimli::Result<Plan> {
-        let known = if code < DENSE_CODES {
-            self.dense.get(code as usize).copied().flatten()
-        } else {
-            self.sparse.iter().find(|p| p.0 == code).map(|p| p.1)
-        };
-        if let Some(plan) = known {
-            return Ok(plan);
+        match usize::try_from(code).ok().and_then(|i| self.dense.get(i)) {
+            Some(Some(plan)) => Ok(*plan),
+            _ => self.get_slow(cur, fields, code),
+        }
+    }
+
+    #[cold]
+    fn get_slow(&mut self, cur: &Cursor<'_, '_>, fields: Fields, code: u64) -> gimli::Result<Plan> {
+        if code >= DENSE_CODES {
+            if let Some(p) = self.sparse.iter().find(|p| p.0 == code) {
+                return Ok(p.1);
+            }
         }
         let abbrev = cur
             .unit
