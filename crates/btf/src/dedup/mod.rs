@@ -111,7 +111,9 @@
 mod strings;
 mod table;
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::*;
 use crate::types::*;
@@ -457,6 +459,61 @@ fn set_ref_at(t: &mut Type, i: usize, id: TypeId) {
     }
 }
 
+/// Pass 2's shortcut for full enums. Enums are hashed by name alone, so all
+/// anonymous enums share one candidate list, which every new one would scan
+/// (thousands of comparisons each in a kernel). A full enum can only take a
+/// candidate equal to it or hand a forward enum over; without forward enums
+/// under its hash, only the equal candidate counts, and there is at most one:
+/// an enum equal to a candidate never becomes a candidate itself. This index
+/// finds that one by content. Not used with a base, which may hold equal
+/// enums twice.
+#[derive(Default)]
+struct EnumIndex {
+    usable: bool,
+    /// Content hash of a canonical full enum -> its id, or `AMBIGUOUS` if
+    /// two canonical enums share the hash.
+    full: FxHashMap<u64, TypeId>,
+    /// Candidate table keys under which a forward enum was entered.
+    fwd_keys: FxHashSet<i64>,
+}
+
+const AMBIGUOUS: TypeId = u32::MAX;
+
+impl EnumIndex {
+    fn content_hash(t: &Type) -> u64 {
+        rustc_hash::FxBuildHasher.hash_one(t)
+    }
+
+    /// What the index knows of enum `t` under candidate key `h`: `None` if
+    /// the candidates must be scanned, `Some(None)` if none is equal,
+    /// `Some(Some(c))` if only `c` can be (the caller checks that it is).
+    fn lookup(&self, h: i64, t: &Type) -> Option<Option<TypeId>> {
+        if !self.usable || is_enum_fwd(t) || self.fwd_keys.contains(&h) {
+            return None;
+        }
+        match self.full.get(&Self::content_hash(t)) {
+            None => Some(None),
+            Some(&AMBIGUOUS) => None,
+            Some(&c) => Some(Some(c)),
+        }
+    }
+
+    /// Enum `t` was entered in the candidate table under `h`.
+    fn add(&mut self, h: i64, t: &Type, id: TypeId) {
+        if !self.usable {
+            return;
+        }
+        if is_enum_fwd(t) {
+            self.fwd_keys.insert(h);
+            return;
+        }
+        self.full
+            .entry(Self::content_hash(t))
+            .and_modify(|c| *c = AMBIGUOUS)
+            .or_insert(id);
+    }
+}
+
 struct Dedup<'a> {
     base: Option<&'a Btf>,
     start_id: TypeId,
@@ -482,6 +539,7 @@ struct Dedup<'a> {
     /// canonical struct stays canonical, a FWD only ever gets mapped away).
     canon_fwds: Vec<TypeId>,
     canon_structs: Vec<TypeId>,
+    enums: EnumIndex,
     /// FUNC id -> identifier of the set of `addr=` tags on it (absent: none).
     func_tags: FxHashMap<TypeId, u32>,
 }
@@ -514,6 +572,10 @@ impl<'a> Dedup<'a> {
             table: CandTable::default(),
             canon_fwds: Vec::new(),
             canon_structs: Vec::new(),
+            enums: EnumIndex {
+                usable: base.is_none(),
+                ..EnumIndex::default()
+            },
             func_tags: FxHashMap::default(),
         };
         d.collect_func_tags(btf, strings);
@@ -657,20 +719,30 @@ impl<'a> Dedup<'a> {
                 }
                 BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
                     let h = hash_enum(t);
-                    for c in table.get(h) {
-                        let t = &self.types[i];
-                        let Some(ct) = self.ty(c) else { continue };
-                        if equal_enum(t, ct) {
+                    match self.enums.lookup(h, t) {
+                        // No candidate is equal, none needs handing over.
+                        Some(None) => {}
+                        Some(Some(c)) if self.ty(c).is_some_and(|ct| equal_enum(t, ct)) => {
                             new_id = c;
-                            break;
                         }
-                        if compat_enum(t, ct) {
-                            if is_enum_fwd(t) {
-                                new_id = c;
-                                break;
+                        _ => {
+                            for c in table.get(h) {
+                                let t = &self.types[i];
+                                let Some(ct) = self.ty(c) else { continue };
+                                if equal_enum(t, ct) {
+                                    new_id = c;
+                                    break;
+                                }
+                                if compat_enum(t, ct) {
+                                    if is_enum_fwd(t) {
+                                        new_id = c;
+                                        break;
+                                    }
+                                    // A canonical forward enum gives way to
+                                    // us.
+                                    self.map[c as usize] = id;
+                                }
                             }
-                            // A canonical forward enum gives way to us.
-                            self.map[c as usize] = id;
                         }
                     }
                     h
@@ -697,6 +769,9 @@ impl<'a> Dedup<'a> {
             self.map[id as usize] = new_id;
             if new_id == id {
                 table.add(h, id);
+                if is_any_enum(&self.types[i]) {
+                    self.enums.add(h, &self.types[i], id);
+                }
             }
         }
         self.table = table;
