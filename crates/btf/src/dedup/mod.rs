@@ -948,7 +948,11 @@ impl<'a> Dedup<'a> {
                         if cm.name_off != nm.name_off || cm.offset != nm.offset {
                             return Ok(false);
                         }
-                        stack.push((cm.ty, nm.ty));
+                        // A pair already recorded would be skipped when
+                        // popped (entries are never undone during a walk).
+                        if self.hypot_map[nm.ty as usize] != cm.ty {
+                            stack.push((cm.ty, nm.ty));
+                        }
                     }
                 }
                 BTF_KIND_FUNC_PROTO => {
