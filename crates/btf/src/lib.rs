@@ -28,9 +28,8 @@ pub use error::{Error, Result};
 pub use load::{
     default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
 };
+pub use strings::StringIndex;
 pub use types::*;
-
-use strings::StringIndex;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {

@@ -2,11 +2,13 @@
 //!
 //! The index maps a string's hash to its offset in the section; the bytes
 //! themselves stay in the section only, so interning costs one u32 per string.
+//! Public for builders of string sections outside a [`crate::Btf`] (the
+//! DWARF encoder's per-segment tables).
 
 use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug, Default)]
-pub(crate) struct StringIndex {
+pub struct StringIndex {
     /// Hash of the bytes -> offset of the string. On a collision with a
     /// different string the next key is tried (open addressing on the key):
     /// one slot and no allocation per string.
@@ -22,13 +24,14 @@ fn hash(s: &[u8]) -> u64 {
 }
 
 fn at(section: &[u8], off: u32) -> &[u8] {
-    let rest = &section[off as usize..];
+    let rest = section.get(off as usize..).unwrap_or_default();
     let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
     &rest[..end]
 }
 
 impl StringIndex {
-    pub(crate) fn build(section: &[u8]) -> StringIndex {
+    /// An index of every string of `section` (the first of duplicates).
+    pub fn build(section: &[u8]) -> StringIndex {
         let mut index = StringIndex::default();
         index.map.reserve(section.len() / 16);
         let mut off = 0usize;
@@ -58,12 +61,13 @@ impl StringIndex {
         }
     }
 
-    pub(crate) fn get(&self, section: &[u8], s: &[u8]) -> Option<u32> {
+    /// The offset of `s` in `section`, if it is there.
+    pub fn get(&self, section: &[u8], s: &[u8]) -> Option<u32> {
         self.find(section, s).ok()
     }
 
     /// Returns the local offset of `s`, appending it to `section` if new.
-    pub(crate) fn intern(&mut self, section: &mut Vec<u8>, s: &[u8]) -> u32 {
+    pub fn intern(&mut self, section: &mut Vec<u8>, s: &[u8]) -> u32 {
         match self.find(section, s) {
             Ok(o) => o,
             Err(key) => {

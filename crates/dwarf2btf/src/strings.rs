@@ -9,10 +9,9 @@
 //! strings of .debug_str, so the cache answers most names without hashing
 //! their bytes.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use btf::Btf;
+use btf::{Btf, StringIndex};
 use rustc_hash::FxHashMap;
 
 /// The base BTF of a split encode with its strings indexed: a base loaded
@@ -20,61 +19,31 @@ use rustc_hash::FxHashMap;
 /// string section for every string of the module.
 pub struct BaseStrings {
     btf: Arc<Btf>,
-    /// Hash of a string -> its offset (open addressing on the key, as in
-    /// [`Strings`]).
-    map: FxHashMap<u64, u32>,
+    /// The base's own strings.
+    index: StringIndex,
 }
 
 impl BaseStrings {
     pub fn new(btf: Arc<Btf>) -> BaseStrings {
-        let section = btf.string_section();
-        let start = btf.start_str_off();
-        let mut map = FxHashMap::default();
-        map.reserve(section.len() / 16);
-        let mut off = 0usize;
-        while let Some(rest) = section.get(off..).filter(|r| !r.is_empty()) {
-            let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-            let s = rest.get(..len).unwrap_or(&[]);
-            let mut h = hash(s);
-            loop {
-                match map.get(&h) {
-                    Some(&o) if btf.str_bytes(o).ok() == Some(s) => break,
-                    Some(_) => h = h.wrapping_add(PROBE),
-                    None => {
-                        map.insert(h, start + off as u32);
-                        break;
-                    }
-                }
-            }
-            off += len + 1;
-        }
-        BaseStrings { btf, map }
+        let index = StringIndex::build(btf.string_section());
+        BaseStrings { btf, index }
     }
 
     pub fn btf(&self) -> &Arc<Btf> {
         &self.btf
     }
 
-    /// The offset of `s` in the base, if it is there (own strings of the
-    /// base, then its own base's).
+    /// The offset of `s` in the base, if it is there (as `Btf::find_str`:
+    /// the base's own base first).
     fn find(&self, s: &[u8]) -> Option<u32> {
-        let mut h = hash(s);
-        while let Some(&o) = self.map.get(&h) {
-            if self.btf.str_bytes(o).ok() == Some(s) {
-                return Some(o);
+        if let Some(deeper) = self.btf.base() {
+            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| deeper.find_str(s)) {
+                return Some(off);
             }
-            h = h.wrapping_add(PROBE);
         }
-        let deeper = self.btf.base()?;
-        std::str::from_utf8(s).ok().and_then(|s| deeper.find_str(s))
+        let own = self.index.get(self.btf.string_section(), s)?;
+        Some(self.btf.start_str_off() + own)
     }
-}
-
-/// The step between the keys one hash probes.
-const PROBE: u64 = 0x9e37_79b9_7f4a_7c15;
-
-fn hash(s: &[u8]) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(s)
 }
 
 pub struct Strings {
@@ -83,10 +52,7 @@ pub struct Strings {
     start: u32,
     /// Own strings, starting with the empty string.
     bytes: Vec<u8>,
-    /// Hash of a string -> its own offset. On a collision with a different
-    /// string the next hash value is tried (open addressing on the key), so
-    /// no entry needs more than one slot.
-    map: FxHashMap<u64, u32>,
+    index: StringIndex,
     /// .debug_str offset -> offset here (u32 keys: a smaller table, and
     /// this lookup runs for most DIEs; larger offsets skip the cache).
     strp: FxHashMap<u32, u32>,
@@ -99,7 +65,7 @@ impl Strings {
             base,
             start,
             bytes: vec![0],
-            map: FxHashMap::default(),
+            index: StringIndex::default(),
             strp: FxHashMap::default(),
         }
     }
@@ -112,21 +78,8 @@ impl Strings {
         if let Some(off) = self.base.as_ref().and_then(|b| b.find(s)) {
             return off;
         }
-        let mut h = hash(s);
-        loop {
-            match self.map.get(&h) {
-                Some(&off) if self.own(off) == s => return self.start + off,
-                Some(_) => h = h.wrapping_add(PROBE),
-                None => break,
-            }
-        }
-        let off = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(s);
-        self.bytes.push(0);
-        self.map.insert(h, off);
-        self.start + off
+        self.start + self.index.intern(&mut self.bytes, s)
     }
-
     /// The offset of the string at .debug_str offset `strp`; `bytes` reads
     /// it when it is not cached yet.
     pub fn add_strp<'d>(&mut self, strp: usize, bytes: impl FnOnce() -> Option<&'d [u8]>) -> u32 {
