@@ -45,8 +45,14 @@ C
     objcopy --dump-section .BTF="$seeds/$src.btf" "$work/$src.o"
   done
 fi
-# The reader also takes ELF files: one small object as a seed.
-if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$seeds/a.o"; fi
+# The reader also takes ELF files: one small object as a seed. The encoder
+# starts from objects with DWARF only (-O0 keeps them small).
+dwarf_seeds=fuzz/corpus/dwarf-seeds
+mkdir -p "$dwarf_seeds"
+if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then
+  cp "$work/a.o" "$seeds/a.o"
+  for src in a b; do cc -g -O0 -c "$work/$src.c" -o "$dwarf_seeds/$src.o"; done
+fi
 
 # Every target in fuzz/ runs in turn. Each keeps its own corpus (the first
 # directory, where libFuzzer adds what it finds); the BTF ones also start
@@ -54,10 +60,17 @@ if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then cp "$work/a.o" "$seeds/a.o"; f
 failed=()
 for target in $(cargo fuzz list); do
   dirs=("fuzz/corpus/$target")
-  case "$target" in read | dump) dirs+=("$seeds") ;; esac
+  max_len=8192
+  case "$target" in
+    read | dump) dirs+=("$seeds") ;;
+    encode)
+      dirs+=("$dwarf_seeds")
+      max_len=65536
+      ;;
+  esac
   mkdir -p "${dirs[@]}"
   cargo fuzz run "$target" "${dirs[@]}" -O -- \
-    -max_total_time="$seconds" -max_len=8192 -timeout=10 -print_final_stats=1 ||
+    -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -print_final_stats=1 ||
     failed+=("$target")
 done
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -1,4 +1,5 @@
-//! A fast forward reader of one unit's DIEs for the type converter.
+//! A fast forward reader of one unit's DIEs, for the type converter and the
+//! `--funcs pahole` walk (which skips subtrees through DW_AT_sibling).
 //!
 //! The converter reads every DIE of the input once (14 M in Debian's
 //! vmlinux) but needs only a dozen attributes of any of them. gimli's

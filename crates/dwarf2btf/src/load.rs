@@ -44,6 +44,21 @@ impl ElfFile {
         })
     }
 
+    /// An ELF image already in memory (fuzzing, tests), named `path` in
+    /// messages. It is copied into an anonymous mapping.
+    pub fn from_bytes(path: &Path, data: &[u8]) -> Result<ElfFile> {
+        let io = |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut map = memmap2::MmapMut::map_anon(data.len()).map_err(io)?;
+        map.copy_from_slice(data);
+        Ok(ElfFile {
+            path: path.to_owned(),
+            map: map.make_read_only().map_err(io)?,
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
