@@ -714,7 +714,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         let byte_offset = a.member_location().unwrap_or(0);
         let bits = a.bit_size().unwrap_or(0);
         let mut bit_offset = a.data_bit_offset().unwrap_or(byte_offset.saturating_mul(8));
-        let member_idx = self.members.len() - start;
+        let member_idx = self.members.len().saturating_sub(start);
         if bits != 0 {
             self.bitfields.push((idx, member_idx, bits.min(255) as u32));
             if a.data_bit_offset().is_none() {
@@ -894,7 +894,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         }
         match open {
             Open::Struct { idx, start, .. } => {
-                let list: Vec<Member> = self.members.drain(start..).collect();
+                let list = take_from(&mut self.members, start);
                 if let Some(Type {
                     data: TypeData::Struct { members, .. } | TypeData::Union { members, .. },
                     ..
@@ -914,17 +914,17 @@ impl<'a, 'd> Conv<'a, 'd> {
                 };
                 match &mut t.data {
                     TypeData::Enum64 { values, .. } if is64 => {
-                        *values = self.values64.drain(start..).collect();
+                        *values = take_from(&mut self.values64, start);
                         t.kind_flag = signed;
                     }
                     TypeData::Enum { values, .. } if !is64 => {
-                        *values = self.values.drain(start..).collect();
+                        *values = take_from(&mut self.values, start);
                     }
                     _ => {}
                 }
             }
             Open::Proto { idx, start } => {
-                let list: Vec<Param> = self.params.drain(start..).collect();
+                let list = take_from(&mut self.params, start);
                 if let Some(Type {
                     data: TypeData::FuncProto { params, .. },
                     ..
@@ -1110,4 +1110,14 @@ impl<'a, 'd> Conv<'a, 'd> {
             warnings: self.warnings,
         })
     }
+}
+
+/// The items of a scratch list from `start` on, as an exact-size list
+/// (aggregates close in the reverse order they opened, so `start` is within
+/// the list; an empty list if it is not).
+fn take_from<T>(scratch: &mut Vec<T>, start: usize) -> Vec<T> {
+    if start > scratch.len() {
+        return Vec::new();
+    }
+    scratch.drain(start..).collect()
 }
