@@ -28,19 +28,24 @@ fn btfkit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_btfkit"))
 }
 
+/// `btfkit dedup INPUT -o OUTPUT`.
+fn run_dedup(input: &std::path::Path, output: &std::path::Path) -> std::process::Output {
+    btfkit()
+        .arg("dedup")
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .expect("run btfkit")
+}
+
 #[test]
 fn dedup_writes_the_deduplicated_btf_and_nothing_else() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("in.btf");
     let output = dir.path().join("out.btf");
     std::fs::write(&input, duplicated().to_bytes()).expect("write input");
-    let out = btfkit()
-        .arg("dedup")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .expect("run btfkit");
+    let out = run_dedup(&input, &output);
     assert!(
         out.status.success(),
         "{}",
@@ -68,13 +73,7 @@ fn dedup_failure_leaves_no_output() {
     let mut bad = Btf::new();
     bad.add_type(Type::new(0, TypeData::Ptr { ty: 42 }));
     std::fs::write(&input, bad.to_bytes()).expect("write input");
-    let out = btfkit()
-        .arg("dedup")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .expect("run btfkit");
+    let out = run_dedup(&input, &output);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[1]"), "the error names the type: {stderr}");

@@ -608,20 +608,24 @@ fn datasecs(btf: &Btf) -> BTreeMap<String, Vec<(String, u32, u32)>> {
     out
 }
 
+/// `elf` encoded with every variable (`--vars all`).
+fn encode_vars_all(elf: &Path) -> Btf {
+    let e = ElfFile::open(elf).expect("open");
+    let opts = EncodeOptions {
+        vars: dwarf2btf::encode::VarsMode::All,
+        ..opts(2)
+    };
+    dwarf2btf::encode(&e, None, &opts, &NoProgress)
+        .expect("encode")
+        .btf
+}
+
 #[test]
 fn vars_all_one_datasec_per_section_sorted() {
     let fx = Fixture::new();
     fx.write("v.c", VARS_FIXTURE);
     let elf = fx.cc("v", &["v.c"], &["-g", "-O0"]);
-    let e = ElfFile::open(&elf).expect("open");
-    let opts = EncodeOptions {
-        vars: dwarf2btf::encode::VarsMode::All,
-        ..opts(2)
-    };
-    let btf = dwarf2btf::encode(&e, None, &opts, &NoProgress)
-        .expect("encode")
-        .btf;
-    let secs = datasecs(&btf);
+    let secs = datasecs(&encode_vars_all(&elf));
     let names = |sec: &str| -> Vec<String> {
         secs.get(sec)
             .map(|v| v.iter().map(|e| e.0.clone()).collect())
@@ -662,14 +666,7 @@ fn encode_debian_vmlinux_vars_all_accepted_by_kernel() {
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }
-    let e = ElfFile::open(&k.vmlinux).expect("open");
-    let opts = EncodeOptions {
-        vars: dwarf2btf::encode::VarsMode::All,
-        ..opts(2)
-    };
-    let btf = dwarf2btf::encode(&e, None, &opts, &NoProgress)
-        .expect("encode")
-        .btf;
+    let btf = encode_vars_all(&k.vmlinux);
     let secs = datasecs(&btf);
     assert!(secs.len() > 3, "{:?}", secs.keys().collect::<Vec<_>>());
     assert!(secs.get(".data..percpu").is_some_and(|v| v.len() > 300));
