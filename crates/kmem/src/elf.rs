@@ -1,0 +1,245 @@
+//! ELF core files: QEMU's `dump-guest-memory` (no `format`), kdump's
+//! /proc/vmcore copied or `makedumpfile -E`, and the live `/proc/kcore`.
+//!
+//! Memory is in PT_LOAD segments. Each has a physical (`p_paddr`) and a
+//! virtual (`p_vaddr`) start: QEMU without paging writes `vaddr == paddr`,
+//! kdump and kcore write kernel virtual addresses (kcore's non-RAM segments
+//! have no physical address, `p_paddr` all ones). Bytes past `p_filesz` up
+//! to `p_memsz` read as zeros (kcore and makedumpfile leave them out).
+
+use crate::error::{Error, Result};
+use crate::file::{u16_at, u32_at, u64_at, Bytes};
+use crate::{Dump, Note};
+
+const PT_LOAD: u32 = 1;
+const PT_NOTE: u32 = 4;
+const PN_XNUM: u16 = 0xffff;
+const PHDR_LEN: u64 = 56;
+/// Virtual addresses at or above this are the kernel's half of the space.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    paddr: u64,
+    filesz: u64,
+    memsz: u64,
+}
+
+pub struct ElfDump {
+    bytes: Bytes,
+    /// Sorted by `paddr`, only segments with a physical address.
+    by_paddr: Vec<Segment>,
+    /// Sorted by `vaddr`, only segments in the kernel half.
+    by_vaddr: Vec<Segment>,
+    notes: Vec<Note>,
+}
+
+impl ElfDump {
+    pub fn parse(bytes: Bytes) -> Result<ElfDump> {
+        let mut ehdr = [0u8; 64];
+        bytes.read_at("ELF header", 0, &mut ehdr)?;
+        if &ehdr[..4] != b"\x7fELF" {
+            return Err(Error::UnknownFormat("no ELF magic".into()));
+        }
+        if ehdr[4] != 2 || ehdr[5] != 1 {
+            return Err(Error::corrupt(
+                "ELF header",
+                4,
+                "only 64-bit little-endian cores are read",
+            ));
+        }
+        let e_type = u16_at(&ehdr, 16).unwrap_or(0);
+        if e_type != 4 {
+            return Err(Error::corrupt(
+                "ELF header",
+                16,
+                format!("e_type {e_type} is not ET_CORE"),
+            ));
+        }
+        let phoff = u64_at(&ehdr, 0x20).unwrap_or(0);
+        let shoff = u64_at(&ehdr, 0x28).unwrap_or(0);
+        let phentsize = u16_at(&ehdr, 0x36).unwrap_or(0);
+        let mut phnum = u64::from(u16_at(&ehdr, 0x38).unwrap_or(0));
+        if phentsize as u64 != PHDR_LEN {
+            return Err(Error::corrupt(
+                "ELF header",
+                0x36,
+                format!("e_phentsize {phentsize}, expected {PHDR_LEN}"),
+            ));
+        }
+        if phnum == u64::from(PN_XNUM) {
+            // More segments than e_phnum holds: the count is section 0's sh_info.
+            let mut shdr = [0u8; 64];
+            bytes.read_at("section header 0", shoff, &mut shdr)?;
+            phnum = u64::from(u32_at(&shdr, 0x2c).unwrap_or(0));
+        }
+        let table_len = phnum
+            .checked_mul(PHDR_LEN)
+            .ok_or_else(|| Error::corrupt("program headers", phoff, "count overflows"))?;
+        let table = bytes.slice("program headers", phoff, table_len)?;
+        let mut by_paddr = Vec::new();
+        let mut by_vaddr = Vec::new();
+        let mut notes = Vec::new();
+        for i in 0..phnum as usize {
+            let p = &table[i * PHDR_LEN as usize..(i + 1) * PHDR_LEN as usize];
+            let field = |o| u64_at(p, o).unwrap_or(0);
+            let p_type = u32_at(p, 0).unwrap_or(0);
+            let seg = Segment {
+                offset: field(8),
+                vaddr: field(16),
+                paddr: field(24),
+                filesz: field(32),
+                memsz: field(40),
+            };
+            let at = phoff + i as u64 * PHDR_LEN;
+            if seg.filesz > seg.memsz {
+                return Err(Error::corrupt(
+                    "program header",
+                    at,
+                    format!("p_filesz {:#x} > p_memsz {:#x}", seg.filesz, seg.memsz),
+                ));
+            }
+            if seg
+                .offset
+                .checked_add(seg.filesz)
+                .is_none_or(|end| end > bytes.len())
+            {
+                return Err(Error::Truncated {
+                    what: "PT_LOAD segment",
+                    offset: seg.offset,
+                    need: seg.filesz,
+                    have: bytes.len().saturating_sub(seg.offset),
+                });
+            }
+            match p_type {
+                PT_LOAD => {
+                    if seg.paddr != u64::MAX {
+                        by_paddr.push(seg);
+                    }
+                    if seg.vaddr >= KERNEL_HALF {
+                        by_vaddr.push(seg);
+                    }
+                }
+                PT_NOTE => {
+                    let data = bytes.slice("PT_NOTE segment", seg.offset, seg.filesz)?;
+                    parse_notes(&data, seg.offset, &mut notes)?;
+                }
+                _ => {}
+            }
+        }
+        by_paddr.sort_by_key(|s| s.paddr);
+        by_vaddr.sort_by_key(|s| s.vaddr);
+        Ok(ElfDump {
+            bytes,
+            by_paddr,
+            by_vaddr,
+            notes,
+        })
+    }
+
+    /// Reads from the segments of `segs` (sorted by `start`) that cover
+    /// `addr..addr+buf.len()`; false when a byte is in none.
+    fn read_from(
+        &self,
+        segs: &[Segment],
+        start: fn(&Segment) -> u64,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = addr.wrapping_add(done as u64);
+            let i = segs.partition_point(|s| start(s) <= a);
+            let Some(seg) = i.checked_sub(1).and_then(|i| segs.get(i)) else {
+                return Ok(false);
+            };
+            let rel = a - start(seg);
+            if rel >= seg.memsz {
+                return Ok(false);
+            }
+            let n = ((seg.memsz - rel) as usize).min(buf.len() - done);
+            let out = &mut buf[done..done + n];
+            if rel >= seg.filesz {
+                out.fill(0);
+            } else {
+                let in_file = ((seg.filesz - rel) as usize).min(n);
+                self.bytes
+                    .read_at("segment data", seg.offset + rel, &mut out[..in_file])?;
+                out[in_file..].fill(0);
+            }
+            done += n;
+        }
+        Ok(true)
+    }
+}
+
+/// ELF notes: `namesz, descsz, type`, then name and descriptor, each padded to 4.
+pub(crate) fn parse_notes(data: &[u8], file_offset: u64, out: &mut Vec<Note>) -> Result<()> {
+    let mut pos = 0usize;
+    while pos + 12 <= data.len() {
+        let at = file_offset + pos as u64;
+        let namesz = u32_at(data, pos).unwrap_or(0) as usize;
+        let descsz = u32_at(data, pos + 4).unwrap_or(0) as usize;
+        let ntype = u32_at(data, pos + 8).unwrap_or(0);
+        let name_start = pos + 12;
+        let desc_start = name_start.checked_add(namesz.div_ceil(4) * 4);
+        let end = desc_start.and_then(|d| d.checked_add(descsz.div_ceil(4) * 4));
+        let (Some(desc_start), Some(end)) = (desc_start, end) else {
+            return Err(Error::corrupt("ELF note", at, "size overflows"));
+        };
+        let (Some(name), Some(desc)) = (
+            data.get(name_start..name_start + namesz),
+            data.get(desc_start..desc_start + descsz),
+        ) else {
+            return Err(Error::Truncated {
+                what: "ELF note",
+                offset: at,
+                need: (end - pos) as u64,
+                have: (data.len() - pos) as u64,
+            });
+        };
+        let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+        out.push(Note {
+            name: String::from_utf8_lossy(name).into_owned(),
+            ntype,
+            desc: desc.to_vec(),
+        });
+        pos = end;
+    }
+    Ok(())
+}
+
+impl Dump for ElfDump {
+    fn format(&self) -> &'static str {
+        "ELF"
+    }
+
+    fn read_phys(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        if self.read_from(&self.by_paddr, |s| s.paddr, addr, buf)? {
+            Ok(())
+        } else {
+            Err(Error::PhysMissing(addr))
+        }
+    }
+
+    fn read_virt_segment(&self, addr: u64, buf: &mut [u8]) -> Option<Result<()>> {
+        if self.by_vaddr.is_empty() {
+            return None;
+        }
+        match self.read_from(&self.by_vaddr, |s| s.vaddr, addr, buf) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    fn phys_base(&self) -> Option<u64> {
+        None
+    }
+}

@@ -1,0 +1,82 @@
+//! VMCOREINFO: the `KEY=value` lines the kernel keeps for dump readers
+//! (kernel/crash_core.c). Found in the dump's ELF note, the kdump header, or
+//! live in /sys/kernel/vmcoreinfo (which gives the note's physical address).
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, Default)]
+pub struct VmcoreInfo {
+    entries: HashMap<String, String>,
+}
+
+impl VmcoreInfo {
+    pub fn parse(data: &[u8]) -> VmcoreInfo {
+        let text = String::from_utf8_lossy(data);
+        let entries = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.trim_end_matches('\0').to_owned()))
+            .collect();
+        VmcoreInfo { entries }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries.get(key).map(String::as_str)
+    }
+
+    /// `SYMBOL(name)`: a runtime address, in hex.
+    pub fn symbol(&self, name: &str) -> Option<u64> {
+        u64::from_str_radix(self.get(&format!("SYMBOL({name})"))?, 16).ok()
+    }
+
+    /// `NUMBER(name)`: a signed decimal.
+    pub fn number(&self, name: &str) -> Option<i64> {
+        self.get(&format!("NUMBER({name})"))?.parse().ok()
+    }
+
+    /// `KERNELOFFSET`: the KASLR offset, in hex.
+    pub fn kernel_offset(&self) -> Option<u64> {
+        u64::from_str_radix(self.get("KERNELOFFSET")?, 16).ok()
+    }
+
+    pub fn osrelease(&self) -> Option<&str> {
+        self.get("OSRELEASE")
+    }
+
+    pub fn require_symbol(&self, name: &str) -> Result<u64> {
+        self.symbol(name)
+            .ok_or_else(|| Error::Vmcoreinfo(format!("no SYMBOL({name})")))
+    }
+}
+
+/// /sys/kernel/vmcoreinfo: "<physical address in hex> <size in hex>".
+pub fn parse_sysfs(text: &str) -> Option<(u64, u64)> {
+    let mut it = text.split_whitespace();
+    let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+    let size = u64::from_str_radix(it.next()?, 16).ok()?;
+    Some((addr, size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_symbols_numbers_and_offset() {
+        let v = VmcoreInfo::parse(
+            b"OSRELEASE=6.1.0\nSYMBOL(init_top_pgt)=ffffffffae210000\nNUMBER(phys_base)=-650117120\nKERNELOFFSET=2b800000\n",
+        );
+        assert_eq!(v.osrelease(), Some("6.1.0"));
+        assert_eq!(v.symbol("init_top_pgt"), Some(0xffffffffae210000));
+        assert_eq!(v.number("phys_base"), Some(-650117120));
+        assert_eq!(v.kernel_offset(), Some(0x2b800000));
+        assert!(v.require_symbol("nope").is_err());
+        assert_eq!(parse_sysfs("1fe0a000 1024\n"), Some((0x1fe0a000, 0x1024)));
+    }
+}

@@ -1,0 +1,2 @@
+pub mod drgn;
+pub mod dumps;
