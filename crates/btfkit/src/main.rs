@@ -42,6 +42,8 @@ enum Command {
     Perf(cmd::perf::PerfArgs),
     /// Watch kernel symbols come and go, live
     Watch(cmd::watch::WatchArgs),
+    /// Print kernel variables of a crash dump or the live kernel by their BTF types
+    Inspect(cmd::inspect::InspectArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Some(Command::Resolve(a)) => cmd::resolve::run(a),
         Some(Command::Perf(a)) => cmd::perf::run(a),
         Some(Command::Watch(a)) => cmd::watch::run(a),
+        Some(Command::Inspect(a)) => cmd::inspect::run(a),
     };
     match result {
         Ok(code) => code,

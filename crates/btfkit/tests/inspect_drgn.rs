@@ -1,0 +1,409 @@
+//! `btfkit inspect` against drgn 0.3 on the same real dumps of Debian's
+//! 6.1 cloud kernel: btfkit with BTF (`btfkit encode --vars all`) and the
+//! kallsyms tables in the dump, drgn with Debian's DWARF vmlinux. Every
+//! value compares as JSON (see inspect::format): variables of whole
+//! sections, struct members, strings, per-CPU values, list walks, modules.
+
+#[path = "../../kmem/tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value as Json;
+use support::{drgn, dumps};
+
+fn btfkit() -> &'static str {
+    env!("CARGO_BIN_EXE_btfkit")
+}
+
+/// BTF with every variable, encoded once per test binary.
+fn vars_btf(vmlinux: &Path) -> PathBuf {
+    static BTF: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    BTF.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("vmlinux.btf");
+        testkit::run_ok(
+            Command::new(btfkit())
+                .arg("encode")
+                .arg(vmlinux)
+                .args(["--vars", "all", "-o"])
+                .arg(&out),
+        );
+        (dir, out)
+    })
+    .1
+    .clone()
+}
+
+/// Runs `btfkit inspect DUMP --btf BTF --json` with one expression per stdin line.
+fn inspect_json(dump: &Path, btf: &Path, exprs: &[String]) -> Vec<Json> {
+    let mut child = Command::new(btfkit())
+        .arg("inspect")
+        .arg(dump)
+        .arg("--btf")
+        .arg(btf)
+        .arg("--json")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = exprs.iter().map(|e| format!("{e}\n")).collect();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Json> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        exprs.len(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lines
+}
+
+/// drgn's side: each line is a Python expression giving a drgn Object (or
+/// a list of them); printed in btfkit's JSON form.
+const DRGN_SCRIPT: &str = r#"
+import json
+from drgn import Object, FaultError, TypeKind
+from drgn.helpers.linux.list import list_for_each_entry, hlist_for_each_entry
+from drgn.helpers.linux.rbtree import rbtree_inorder_for_each_entry
+from drgn.helpers.linux.percpu import per_cpu, per_cpu_ptr
+
+def under(t):
+    while t.kind == TypeKind.TYPEDEF:
+        t = t.type
+    return t
+
+def is_char(t):
+    t = under(t)
+    return t.kind == TypeKind.INT and t.size == 1 and 'char' in t.name
+
+def conv(o, depth=0):
+    try:
+        t = under(o.type_)
+        k = t.kind
+        if k in (TypeKind.INT, TypeKind.BOOL, TypeKind.ENUM, TypeKind.POINTER):
+            return o.value_()
+        if k == TypeKind.FLOAT:
+            return o.value_()
+        if k == TypeKind.ARRAY:
+            if t.length is None or t.length == 0:
+                return []
+            # BTF (pahole's and ours) has one dimension: T a[2][3] is T a[6].
+            n, e = t.length, under(t.type)
+            while e.kind == TypeKind.ARRAY and e.length is not None:
+                n, e = n * e.length, under(e.type)
+            if n != t.length:
+                return conv(Object(prog, prog.array_type(e, n), address=o.address_), depth)
+            if is_char(t.type):
+                return o.string_().decode('latin-1')
+            return [conv(o[i], depth + 1) for i in range(t.length)]
+        if k in (TypeKind.STRUCT, TypeKind.UNION):
+            d = {}
+            for i, m in enumerate(t.members):
+                if m.name:
+                    d[m.name] = conv(o.member_(m.name), depth + 1)
+                else:
+                    d['@%d' % i] = conv(Object(prog, m.type, address=o.address_ + m.bit_offset // 8), depth + 1)
+            return d
+        if k == TypeKind.FUNCTION:
+            return o.address_
+        return None
+    except FaultError as e:
+        return {'error': str(e)}
+
+for line in sys.stdin:
+    try:
+        v = eval(line)
+        out = [conv(x) for x in v] if isinstance(v, list) else conv(v)
+        print(json.dumps({'value': out}))
+    except Exception as e:
+        print(json.dumps({'error': '%s: %s' % (type(e).__name__, e)}))
+"#;
+
+/// Read errors compare equal whatever their wording.
+fn normalize(v: &Json) -> Json {
+    match v {
+        Json::Object(m) if m.contains_key("error") => Json::String("ERROR".into()),
+        Json::Object(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect()),
+        Json::Array(a) => Json::Array(a.iter().map(normalize).collect()),
+        Json::Number(n) if n.is_f64() => Json::from(n.as_f64().unwrap_or(0.0).to_bits()),
+        v => v.clone(),
+    }
+}
+
+fn py_name(name: &str) -> String {
+    format!("prog[{name:?}]")
+}
+
+/// Expression pairs (btfkit, drgn) and which group each belongs to.
+fn expressions(
+    btf: &btf::Btf,
+    ambiguous: &std::collections::HashSet<String>,
+    task_addrs: &[u64],
+    module_addrs: &[u64],
+) -> Vec<(String, String, &'static str)> {
+    use btf::TypeData;
+    let mut out = Vec::new();
+    // Every variable of these sections whose value is at most 512 bytes.
+    let mut sections: BTreeMap<&str, Vec<(String, u64)>> = BTreeMap::new();
+    for (_, t) in btf.iter() {
+        let TypeData::Datasec { vars, .. } = &t.data else {
+            continue;
+        };
+        let sec = btf.name_of(t).unwrap_or("");
+        for v in vars {
+            let Some(vt) = btf.type_by_id(v.ty) else {
+                continue;
+            };
+            let name = btf.name_of(vt).unwrap_or("").to_owned();
+            sections
+                .entry(sec)
+                .or_default()
+                .push((name, u64::from(v.size)));
+        }
+    }
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, _) in sections.values().flatten() {
+        *count.entry(name).or_default() += 1;
+    }
+    // Names several statics share are ambiguous (btfkit says so; drgn picks one).
+    let unique = |n: &str| count.get(n) == Some(&1) && !ambiguous.contains(n);
+    for sec in [
+        ".data..read_mostly",
+        ".data..ro_after_init",
+        ".bss",
+        ".data",
+    ] {
+        for (name, size) in sections.get(sec).into_iter().flatten() {
+            if *size <= 512 && !name.contains('.') && unique(name) {
+                out.push((name.clone(), py_name(name), "section variables"));
+            }
+        }
+    }
+    for (name, size) in sections.get(".data..percpu").into_iter().flatten() {
+        if *size <= 256 && !name.contains('.') && unique(name) {
+            for cpu in 0..2 {
+                out.push((
+                    format!("per_cpu({name}, {cpu})"),
+                    format!("per_cpu({}, {cpu})", py_name(name)),
+                    "per-CPU values",
+                ));
+            }
+        }
+    }
+    for m in [
+        "comm",
+        "pid",
+        "tgid",
+        "flags",
+        "prio",
+        "policy",
+        "tasks",
+        "se.vruntime",
+        "mm",
+        "real_parent",
+        "cred",
+        "thread.sp",
+        "on_cpu",
+        "__state",
+    ] {
+        out.push((
+            format!("init_task.{m}"),
+            format!("prog['init_task'].{m}"),
+            "struct members",
+        ));
+    }
+    for cpu in 0..2 {
+        for m in [
+            "nr_running",
+            "cpu",
+            "clock",
+            "curr",
+            "nr_switches",
+            "cfs.nr_running",
+            "cfs.min_vruntime",
+        ] {
+            out.push((
+                format!("per_cpu(runqueues, {cpu}).{m}"),
+                format!("per_cpu(prog['runqueues'], {cpu}).{m}"),
+                "per-CPU values",
+            ));
+        }
+    }
+    out.push((
+        "list_for_each_entry(struct task_struct, &init_task.tasks, tasks)".into(),
+        "list(list_for_each_entry('struct task_struct', prog['init_task'].tasks.address_of_(), 'tasks'))".into(),
+        "list walks",
+    ));
+    out.push((
+        "list_for_each_entry(struct module, &modules, list)".into(),
+        "list(list_for_each_entry('struct module', prog['modules'].address_of_(), 'list'))".into(),
+        "list walks",
+    ));
+    out.push((
+        "rbtree_inorder_for_each_entry(struct vmap_area, &vmap_area_root, rb_node)".into(),
+        "list(rbtree_inorder_for_each_entry('struct vmap_area', prog['vmap_area_root'].address_of_(), 'rb_node'))".into(),
+        "list walks",
+    ));
+    out.push((
+        "hlist_for_each_entry(struct task_struct, &init_struct_pid.tasks[0], pid_links[0])".into(),
+        "list(hlist_for_each_entry('struct task_struct', prog['init_struct_pid'].tasks[0].address_of_(), 'pid_links[0]'))".into(),
+        "list walks",
+    ));
+    for &a in task_addrs {
+        for m in [
+            "comm",
+            "pid",
+            "__state",
+            "prio",
+            "parent->comm",
+            "mm",
+            "se.sum_exec_runtime",
+        ] {
+            out.push((
+                format!("((struct task_struct *){a:#x})->{m}"),
+                format!(
+                    "Object(prog, 'struct task_struct *', {a:#x}).{}",
+                    m.replace("->", ".")
+                ),
+                "strings and members of every task",
+            ));
+        }
+        out.push((
+            format!(
+                "container_of(&((struct task_struct *){a:#x})->tasks, struct task_struct, tasks)"
+            ),
+            format!("Object(prog, 'struct task_struct *', {a:#x})"),
+            "strings and members of every task",
+        ));
+    }
+    for &a in module_addrs {
+        for m in [
+            "name",
+            "state",
+            "num_syms",
+            "core_layout.size",
+            "core_layout.base",
+            "refcnt",
+            "version",
+            "taints",
+            "list",
+            "num_kp",
+        ] {
+            out.push((
+                format!("((struct module *){a:#x})->{m}"),
+                format!("Object(prog, 'struct module *', {a:#x}).{m}"),
+                "module data",
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    if !drgn::drgn_or_skip() {
+        return;
+    }
+    let btf_path = vars_btf(&d.kernel.vmlinux);
+    let btf = btf::load_file(&btf_path, None).unwrap();
+    // The tasks and modules, walked by btfkit itself (and compared below).
+    let walk = |e: &str| -> Vec<u64> {
+        let v = inspect_json(&d.elf, &btf_path, &[e.to_owned()]);
+        v[0]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let tasks = walk("list_for_each_entry(struct task_struct, &init_task.tasks, tasks)");
+    let modules = walk("list_for_each_entry(struct module, &modules, list)");
+    assert!(
+        tasks.len() > 40 && modules.len() >= 2,
+        "{} tasks, {} modules",
+        tasks.len(),
+        modules.len()
+    );
+    // Names kallsyms has more than once (statics of different files).
+    let mut seen = std::collections::HashMap::new();
+    for l in std::fs::read_to_string(&d.kernel.system_map)
+        .unwrap()
+        .lines()
+    {
+        if let Some(n) = l.split(' ').nth(2) {
+            *seen.entry(n.to_owned()).or_insert(0) += 1;
+        }
+    }
+    let ambiguous = seen
+        .into_iter()
+        .filter(|(_, c)| *c > 1)
+        .map(|(n, _)| n)
+        .collect();
+    let pairs = expressions(&btf, &ambiguous, &tasks, &modules);
+    let input: String = pairs.iter().map(|p| format!("{}\n", p.1)).collect();
+    let oracle = drgn::run(&d.elf, &d.kernel.vmlinux, &[], DRGN_SCRIPT, &input);
+    let oracle: Vec<Json> = oracle
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(oracle.len(), pairs.len());
+    let exprs: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
+    for (name, dump) in d.all() {
+        let ours = inspect_json(dump, &btf_path, &exprs);
+        let mut equal: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut drgn_failed = Vec::new();
+        let mut differ = Vec::new();
+        for ((p, want), got) in pairs.iter().zip(&oracle).zip(&ours) {
+            // drgn gives no value (null) for names it resolves to a declaration only.
+            let Some(want) = want.get("value").filter(|v| !v.is_null()) else {
+                drgn_failed.push(format!("{}: {}", p.1, want["error"]));
+                continue;
+            };
+            match got.get("value") {
+                Some(v) if normalize(v) == normalize(want) => *equal.entry(p.2).or_default() += 1,
+                Some(v) => {
+                    differ.push(format!("{} / {}:\n  btfkit {v}\n  drgn   {want}", p.0, p.1))
+                }
+                None => differ.push(format!(
+                    "{}: btfkit error {}\n  drgn {want}",
+                    p.0, got["error"]
+                )),
+            }
+        }
+        let total: usize = equal.values().sum();
+        eprintln!(
+            "{name}: {total} expressions equal drgn's {equal:?}; drgn could not evaluate {}",
+            drgn_failed.len()
+        );
+        assert!(
+            differ.is_empty(),
+            "{name}: {} of {} differ:\n{}",
+            differ.len(),
+            pairs.len(),
+            differ[..differ.len().min(60)].join("\n")
+        );
+        assert!(total >= 500, "{name}: only {total} compared");
+        assert!(
+            drgn_failed.len() * 20 < pairs.len(),
+            "drgn failed on {}: {:?}",
+            drgn_failed.len(),
+            &drgn_failed[..drgn_failed.len().min(10)]
+        );
+    }
+}

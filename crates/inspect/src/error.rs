@@ -1,0 +1,31 @@
+//! Errors of expressions: where in the expression (column, from 1), and
+//! what went wrong there.
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("column {col}: {msg}")]
+    Syntax { col: usize, msg: String },
+    #[error("column {col}: {msg}")]
+    Eval { col: usize, msg: String },
+    #[error("column {col}: {error}")]
+    Memory { col: usize, error: kmem::Error },
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl Error {
+    pub fn syntax(col: usize, msg: impl Into<String>) -> Error {
+        Error::Syntax {
+            col,
+            msg: msg.into(),
+        }
+    }
+    pub fn eval(col: usize, msg: impl Into<String>) -> Error {
+        Error::Eval {
+            col,
+            msg: msg.into(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

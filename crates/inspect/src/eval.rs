@@ -1,0 +1,641 @@
+//! Evaluating expressions to typed values.
+//!
+//! A [`Value`] is lazy: a typed place in memory (read when printed or used),
+//! or a computed scalar. So `&x`, `per_cpu(x, 1)` and `container_of` never
+//! read `x` itself, and an unreadable place is an error only where it is read.
+
+use btf::{TypeData, TypeId};
+
+use crate::error::{Error, Result};
+use crate::parse::{Arg, Expr, Parser, TypeName};
+use crate::program::Program;
+use crate::types::{self, resolve};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loc {
+    /// In memory at this address; a bitfield has its bit offset and size.
+    Mem { addr: u64, bit: u32, bits: u32 },
+    /// A computed scalar (its bits, zero- or sign-extended to 64).
+    Imm(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Value {
+    pub ty: TypeId,
+    pub loc: Loc,
+}
+
+impl Value {
+    pub fn at(ty: TypeId, addr: u64) -> Value {
+        Value {
+            ty,
+            loc: Loc::Mem {
+                addr,
+                bit: 0,
+                bits: 0,
+            },
+        }
+    }
+
+    pub fn address(&self) -> Option<u64> {
+        match self.loc {
+            Loc::Mem { addr, bits: 0, .. } => Some(addr),
+            _ => None,
+        }
+    }
+}
+
+/// What an expression gives: one value, or the entries of a list walk.
+#[derive(Clone, Debug)]
+pub enum Evaluated {
+    One(Value),
+    Many(Vec<Value>),
+}
+
+/// List walks stop here: a corrupt list must not loop forever.
+pub const MAX_WALK: usize = 1 << 20;
+
+impl Program {
+    pub fn parse(&self, src: &str) -> Result<Expr> {
+        let is_type = |n: &str| self.types.contains_key(n) && !self.vars.contains_key(n);
+        Parser::new(src, &is_type)?.parse()
+    }
+
+    pub fn eval_str(&mut self, src: &str) -> Result<Evaluated> {
+        let e = self.parse(src)?;
+        self.eval_top(&e)
+    }
+
+    fn eval_top(&mut self, e: &Expr) -> Result<Evaluated> {
+        if let Expr::Call { name, args, col } = e {
+            if name.ends_with("for_each_entry") || name.ends_with("for_each") {
+                return self.walk(name, args, *col).map(Evaluated::Many);
+            }
+        }
+        self.eval(e).map(Evaluated::One)
+    }
+
+    fn ty(&mut self, t: &TypeName) -> Result<TypeId> {
+        self.find_type(&t.base, t.pointers)
+            .ok_or_else(|| Error::eval(t.col, format!("no type {:?} in the BTF", t.base)))
+    }
+
+    fn mem_err(col: usize) -> impl Fn(kmem::Error) -> Error {
+        move |error| Error::Memory { col, error }
+    }
+
+    /// The scalar bits of a value (read from memory if needed), extended to
+    /// 64 bits by its signedness.
+    pub fn scalar(&self, v: &Value, col: usize) -> Result<u64> {
+        let (addr, bit, bits) = match v.loc {
+            Loc::Imm(x) => return Ok(x),
+            Loc::Mem { addr, bit, bits } => (addr, bit, bits),
+        };
+        let size = types::size_of(&self.btf, v.ty)
+            .filter(|&s| s <= 8)
+            .ok_or_else(|| Error::eval(col, format!("{} is not a scalar", self.type_name(v.ty))))?;
+        let signed = self.is_signed(v.ty);
+        if bits > 0 {
+            let first = u64::from(bit / 8);
+            let span = (u64::from(bit % 8) + u64::from(bits)).div_ceil(8) as usize;
+            let mut b = [0u8; 16];
+            self.mem
+                .read_virt(addr + first, &mut b[..span])
+                .map_err(Self::mem_err(col))?;
+            let raw = u128::from_le_bytes(b) >> (bit % 8);
+            let mask = (1u128 << bits) - 1;
+            let x = (raw & mask) as u64;
+            return Ok(if signed && bits < 64 && x >> (bits - 1) & 1 == 1 {
+                x | !((1u64 << bits) - 1)
+            } else {
+                x
+            });
+        }
+        let mut b = [0u8; 8];
+        self.mem
+            .read_virt(addr, &mut b[..size as usize])
+            .map_err(Self::mem_err(col))?;
+        let x = u64::from_le_bytes(b);
+        Ok(if signed && size < 8 && x >> (size * 8 - 1) & 1 == 1 {
+            x | !((1u64 << (size * 8)) - 1)
+        } else {
+            x
+        })
+    }
+
+    pub fn is_signed(&self, ty: TypeId) -> bool {
+        match types::data(&self.btf, ty) {
+            Some(TypeData::Int { encoding, .. }) => encoding & types::INT_SIGNED != 0,
+            Some(TypeData::Enum { .. } | TypeData::Enum64 { .. }) => self
+                .btf
+                .type_by_id(resolve(&self.btf, ty))
+                .is_some_and(|t| t.kind_flag),
+            _ => false,
+        }
+    }
+
+    pub fn type_name(&self, ty: TypeId) -> String {
+        btf::cdecl::type_name(&self.btf, ty)
+    }
+
+    fn is_pointer_like(&self, ty: TypeId) -> Option<TypeId> {
+        match types::data(&self.btf, ty) {
+            Some(TypeData::Ptr { ty }) => Some(*ty),
+            _ => None,
+        }
+    }
+
+    fn long(&mut self, signed: bool) -> TypeId {
+        if signed {
+            self.int_type("long", 8, true)
+        } else {
+            self.int_type("unsigned long", 8, false)
+        }
+    }
+
+    pub fn eval(&mut self, e: &Expr) -> Result<Value> {
+        match e {
+            Expr::Num(n, _) => {
+                let ty = self.long(*n <= i64::MAX as u64);
+                Ok(Value {
+                    ty,
+                    loc: Loc::Imm(*n),
+                })
+            }
+            Expr::Name(name, col) => self.name(name, *col),
+            Expr::Member {
+                base,
+                member,
+                arrow,
+                col,
+            } => {
+                let mut b = self.eval(base)?;
+                if *arrow {
+                    b = self.deref(&b, *col, "->")?;
+                }
+                self.member(&b, member, *col)
+            }
+            Expr::Index(base, index, col) => {
+                let b = self.eval(base)?;
+                let i = self.eval(index)?;
+                let i = self.scalar(&i, index.col())?;
+                self.index(&b, i as i64, *col)
+            }
+            Expr::Unary(op, inner, col) => self.unary(op, inner, *col),
+            Expr::Binary(op, l, r, col) => {
+                let a = self.eval(l)?;
+                let b = self.eval(r)?;
+                self.binary(op, &a, &b, *col)
+            }
+            Expr::Cast(t, inner, col) => {
+                let ty = self.ty(t)?;
+                let v = self.eval(inner)?;
+                self.cast(ty, &v, *col)
+            }
+            Expr::SizeOf(t, col) => {
+                let ty = self.ty(t)?;
+                let n = types::size_of(&self.btf, ty)
+                    .ok_or_else(|| Error::eval(*col, format!("{} has no size", t.base)))?;
+                let ty = self.long(false);
+                Ok(Value {
+                    ty,
+                    loc: Loc::Imm(n),
+                })
+            }
+            Expr::Call { name, args, col } => self.call(name, args, *col),
+        }
+    }
+
+    fn name(&mut self, name: &str, col: usize) -> Result<Value> {
+        if let Some(v) = self.var(name) {
+            return Ok(Value::at(v.ty, v.addr));
+        }
+        if let Some(addrs) = self.ambiguous(name) {
+            let list: Vec<String> = addrs.iter().map(|a| format!("{a:#x}")).collect();
+            return Err(Error::eval(
+                col,
+                format!(
+                    "{} variables are named {name} (at {}): cast one address to its type",
+                    addrs.len(),
+                    list.join(", ")
+                ),
+            ));
+        }
+        if let Some(&(val, ty)) = self.enumerators.get(name) {
+            return Ok(Value {
+                ty,
+                loc: Loc::Imm(val),
+            });
+        }
+        if let Some(&f) = self.funcs.get(name) {
+            if let Some(addr) = self.symbol(name) {
+                let proto = match self.btf.type_by_id(f).map(|t| &t.data) {
+                    Some(TypeData::Func { proto, .. }) => *proto,
+                    _ => 0,
+                };
+                let ty = self.pointer_to(proto);
+                return Ok(Value {
+                    ty,
+                    loc: Loc::Imm(addr),
+                });
+            }
+        }
+        match self.symbol(name) {
+            Some(addr) => Err(Error::eval(
+                col,
+                format!(
+                    "{name} ({addr:#x} in kallsyms) has no BTF type: name one, e.g. *(unsigned long *){addr:#x}"
+                ),
+            )),
+            None => Err(Error::eval(col, format!("no variable, function or enumerator {name:?}"))),
+        }
+    }
+
+    fn deref(&mut self, v: &Value, col: usize, what: &str) -> Result<Value> {
+        match types::data(&self.btf, v.ty) {
+            Some(TypeData::Ptr { ty }) => {
+                let ty = *ty;
+                let addr = self.scalar(v, col)?;
+                Ok(Value::at(ty, addr))
+            }
+            Some(TypeData::Array(a)) => {
+                let elem = a.elem;
+                let addr = v
+                    .address()
+                    .ok_or_else(|| Error::eval(col, "array not in memory"))?;
+                Ok(Value::at(elem, addr))
+            }
+            _ => Err(Error::eval(
+                col,
+                format!("{what} needs a pointer, not {}", self.type_name(v.ty)),
+            )),
+        }
+    }
+
+    fn member(&mut self, v: &Value, name: &str, col: usize) -> Result<Value> {
+        let outer = resolve(&self.btf, v.ty);
+        if !matches!(
+            self.btf.type_by_id(outer).map(|t| &t.data),
+            Some(TypeData::Struct { .. } | TypeData::Union { .. })
+        ) {
+            return Err(Error::eval(
+                col,
+                format!("{} is not a struct or union", self.type_name(v.ty)),
+            ));
+        }
+        let f = types::member(&self.btf, outer, name).ok_or_else(|| {
+            Error::eval(
+                col,
+                format!("{} has no member {name:?}", self.type_name(v.ty)),
+            )
+        })?;
+        let addr = v
+            .address()
+            .ok_or_else(|| Error::eval(col, "a member of a value not in memory"))?;
+        let byte = f.bit_offset / 8;
+        Ok(Value {
+            ty: f.ty,
+            loc: Loc::Mem {
+                addr: addr.wrapping_add(if f.bits > 0 { 0 } else { byte }),
+                bit: if f.bits > 0 { f.bit_offset as u32 } else { 0 },
+                bits: f.bits,
+            },
+        })
+    }
+
+    fn index(&mut self, v: &Value, i: i64, col: usize) -> Result<Value> {
+        let elem_ptr = self.deref(v, col, "[]")?;
+        let size = types::size_of(&self.btf, elem_ptr.ty).ok_or_else(|| {
+            Error::eval(col, format!("{} has no size", self.type_name(elem_ptr.ty)))
+        })?;
+        let addr = elem_ptr
+            .address()
+            .unwrap_or(0)
+            .wrapping_add((i as u64).wrapping_mul(size));
+        Ok(Value::at(elem_ptr.ty, addr))
+    }
+
+    fn unary(&mut self, op: &str, inner: &Expr, col: usize) -> Result<Value> {
+        let v = self.eval(inner)?;
+        match op {
+            "*" => self.deref(&v, col, "*"),
+            "&" => {
+                let addr = v
+                    .address()
+                    .ok_or_else(|| Error::eval(col, "& needs a value in memory"))?;
+                let ty = self.pointer_to(v.ty);
+                Ok(Value {
+                    ty,
+                    loc: Loc::Imm(addr),
+                })
+            }
+            "+" => Ok(v),
+            _ => {
+                let x = self.scalar(&v, col)?;
+                let signed = self.is_signed(v.ty);
+                let (x, ty) = match op {
+                    "-" => (x.wrapping_neg(), self.long(true)),
+                    "~" => (!x, self.long(signed)),
+                    _ => (u64::from(x == 0), self.int_type("int", 4, true)),
+                };
+                Ok(Value {
+                    ty,
+                    loc: Loc::Imm(x),
+                })
+            }
+        }
+    }
+
+    fn binary(&mut self, op: &str, a: &Value, b: &Value, col: usize) -> Result<Value> {
+        let pa = self.is_pointer_like(a.ty);
+        let pb = self.is_pointer_like(b.ty);
+        let x = self.scalar(a, col)?;
+        let y = self.scalar(b, col)?;
+        let elem_size = |p: &Program, t: TypeId| types::size_of(&p.btf, t).unwrap_or(1).max(1);
+        // Pointer arithmetic: scaled by the pointee's size.
+        match (op, pa, pb) {
+            ("+", Some(t), None) | ("-", Some(t), None) => {
+                let d = y.wrapping_mul(elem_size(self, t));
+                let r = if op == "+" {
+                    x.wrapping_add(d)
+                } else {
+                    x.wrapping_sub(d)
+                };
+                return Ok(Value {
+                    ty: a.ty,
+                    loc: Loc::Imm(r),
+                });
+            }
+            ("+", None, Some(t)) => {
+                return Ok(Value {
+                    ty: b.ty,
+                    loc: Loc::Imm(y.wrapping_add(x.wrapping_mul(elem_size(self, t)))),
+                })
+            }
+            ("-", Some(t), Some(_)) => {
+                let ty = self.long(true);
+                let d = (x.wrapping_sub(y) as i64) / elem_size(self, t) as i64;
+                return Ok(Value {
+                    ty,
+                    loc: Loc::Imm(d as u64),
+                });
+            }
+            _ => {}
+        }
+        let signed = self.is_signed(a.ty) && self.is_signed(b.ty);
+        let (sx, sy) = (x as i64, y as i64);
+        let cmp = |c: bool| u64::from(c);
+        let r = match op {
+            "+" => x.wrapping_add(y),
+            "-" => x.wrapping_sub(y),
+            "*" => x.wrapping_mul(y),
+            "/" | "%" => {
+                if y == 0 {
+                    return Err(Error::eval(col, "division by zero"));
+                }
+                match (op, signed) {
+                    ("/", true) => sx.wrapping_div(sy) as u64,
+                    ("/", false) => x / y,
+                    (_, true) => sx.wrapping_rem(sy) as u64,
+                    _ => x % y,
+                }
+            }
+            "<<" => x.checked_shl(y as u32).unwrap_or(0),
+            ">>" => {
+                if signed {
+                    sx.checked_shr(y as u32)
+                        .unwrap_or(if sx < 0 { -1 } else { 0 }) as u64
+                } else {
+                    x.checked_shr(y as u32).unwrap_or(0)
+                }
+            }
+            "&" => x & y,
+            "|" => x | y,
+            "^" => x ^ y,
+            "&&" => cmp(x != 0 && y != 0),
+            "||" => cmp(x != 0 || y != 0),
+            "==" => cmp(x == y),
+            "!=" => cmp(x != y),
+            "<" => cmp(if signed { sx < sy } else { x < y }),
+            ">" => cmp(if signed { sx > sy } else { x > y }),
+            "<=" => cmp(if signed { sx <= sy } else { x <= y }),
+            _ => cmp(if signed { sx >= sy } else { x >= y }),
+        };
+        let ty = if matches!(op, "&&" | "||" | "==" | "!=" | "<" | ">" | "<=" | ">=") {
+            self.int_type("int", 4, true)
+        } else {
+            self.long(signed)
+        };
+        Ok(Value {
+            ty,
+            loc: Loc::Imm(r),
+        })
+    }
+
+    fn cast(&mut self, ty: TypeId, v: &Value, col: usize) -> Result<Value> {
+        let target = types::data(&self.btf, ty).cloned();
+        match target {
+            Some(
+                TypeData::Ptr { .. }
+                | TypeData::Int { .. }
+                | TypeData::Enum { .. }
+                | TypeData::Enum64 { .. },
+            ) => {
+                // Arrays decay to their address.
+                let x = match types::data(&self.btf, v.ty) {
+                    Some(TypeData::Array(_)) => v
+                        .address()
+                        .ok_or_else(|| Error::eval(col, "array not in memory"))?,
+                    _ => self.scalar(v, col)?,
+                };
+                let size = types::size_of(&self.btf, ty).unwrap_or(8);
+                let x = if size < 8 {
+                    let m = x & ((1u64 << (size * 8)) - 1);
+                    if self.is_signed(ty) && m >> (size * 8 - 1) & 1 == 1 {
+                        m | !((1u64 << (size * 8)) - 1)
+                    } else {
+                        m
+                    }
+                } else {
+                    x
+                };
+                Ok(Value {
+                    ty,
+                    loc: Loc::Imm(x),
+                })
+            }
+            _ => match v.address() {
+                // Reinterpreting memory: `(struct foo)x` reads x as a struct foo.
+                Some(addr) => Ok(Value::at(ty, addr)),
+                None => Err(Error::eval(
+                    col,
+                    format!("cannot cast a computed value to {}", self.type_name(ty)),
+                )),
+            },
+        }
+    }
+
+    fn arg_expr(args: &[Arg], i: usize, col: usize) -> Result<&Expr> {
+        match args.get(i) {
+            Some(Arg::Expr(e)) => Ok(e),
+            _ => Err(Error::eval(
+                col,
+                format!("argument {} must be an expression", i + 1),
+            )),
+        }
+    }
+
+    fn call(&mut self, name: &str, args: &[Arg], col: usize) -> Result<Value> {
+        match name {
+            "container_of" => {
+                let (Some(Arg::Type(t)), Some(Arg::Path(path, pcol))) = (args.get(1), args.get(2))
+                else {
+                    return Err(Error::eval(col, "container_of(ptr, type, member)"));
+                };
+                let ty = self.ty(t)?;
+                let p = self.eval(Self::arg_expr(args, 0, col)?)?;
+                let addr = self.scalar(&p, col)?;
+                let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
+                    Error::eval(
+                        *pcol,
+                        format!("{} has no member {path:?}", self.type_name(ty)),
+                    )
+                })?;
+                let pty = self.pointer_to(ty);
+                Ok(Value {
+                    ty: pty,
+                    loc: Loc::Imm(addr.wrapping_sub(f.bit_offset / 8)),
+                })
+            }
+            "per_cpu" => {
+                let e = Self::arg_expr(args, 0, col)?;
+                let v = self.eval(e)?;
+                let c = self.eval(Self::arg_expr(args, 1, col)?)?;
+                let cpu = self.scalar(&c, col)?;
+                let off = self.per_cpu_offset(cpu, col)?;
+                let addr = v
+                    .address()
+                    .ok_or_else(|| Error::eval(e.col(), "per_cpu needs a variable"))?;
+                Ok(Value::at(v.ty, addr.wrapping_add(off)))
+            }
+            "per_cpu_ptr" => {
+                let p = self.eval(Self::arg_expr(args, 0, col)?)?;
+                let c = self.eval(Self::arg_expr(args, 1, col)?)?;
+                let cpu = self.scalar(&c, col)?;
+                let off = self.per_cpu_offset(cpu, col)?;
+                let x = self.scalar(&p, col)?;
+                Ok(Value {
+                    ty: p.ty,
+                    loc: Loc::Imm(x.wrapping_add(off)),
+                })
+            }
+            _ => Err(Error::eval(
+                col,
+                format!("{name} gives a list: use it alone"),
+            )),
+        }
+    }
+
+    /// The address a list head argument names: a pointer's value, or the
+    /// address of a head object.
+    fn head_address(&mut self, e: &Expr) -> Result<u64> {
+        let v = self.eval(e)?;
+        if self.is_pointer_like(v.ty).is_some() {
+            return self.scalar(&v, e.col());
+        }
+        v.address()
+            .ok_or_else(|| Error::eval(e.col(), "a list head must be in memory"))
+    }
+
+    fn read_ptr(&self, addr: u64, col: usize) -> Result<u64> {
+        self.mem.read_u64(addr).map_err(Self::mem_err(col))
+    }
+
+    /// `list_for_each_entry(type, head, member)` and friends: the entries as
+    /// pointers to `type`, in list order (rb-trees in key order).
+    fn walk(&mut self, name: &str, args: &[Arg], col: usize) -> Result<Vec<Value>> {
+        let (ty, member_off) = match (args.first(), args.get(2)) {
+            (Some(Arg::Type(t)), Some(Arg::Path(path, pcol))) => {
+                let ty = self.ty(t)?;
+                let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
+                    Error::eval(
+                        *pcol,
+                        format!("{} has no member {path:?}", self.type_name(ty)),
+                    )
+                })?;
+                (Some(ty), f.bit_offset / 8)
+            }
+            _ => (None, 0),
+        };
+        let head_expr = if ty.is_some() {
+            Self::arg_expr(args, 1, col)?
+        } else {
+            Self::arg_expr(args, 0, col)?
+        };
+        let head = self.head_address(head_expr)?;
+        let mut nodes = Vec::new();
+        let too_long = || {
+            Error::eval(
+                col,
+                format!("{name}: more than {MAX_WALK} entries (a cycle?)"),
+            )
+        };
+        match name {
+            "list_for_each_entry" | "list_for_each" => {
+                let mut n = self.read_ptr(head, col)?;
+                while n != head {
+                    if nodes.len() >= MAX_WALK {
+                        return Err(too_long());
+                    }
+                    nodes.push(n);
+                    n = self.read_ptr(n, col)?;
+                }
+            }
+            "hlist_for_each_entry" | "hlist_for_each" => {
+                let mut n = self.read_ptr(head, col)?;
+                while n != 0 {
+                    if nodes.len() >= MAX_WALK {
+                        return Err(too_long());
+                    }
+                    nodes.push(n);
+                    n = self.read_ptr(n, col)?;
+                }
+            }
+            _ => {
+                // rb_root.rb_node; rb_node { __rb_parent_color, rb_right, rb_left }.
+                let mut stack = Vec::new();
+                let mut n = self.read_ptr(head, col)?;
+                loop {
+                    while n != 0 {
+                        if stack.len() + nodes.len() >= MAX_WALK {
+                            return Err(too_long());
+                        }
+                        stack.push(n);
+                        n = self.read_ptr(n + 16, col)?;
+                    }
+                    let Some(top) = stack.pop() else { break };
+                    nodes.push(top);
+                    n = self.read_ptr(top + 8, col)?;
+                }
+            }
+        }
+        let out_ty = match ty {
+            Some(t) => self.pointer_to(t),
+            None => {
+                let lh = self.find_type("struct list_head", 1).unwrap_or(0);
+                if name.starts_with("hlist") {
+                    self.find_type("struct hlist_node", 1).unwrap_or(lh)
+                } else {
+                    lh
+                }
+            }
+        };
+        Ok(nodes
+            .into_iter()
+            .map(|n| Value {
+                ty: out_ty,
+                loc: Loc::Imm(n.wrapping_sub(member_off)),
+            })
+            .collect())
+    }
+}

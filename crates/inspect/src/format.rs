@@ -1,0 +1,337 @@
+//! Printing values: text like drgn's (`(type)value`, structs with member
+//! names, one per line, tab-indented), and JSON for machines.
+//!
+//! JSON: integers, enums, pointers and function addresses are numbers,
+//! `_Bool` is a boolean, floats are numbers, arrays of a char type are
+//! strings up to the first NUL (each byte one code point, as Latin-1),
+//! other arrays are lists, structs and unions are objects keyed by member
+//! name (an anonymous member by `@` and its index). A place that cannot be
+//! read is `{"error": "..."}` where it is, so the rest still prints.
+
+use std::fmt::Write;
+
+use btf::TypeData;
+use serde_json::{json, Map, Value as Json};
+
+use crate::error::{Error, Result};
+use crate::eval::{Evaluated, Loc, Value};
+use crate::program::Program;
+use crate::types::{self, resolve};
+
+/// Arrays print at most this many elements (drgn has no limit; ours keeps
+/// a mistaken cast of a huge array from printing forever).
+const MAX_ELEMS: u64 = 1 << 16;
+
+fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+fn c_escape(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in bytes {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(b as char),
+            _ => {
+                let _ = write!(s, "\\x{b:02x}");
+            }
+        }
+    }
+    s
+}
+
+impl Program {
+    fn char_array(&self, v: &Value, n: u64, col: usize) -> Result<Vec<u8>> {
+        let addr = v
+            .address()
+            .ok_or_else(|| Error::eval(col, "array not in memory"))?;
+        let bytes = self
+            .mem
+            .read_vec(addr, n.min(MAX_ELEMS) as usize)
+            .map_err(|error| Error::Memory { col, error })?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        Ok(bytes[..end].to_vec())
+    }
+
+    /// The JSON form of a value (see the module documentation).
+    pub fn to_json(&self, v: &Value) -> Json {
+        self.json_at(v, 0)
+    }
+
+    fn json_at(&self, v: &Value, depth: usize) -> Json {
+        let err = |e: Error| json!({ "error": e.to_string() });
+        if depth > 64 {
+            return json!({ "error": "nested too deep" });
+        }
+        let r = resolve(&self.btf, v.ty);
+        let Some(t) = self.btf.type_by_id(r) else {
+            return match v.loc {
+                Loc::Imm(x) => json!(x),
+                Loc::Mem { addr, .. } => json!(addr),
+            };
+        };
+        match &t.data {
+            TypeData::Int { encoding, .. } => match self.scalar(v, 0) {
+                Ok(x) if encoding & types::INT_BOOL != 0 => json!(x != 0),
+                Ok(x) if self.is_signed(v.ty) => json!(x as i64),
+                Ok(x) => json!(x),
+                Err(e) => err(e),
+            },
+            TypeData::Enum { .. } | TypeData::Enum64 { .. } => match self.scalar(v, 0) {
+                Ok(x) if self.is_signed(v.ty) => json!(x as i64),
+                Ok(x) => json!(x),
+                Err(e) => err(e),
+            },
+            TypeData::Ptr { .. } => self.scalar(v, 0).map_or_else(err, |x| json!(x)),
+            TypeData::Float { size } => {
+                let Some(addr) = v.address() else {
+                    return Json::Null;
+                };
+                match self.mem.read_vec(addr, *size as usize) {
+                    Ok(b) if b.len() == 8 => {
+                        json!(f64::from_le_bytes(b.try_into().unwrap_or_default()))
+                    }
+                    Ok(b) if b.len() == 4 => {
+                        json!(f32::from_le_bytes(b.try_into().unwrap_or_default()))
+                    }
+                    Ok(_) => Json::Null,
+                    Err(error) => err(Error::Memory { col: 0, error }),
+                }
+            }
+            TypeData::Array(a) => {
+                let (elem, n) = (a.elem, u64::from(a.nelems));
+                if types::is_char(&self.btf, elem) && n > 0 {
+                    return self
+                        .char_array(v, n, 0)
+                        .map_or_else(err, |b| Json::String(latin1(&b)));
+                }
+                let size = types::size_of(&self.btf, elem).unwrap_or(0);
+                let Some(addr) = v.address() else {
+                    return Json::Null;
+                };
+                Json::Array(
+                    (0..n.min(MAX_ELEMS))
+                        .map(|i| self.json_at(&Value::at(elem, addr + i * size), depth + 1))
+                        .collect(),
+                )
+            }
+            TypeData::Struct { .. } | TypeData::Union { .. } => {
+                let Some(addr) = v.address() else {
+                    return Json::Null;
+                };
+                let mut m = Map::new();
+                for (i, mem) in t.members().iter().enumerate() {
+                    let name = self.btf.str_at(mem.name_off).unwrap_or("");
+                    let key = if name.is_empty() {
+                        format!("@{i}")
+                    } else {
+                        name.to_owned()
+                    };
+                    let off = mem.bit_offset(t.kind_flag);
+                    let bits = mem.bitfield_size(t.kind_flag);
+                    let mv = if bits > 0 {
+                        Value {
+                            ty: mem.ty,
+                            loc: Loc::Mem {
+                                addr,
+                                bit: off,
+                                bits,
+                            },
+                        }
+                    } else {
+                        Value::at(mem.ty, addr + u64::from(off / 8))
+                    };
+                    m.insert(key, self.json_at(&mv, depth + 1));
+                }
+                Json::Object(m)
+            }
+            _ => match v.loc {
+                Loc::Imm(x) => json!(x),
+                Loc::Mem { addr, .. } => json!(addr),
+            },
+        }
+    }
+
+    pub fn evaluated_json(&self, e: &Evaluated) -> Json {
+        match e {
+            Evaluated::One(v) => self.to_json(v),
+            Evaluated::Many(vs) => Json::Array(vs.iter().map(|v| self.to_json(v)).collect()),
+        }
+    }
+
+    /// drgn's text form of a value.
+    pub fn to_text(&self, v: &Value) -> String {
+        let mut s = format!("({})", self.type_name(v.ty));
+        self.text_body(v, 0, &mut s);
+        s
+    }
+
+    pub fn evaluated_text(&self, e: &Evaluated) -> String {
+        match e {
+            Evaluated::One(v) => self.to_text(v),
+            Evaluated::Many(vs) => vs
+                .iter()
+                .map(|v| self.to_text(v) + "\n")
+                .collect::<String>()
+                .trim_end()
+                .to_owned(),
+        }
+    }
+
+    fn symbolize(&self, x: u64) -> Option<String> {
+        let hit = self.syms.lookup(x)?;
+        // Only inside a symbol of known extent: a heap address past the
+        // last symbol is no part of it.
+        if hit.symbol.size.is_none_or(|s| hit.offset >= s.max(1)) {
+            return None;
+        }
+        let name = hit.symbol.name;
+        Some(match hit.symbol.module {
+            Some(m) => format!("{name}+{:#x} [{m}]", hit.offset),
+            None => format!("{name}+{:#x}", hit.offset),
+        })
+    }
+
+    fn text_body(&self, v: &Value, depth: usize, s: &mut String) {
+        let r = resolve(&self.btf, v.ty);
+        let indent = "\t".repeat(depth + 1);
+        let Some(t) = self.btf.type_by_id(r) else {
+            let _ = write!(s, "{}", self.json_at(v, depth));
+            return;
+        };
+        match &t.data {
+            TypeData::Int { encoding, .. } => match self.scalar(v, 0) {
+                Ok(x) if encoding & types::INT_BOOL != 0 => {
+                    s.push_str(if x != 0 { "true" } else { "false" })
+                }
+                Ok(x) if self.is_signed(v.ty) => {
+                    let _ = write!(s, "{}", x as i64);
+                }
+                Ok(x) => {
+                    let _ = write!(s, "{x}");
+                }
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
+                }
+            },
+            TypeData::Enum { values, .. } => match self.scalar(v, 0) {
+                Ok(x) => {
+                    let name = values
+                        .iter()
+                        .find(|e| u64::from(e.val) == (x & 0xffff_ffff))
+                        .and_then(|e| self.btf.str_at(e.name_off).ok());
+                    match name {
+                        Some(n) => s.push_str(n),
+                        None => {
+                            let _ = write!(s, "{}", x as i64);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
+                }
+            },
+            TypeData::Enum64 { values, .. } => match self.scalar(v, 0) {
+                Ok(x) => match values
+                    .iter()
+                    .find(|e| e.val == x)
+                    .and_then(|e| self.btf.str_at(e.name_off).ok())
+                {
+                    Some(n) => s.push_str(n),
+                    None => {
+                        let _ = write!(s, "{x}");
+                    }
+                },
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
+                }
+            },
+            TypeData::Ptr { .. } => match self.scalar(v, 0) {
+                Ok(x) => match self.symbolize(x) {
+                    Some(sym) if x != 0 => {
+                        let _ = write!(s, "{sym} = {x:#x}");
+                    }
+                    _ => {
+                        let _ = write!(s, "{x:#x}");
+                    }
+                },
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
+                }
+            },
+            TypeData::Array(a) => {
+                let (elem, n) = (a.elem, u64::from(a.nelems));
+                if types::is_char(&self.btf, elem) {
+                    match self.char_array(v, n, 0) {
+                        Ok(b) => {
+                            let _ = write!(s, "\"{}\"", c_escape(&b));
+                        }
+                        Err(e) => {
+                            let _ = write!(s, "<{e}>");
+                        }
+                    }
+                    return;
+                }
+                let size = types::size_of(&self.btf, elem).unwrap_or(0);
+                let Some(addr) = v.address() else { return };
+                let compound = matches!(
+                    types::data(&self.btf, elem),
+                    Some(TypeData::Struct { .. } | TypeData::Union { .. } | TypeData::Array(_))
+                );
+                s.push('{');
+                for i in 0..n.min(MAX_ELEMS) {
+                    let ev = Value::at(elem, addr + i * size);
+                    if compound {
+                        let _ = write!(s, "\n{indent}");
+                        self.text_body(&ev, depth + 1, s);
+                        s.push(',');
+                    } else {
+                        s.push_str(if i == 0 { " " } else { ", " });
+                        self.text_body(&ev, depth + 1, s);
+                    }
+                }
+                if compound {
+                    let _ = write!(s, "\n{}}}", "\t".repeat(depth));
+                } else {
+                    s.push_str(" }");
+                }
+            }
+            TypeData::Struct { .. } | TypeData::Union { .. } => {
+                let Some(addr) = v.address() else { return };
+                s.push_str("{\n");
+                for mem in t.members() {
+                    let name = self.btf.str_at(mem.name_off).unwrap_or("");
+                    let off = mem.bit_offset(t.kind_flag);
+                    let bits = mem.bitfield_size(t.kind_flag);
+                    let mv = if bits > 0 {
+                        Value {
+                            ty: mem.ty,
+                            loc: Loc::Mem {
+                                addr,
+                                bit: off,
+                                bits,
+                            },
+                        }
+                    } else {
+                        Value::at(mem.ty, addr + u64::from(off / 8))
+                    };
+                    if name.is_empty() {
+                        let _ = write!(s, "{indent}");
+                    } else {
+                        let _ = write!(s, "{indent}.{name} = ");
+                    }
+                    let _ = write!(s, "({})", self.type_name(mem.ty));
+                    self.text_body(&mv, depth + 1, s);
+                    s.push_str(",\n");
+                }
+                let _ = write!(s, "{}}}", "\t".repeat(depth));
+            }
+            _ => {
+                let _ = write!(s, "{}", self.json_at(v, depth));
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Putting a [`Program`] together: memory (a dump, or /proc/kcore), symbols
+//! (a file given, else the kernel's own tables read from memory) and BTF (a
+//! file given, /sys/kernel/btf/vmlinux live, else the BTF in memory).
+
+use std::path::{Path, PathBuf};
+
+use kmem::kallsyms::Tables;
+use kmem::Kernel;
+
+use crate::error::{Error, Result};
+use crate::program::Program;
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// A dump; `None` is the live kernel.
+    pub vmcore: Option<PathBuf>,
+    pub btf: Option<PathBuf>,
+    /// /proc/kallsyms text or a System.map (moved by KERNELOFFSET).
+    pub kallsyms: Option<PathBuf>,
+}
+
+fn setup(e: impl std::fmt::Display) -> Error {
+    Error::Setup(e.to_string())
+}
+
+pub fn open(opts: &Options) -> Result<Program> {
+    let kernel = match &opts.vmcore {
+        Some(p) => Kernel::open(p),
+        None => Kernel::live(),
+    }
+    .map_err(setup)?;
+    let syms = symbols(&kernel, opts)?;
+    let btf = match &opts.btf {
+        Some(p) => btf::load_file(p, None).map_err(setup)?,
+        None if opts.vmcore.is_none() && Path::new(btf::SYSFS_VMLINUX).exists() => {
+            btf::load_file(Path::new(btf::SYSFS_VMLINUX), None).map_err(setup)?
+        }
+        None => {
+            let find = |n: &str| {
+                syms.by_name(n)
+                    .find(|s| s.module.is_none())
+                    .map(|s| s.addr)
+                    .ok_or_else(|| Error::Setup(format!("no {n} symbol: give --btf")))
+            };
+            let (start, stop) = (find("__start_BTF")?, find("__stop_BTF")?);
+            kmem::btf::read(&kernel, start, stop).map_err(setup)?
+        }
+    };
+    Ok(Program::new(Box::new(kernel), btf, syms))
+}
+
+fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
+    use ksyms::kallsyms::Hidden;
+    if let Some(p) = &opts.kallsyms {
+        let text = std::fs::read(p).map_err(|e| Error::Setup(format!("{}: {e}", p.display())))?;
+        // A System.map holds link-time addresses: moved by KERNELOFFSET.
+        let is_map = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("System.map"));
+        let syms = if is_map {
+            let mut s = ksyms::system_map::parse(text, p).map_err(setup)?;
+            s.relocate(kernel.vmcoreinfo().kernel_offset().unwrap_or(0) as i64);
+            s
+        } else {
+            ksyms::kallsyms::parse(text, p, Hidden::Error).map_err(setup)?
+        };
+        return Ok(ksyms::Table::new(syms));
+    }
+    if opts.vmcore.is_none() {
+        let p = Path::new(ksyms::kallsyms::PROC_KALLSYMS);
+        if let Ok(s) = ksyms::kallsyms::read(p, Hidden::Error) {
+            return Ok(ksyms::Table::new(s));
+        }
+    }
+    let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(setup)?;
+    let list = kmem::kallsyms::read(kernel, &tables).map_err(setup)?;
+    let source = kernel.path().join("kallsyms");
+    let syms = ksyms::kallsyms::parse(kmem::kallsyms::to_text(&list), &source, Hidden::Allow)
+        .map_err(setup)?;
+    Ok(ksyms::Table::new(syms))
+}

@@ -1,0 +1,296 @@
+//! A kernel to inspect: its memory, its BTF and its symbols, and the
+//! variables they give together.
+//!
+//! A variable's address comes from its BTF VAR: the DATASEC offset plus
+//! where the section starts. The start is found from kallsyms: per DATASEC,
+//! every variable whose name is one kernel symbol says `start = symbol -
+//! offset`, and the most common answer is taken (so a section without a
+//! start symbol works, and one stray alias cannot move a section); the
+//! section's own start symbol (`_sdata`, `__bss_start`, `__start_<sec>`) is
+//! the fallback. `.data..percpu` starts at `__per_cpu_start`: its variables
+//! are offsets, made real by `per_cpu(var, cpu)` with `__per_cpu_offset[cpu]`.
+
+use btf::{Btf, TypeData, TypeId};
+use kmem::Memory;
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+use crate::types;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Var {
+    pub ty: TypeId,
+    pub addr: u64,
+    pub percpu: bool,
+}
+
+pub struct Program {
+    pub(crate) mem: Box<dyn Memory>,
+    pub(crate) btf: Btf,
+    pub(crate) syms: ksyms::Table,
+    pub(crate) vars: FxHashMap<String, Var>,
+    /// Names that several variables share (statics of different files):
+    /// their addresses, so that an error can list them.
+    pub(crate) ambiguous: FxHashMap<String, Vec<u64>>,
+    pub(crate) types: FxHashMap<String, TypeId>,
+    pub(crate) enumerators: FxHashMap<String, (u64, TypeId)>,
+    pub(crate) funcs: FxHashMap<String, TypeId>,
+    ptr_types: FxHashMap<TypeId, TypeId>,
+    /// Variables whose DATASEC address differs from kallsyms' (name, btf, kallsyms).
+    pub mismatches: Vec<(String, u64, u64)>,
+}
+
+const PERCPU_SECTION: &str = ".data..percpu";
+
+fn section_start_symbol(sec: &str) -> String {
+    match sec {
+        ".data" => "_sdata".into(),
+        ".bss" => "__bss_start".into(),
+        PERCPU_SECTION => "__per_cpu_start".into(),
+        s => format!("__start_{}", s.trim_start_matches('.')),
+    }
+}
+
+impl Program {
+    pub fn new(mem: Box<dyn Memory>, btf: Btf, syms: ksyms::Table) -> Program {
+        let types = types::index_types(&btf);
+        let mut enumerators = FxHashMap::default();
+        let mut funcs = FxHashMap::default();
+        for (id, t) in btf.iter() {
+            match &t.data {
+                TypeData::Enum { values, .. } => {
+                    for v in values {
+                        let val = if t.kind_flag {
+                            v.val as i32 as i64 as u64
+                        } else {
+                            u64::from(v.val)
+                        };
+                        if let Ok(n) = btf.str_at(v.name_off) {
+                            enumerators.entry(n.to_owned()).or_insert((val, id));
+                        }
+                    }
+                }
+                TypeData::Enum64 { values, .. } => {
+                    for v in values {
+                        if let Ok(n) = btf.str_at(v.name_off) {
+                            enumerators.entry(n.to_owned()).or_insert((v.val, id));
+                        }
+                    }
+                }
+                TypeData::Func { .. } => {
+                    if let Ok(n) = btf.name_of(t) {
+                        funcs.entry(n.to_owned()).or_insert(id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut p = Program {
+            mem,
+            btf,
+            syms,
+            vars: FxHashMap::default(),
+            ambiguous: FxHashMap::default(),
+            types,
+            enumerators,
+            funcs,
+            ptr_types: FxHashMap::default(),
+            mismatches: Vec::new(),
+        };
+        p.index_vars();
+        p
+    }
+
+    /// The one kernel-image symbol called `name`.
+    pub fn symbol(&self, name: &str) -> Option<u64> {
+        let mut it = self.syms.by_name(name).filter(|s| s.module.is_none());
+        let first = it.next()?;
+        it.all(|s| s.addr == first.addr).then_some(first.addr)
+    }
+
+    fn index_vars(&mut self) {
+        let btf = &self.btf;
+        let mut vars = FxHashMap::default();
+        let mut mismatches = Vec::new();
+        let mut ambiguous: FxHashMap<String, Vec<u64>> = FxHashMap::default();
+        for (_, t) in btf.iter() {
+            let TypeData::Datasec { vars: secvars, .. } = &t.data else {
+                continue;
+            };
+            let sec = btf.name_of(t).unwrap_or("");
+            let percpu = sec == PERCPU_SECTION;
+            let named: Vec<(&str, TypeId, u64)> = secvars
+                .iter()
+                .filter_map(|v| {
+                    let vt = btf.type_by_id(v.ty)?;
+                    let TypeData::Var { ty, .. } = vt.data else {
+                        return None;
+                    };
+                    Some((btf.name_of(vt).ok()?, ty, u64::from(v.offset)))
+                })
+                .collect();
+            let mut votes: FxHashMap<u64, usize> = FxHashMap::default();
+            if !percpu {
+                for &(name, _, off) in &named {
+                    if let Some(a) = self.symbol(name) {
+                        *votes.entry(a.wrapping_sub(off)).or_default() += 1;
+                    }
+                }
+            }
+            let start = votes
+                .into_iter()
+                .max_by_key(|&(base, n)| (n, std::cmp::Reverse(base)))
+                .map(|(b, _)| b)
+                .or_else(|| self.symbol(&section_start_symbol(sec)));
+            let Some(start) = start else { continue };
+            for (name, ty, off) in named {
+                let addr = start.wrapping_add(off);
+                if let Some(k) = self.symbol(name) {
+                    if k != addr {
+                        mismatches.push((name.to_owned(), addr, k));
+                    }
+                }
+                let var = Var { ty, addr, percpu };
+                match vars.entry(name.to_owned()) {
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(var);
+                    }
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        let first = e.get().addr;
+                        ambiguous
+                            .entry(name.to_owned())
+                            .or_insert_with(|| vec![first])
+                            .push(addr);
+                    }
+                }
+            }
+        }
+        // kallsyms knows statics BTF may have only one of.
+        for (name, v) in &vars {
+            let addrs: Vec<u64> = self
+                .syms
+                .by_name(name)
+                .filter(|s| s.module.is_none())
+                .map(|s| s.addr)
+                .collect();
+            if addrs.len() > 1 && !ambiguous.contains_key(name) {
+                let mut all = addrs;
+                if !all.contains(&v.addr) {
+                    all.push(v.addr);
+                }
+                ambiguous.insert(name.clone(), all);
+            }
+        }
+        for name in ambiguous.keys() {
+            vars.remove(name);
+        }
+        self.ambiguous = ambiguous;
+        self.vars = vars;
+        self.mismatches = mismatches;
+    }
+
+    pub fn btf(&self) -> &Btf {
+        &self.btf
+    }
+
+    pub fn symbols(&self) -> &ksyms::Table {
+        &self.syms
+    }
+
+    pub fn memory(&self) -> &dyn Memory {
+        &*self.mem
+    }
+
+    /// The addresses of the variables that share `name`, when several do.
+    pub fn ambiguous(&self, name: &str) -> Option<&[u64]> {
+        self.ambiguous.get(name).map(Vec::as_slice)
+    }
+
+    pub fn var(&self, name: &str) -> Option<Var> {
+        self.vars.get(name).copied()
+    }
+
+    /// Every variable name, for listing and completion.
+    pub fn var_names(&self) -> impl Iterator<Item = &str> {
+        self.vars.keys().map(String::as_str)
+    }
+
+    pub fn type_names(&self) -> impl Iterator<Item = &str> {
+        self.types.keys().map(String::as_str)
+    }
+
+    /// A type by its C name (`struct x`, `unsigned long`, `u64`), with `*`s.
+    pub fn find_type(&mut self, base: &str, pointers: usize) -> Option<TypeId> {
+        let canon = types::canonical_base(base);
+        let mut id = if canon == "void" {
+            Some(0)
+        } else {
+            self.types.get(&canon).copied().or_else(|| {
+                types::btf_base_aliases(&canon)
+                    .iter()
+                    .find_map(|a| self.types.get(*a).copied())
+            })
+        }?;
+        for _ in 0..pointers {
+            id = self.pointer_to(id);
+        }
+        Some(id)
+    }
+
+    /// A pointer type to `id`: BTF's own when it has one, else a new one.
+    pub fn pointer_to(&mut self, id: TypeId) -> TypeId {
+        if let Some(&p) = self.ptr_types.get(&id) {
+            return p;
+        }
+        let found = self
+            .btf
+            .iter()
+            .find(|(_, t)| matches!(t.data, TypeData::Ptr { ty } if ty == id))
+            .map(|(p, _)| p);
+        let p = found.unwrap_or_else(|| {
+            self.btf
+                .add_type(btf::Type::new(0, TypeData::Ptr { ty: id }))
+        });
+        self.ptr_types.insert(id, p);
+        p
+    }
+
+    /// An integer type of C's name, made when the BTF has none.
+    pub fn int_type(&mut self, name: &str, size: u32, signed: bool) -> TypeId {
+        if let Some(id) = self.find_type(name, 0) {
+            return id;
+        }
+        let off = self.btf.add_str(name);
+        let id = self.btf.add_type(btf::Type::new(
+            off,
+            TypeData::Int {
+                size,
+                encoding: if signed { types::INT_SIGNED } else { 0 },
+                offset: 0,
+                bits: (size * 8) as u8,
+            },
+        ));
+        self.types.insert(name.to_owned(), id);
+        id
+    }
+
+    /// `__per_cpu_offset[cpu]`.
+    pub fn per_cpu_offset(&self, cpu: u64, col: usize) -> Result<u64> {
+        let base = self
+            .symbol("__per_cpu_offset")
+            .ok_or_else(|| Error::eval(col, "no __per_cpu_offset symbol"))?;
+        let nr = self
+            .symbol("nr_cpu_ids")
+            .and_then(|a| self.mem.read_u32(a).ok())
+            .unwrap_or(u32::MAX);
+        if cpu >= u64::from(nr) {
+            return Err(Error::eval(
+                col,
+                format!("CPU {cpu}: the kernel has {nr} CPU ids"),
+            ));
+        }
+        self.mem
+            .read_u64(base + cpu * 8)
+            .map_err(|error| Error::Memory { col, error })
+    }
+}
