@@ -94,7 +94,7 @@ impl ElfDump {
                 memsz: field(40),
             };
             let at = phoff + i as u64 * PHDR_LEN;
-            if seg.filesz > seg.memsz {
+            if p_type == PT_LOAD && seg.filesz > seg.memsz {
                 return Err(Error::corrupt(
                     "program header",
                     at,

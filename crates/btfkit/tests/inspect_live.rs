@@ -1,0 +1,115 @@
+//! `btfkit inspect` on a live kernel: Debian's 6.1 cloud kernel booted
+//! under QEMU reads its own /proc/kcore (btfkit and its shared libraries
+//! copied into the initramfs). The oracle is the running kernel itself:
+//! `uname -r`, `nproc`, /proc/<pid>/comm and /proc/modules in the same guest.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::Duration;
+
+use testkit::qemu::{qemu_or_skip, Initramfs, Qemu};
+
+/// Processes that come and go while the guest script runs.
+const TRANSIENT: &[&str] = &[
+    "btfkit", "cat", "sort", "tr", "sed", "sh", "ls", "xargs", "echo", "sleep",
+];
+
+/// Task names as `task_struct.comm` holds them: /proc/PID/comm adds a
+/// kworker's current work ("kworker/0:1-events") and shows kernel threads'
+/// full names, where comm keeps 15 bytes.
+fn set(s: &str) -> BTreeSet<String> {
+    s.split(',')
+        .map(str::trim)
+        .map(|x| match x.strip_prefix("kworker/") {
+            Some(rest) => format!("kworker/{}", rest.split('-').next().unwrap_or(rest)),
+            None => x.to_owned(),
+        })
+        .map(|x| x.chars().take(15).collect::<String>())
+        .filter(|x| !x.is_empty() && !TRANSIENT.contains(&x.as_str()))
+        .collect()
+}
+
+#[test]
+fn inspect_live_kcore_in_guest_equals_proc_and_uname() {
+    let Some(_) = qemu_or_skip() else { return };
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    if !k.vmlinuz.is_file() {
+        return testkit::skip("no vmlinuz in the cache: rerun scripts/fetch-debian-kernel.sh");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let btf = dir.path().join("vmlinux.btf");
+    testkit::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_btfkit"))
+            .arg("encode")
+            .arg(&k.vmlinux)
+            .args(["--vars", "all", "-o"])
+            .arg(&btf),
+    );
+    let initrd = dir.path().join("initrd.cpio");
+    let mut fs = Initramfs::new();
+    fs.binary("/bin/btfkit", std::path::Path::new(env!("CARGO_BIN_EXE_btfkit")))
+        .file("/vmlinux.btf", &btf)
+        .file(
+            "/lib/modules/dummy.ko",
+            &k.image_modules.join("kernel/drivers/net/dummy.ko"),
+        )
+        .bytes(
+            "/bin/btfkit-sleeper",
+            b"#!/bin/sh\nwhile true; do sleep 1000; done\n",
+            0o755,
+        )
+        .script(
+            r#"insmod /lib/modules/dummy.ko
+btfkit-sleeper &
+sleep 1
+I="btfkit inspect --btf /vmlinux.btf"
+echo "BTFKIT-RESULT uname $(uname -r)"
+echo "BTFKIT-RESULT nproc $(nproc)"
+echo "BTFKIT-RESULT proc-comms $(cat /proc/[0-9]*/comm | sort -u | tr '\n' ',')"
+echo "BTFKIT-RESULT proc-modules $(sed 's/ .*//' /proc/modules | sort | tr '\n' ',')"
+echo "BTFKIT-RESULT release $($I 'init_uts_ns.name.release' | sed 's/.*"\(.*\)"/\1/')"
+echo "BTFKIT-RESULT cpus $($I 'nr_cpu_ids' | sed 's/.*)//')"
+tasks=$($I --json 'list_for_each_entry(struct task_struct, &init_task.tasks, tasks)' | sed 's/.*\[//; s/\].*//' | tr ',' ' ')
+comms=$(for t in $tasks; do echo "((struct task_struct *)$t)->comm"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort -u | tr '\n' ',')
+echo "BTFKIT-RESULT inspect-comms $comms"
+mods=$($I --json 'list_for_each_entry(struct module, &modules, list)' | sed 's/.*\[//; s/\].*//' | tr ',' ' ')
+names=$(for m in $mods; do echo "((struct module *)$m)->name"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort | tr '\n' ',')
+echo "BTFKIT-RESULT inspect-modules $names"
+$I 'no_such_variable' 2>&1 | sed 's/^/BTFKIT-RESULT error /'
+"#,
+        );
+    fs.write(&initrd).unwrap();
+    let mut q = Qemu::new(&k.vmlinuz, &initrd);
+    q.cpus = 2;
+    q.timeout = Duration::from_secs(300);
+    let console = q.run().unwrap();
+    assert!(console.completed(), "{}", console.text);
+    let r = |key: &str| {
+        console
+            .result(key)
+            .unwrap_or_else(|| panic!("no {key} in:\n{}", console.text))
+            .to_owned()
+    };
+    assert_eq!(r("release"), r("uname"), "{}", console.text);
+    assert_eq!(r("cpus"), r("nproc"), "{}", console.text);
+    let (proc_comms, ours) = (set(&r("proc-comms")), set(&r("inspect-comms")));
+    assert!(
+        proc_comms.len() > 20 && proc_comms.contains("btfkit-sleeper"),
+        "{proc_comms:?}"
+    );
+    assert_eq!(ours, proc_comms);
+    assert_eq!(r("inspect-modules"), r("proc-modules"));
+    assert!(r("proc-modules").contains("dummy"));
+    let e = r("error");
+    assert!(
+        e.contains("column 1") && e.contains("no_such_variable"),
+        "{e}"
+    );
+    eprintln!(
+        "live guest: release, nproc, {} task names and modules {} equal the guest's own",
+        ours.len(),
+        r("proc-modules")
+    );
+}
