@@ -61,9 +61,30 @@ impl Program {
         Parser::new(src, &is_type)?.parse()
     }
 
+    /// Parses and evaluates `src`. The value itself must be readable (an
+    /// unmapped place is this expression's error, with its column); what it
+    /// contains is read when printed.
     pub fn eval_str(&mut self, src: &str) -> Result<Evaluated> {
         let e = self.parse(src)?;
-        self.eval_top(&e)
+        let r = self.eval_top(&e)?;
+        if let Evaluated::One(v) = &r {
+            self.check_readable(v, e.col())?;
+        }
+        Ok(r)
+    }
+
+    fn check_readable(&self, v: &Value, col: usize) -> Result<()> {
+        match v.loc {
+            Loc::Imm(_) => Ok(()),
+            Loc::Mem { bits, .. } if bits > 0 => self.scalar(v, col).map(|_| ()),
+            Loc::Mem { addr, .. } => {
+                let n = types::size_of(&self.btf, v.ty).unwrap_or(1).clamp(1, 4096);
+                self.mem
+                    .read_vec(addr, n as usize)
+                    .map(|_| ())
+                    .map_err(Self::mem_err(col))
+            }
+        }
     }
 
     fn eval_top(&mut self, e: &Expr) -> Result<Evaluated> {

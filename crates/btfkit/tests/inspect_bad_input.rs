@@ -1,0 +1,94 @@
+//! `btfkit inspect` on bad input, on the real dumps: syntax errors and
+//! unknown names name the column, unmapped addresses name the address, a
+//! broken dump names the file and offset; the other expressions still
+//! print; the exit status is 1; no panic.
+
+#[path = "../../kmem/tests/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use support::dumps;
+
+fn inspect(dump: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_btfkit"))
+        .arg("inspect")
+        .arg(dump)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn no_panic(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_expressions_name_the_column_and_the_rest_still_print() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let o = inspect(
+        &d.kdump_zlib,
+        &[
+            "per_cpu(runqueues, 0).cpu",
+            "per_cpu(runqueues, 1).nr_running +",
+            "(struct no_such_type *)0",
+            "per_cpu(runqueues, 0).no_such_member",
+            "*(unsigned long *)0xffffc8fffffff000",
+            "per_cpu(runqueues, 7)",
+            "init_task.comm",
+            "1 / 0",
+            "per_cpu(runqueues, 1).cpu",
+        ],
+    );
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    // The good ones print (Debian's own BTF has per-CPU variables only).
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["(int)0", "(int)1"],
+        "{out}\n{err}"
+    );
+    for want in [
+        "per_cpu(runqueues, 1).nr_running +: column 35: unexpected end of expression",
+        "(struct no_such_type *)0: column 2: no type \"struct no_such_type\" in the BTF",
+        "per_cpu(runqueues, 0).no_such_member: column 22: struct rq has no member \"no_such_member\"",
+        "*(unsigned long *)0xffffc8fffffff000: column 1: virtual address 0xffffc8fffffff000 is not mapped",
+        "per_cpu(runqueues, 7): column 1: CPU 7: the kernel has 2 CPU ids",
+        "init_task.comm: column 1: init_task (0x",
+        "1 / 0: column 3: division by zero",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn broken_dumps_name_the_file_and_offset() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.kdump");
+    let data = std::fs::read(&d.kdump_zlib).unwrap();
+    std::fs::write(&cut, &data[..data.len() / 3]).unwrap();
+    let o = inspect(&cut, &["per_cpu(runqueues, 0).cpu"]);
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cut.kdump") && err.contains("truncated") && err.contains("file offset 0x"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, b"KDUMP   but nothing else").unwrap();
+    let o = inspect(&junk, &["1"]);
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("junk") && err.contains("truncated"), "{err}");
+}
