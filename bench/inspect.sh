@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `btfkit inspect` (BTF + the kallsyms tables in the dump) against drgn 0.3
+# (Debian's DWARF vmlinux) on the same dump: open it and print 1,000
+# expressions (global variables of vmlinux, one name each, printed in
+# drgn's text form by both). Each tool runs RUNS times in alternation under
+# GNU time (wall, peak RSS); the ratio is the median of per-round ratios.
+# Target (issue 12): btfkit/drgn wall <= 0.1.
+#
+# Usage: bench/inspect.sh [VMCORE]   (default: the cached QEMU ELF dump the
+# inspect tests make, see crates/kmem/tests/support/dumps.rs; needs drgn,
+# GNU time, bpftool)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache=${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}
+dump=${1:-$(ls "$cache"/dumps/*/vmcore.elf | head -1)}
+vmlinux=$cache/vmlinux
+runs=${RUNS:-5}
+for t in /usr/bin/time bpftool python3; do
+  command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }
+done
+python3 -c 'import drgn' || { echo "missing drgn (pip install drgn)" >&2; exit 1; }
+
+cargo build --release -q -p btfkit
+ours="${CARGO_TARGET_DIR:-target}/release/btfkit"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT && echo "work dir: $tmp"
+"$ours" encode "$vmlinux" --vars all -o "$tmp/vars.btf"
+
+# 1,000 global variables of .data and .bss whose names kallsyms has once.
+awk '{print $3}' "$cache/System.map" | sort | uniq -u > "$tmp/unique"
+bpftool btf dump file "$tmp/vars.btf" |
+  awk "/VAR '.*' type_id=.*linkage=global/ { gsub(\"'\", \"\", \$3); print \$3 }" |
+  sort -u | comm -12 - "$tmp/unique" > "$tmp/all-names"
+head -1000 "$tmp/all-names" > "$tmp/names"
+n=$(wc -l < "$tmp/names")
+
+cat > "$tmp/bench_drgn.py" <<'PY'
+import sys, drgn
+prog = drgn.Program()
+prog.set_core_dump(sys.argv[1])
+prog.load_debug_info([sys.argv[2]])
+for name in sys.stdin:
+    try:
+        print(prog[name.strip()])
+    except Exception as e:
+        print("error:", e, file=sys.stderr)
+PY
+
+echo "dump: $dump ($(stat -c %s "$dump") bytes); $n expressions"
+echo "drgn: $(python3 -c 'import drgn; print(drgn.__version__)'); btfkit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+run() { # name, command...
+  local name=$1; shift
+  /usr/bin/time -q -f "%e %M" -o "$tmp/$name.time" "$@" < "$tmp/names" > "$tmp/$name.out" 2> "$tmp/$name.err" || true
+  tail -1 "$tmp/$name.time"
+}
+ratios=()
+printf '%-6s %-18s %-18s %s\n' round "btfkit wall s/KiB" "drgn wall s/KiB" "wall ratio"
+for r in $(seq 0 "$runs"); do
+  read -r dw dm < <(run drgn python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux")
+  read -r ow om < <(run ours "$ours" inspect "$dump" --btf "$tmp/vars.btf")
+  ratio=$(echo "scale=4; $ow / $dw" | bc)
+  if [ "$r" -gt 0 ]; then ratios+=("$ratio"); fi
+  printf '%-6s %-18s %-18s %s%s\n' "$r" "$ow / $om" "$dw / $dm" "$ratio" "$([ "$r" = 0 ] && echo ' (warm-up)')"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+echo
+echo "btfkit/drgn wall, median of $runs rounds: $median; peak RSS btfkit/drgn: $(echo "scale=3; $om / $dm" | bc)"
+echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/drgn.out") (errors $(wc -l < "$tmp/drgn.err"))"
