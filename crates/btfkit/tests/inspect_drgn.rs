@@ -407,3 +407,47 @@ fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
         );
     }
 }
+
+/// `--kallsyms System.map` (link-time addresses, moved by KERNELOFFSET)
+/// gives the same values as the kallsyms tables read from the dump.
+#[test]
+fn inspect_with_system_map_equals_kallsyms_in_memory() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let btf_path = vars_btf(&d.kernel.vmlinux);
+    let exprs: Vec<String> = [
+        "init_task.comm",
+        "init_uts_ns.name.release",
+        "per_cpu(runqueues, 1).cpu",
+        "list_for_each_entry(struct module, &modules, list)",
+        "nr_cpu_ids",
+        "&init_task",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mem = inspect_json(&d.kdump_zstd, &btf_path, &exprs);
+    let out = Command::new(btfkit())
+        .arg("inspect")
+        .arg(&d.kdump_zstd)
+        .arg("--btf")
+        .arg(&btf_path)
+        .arg("--kallsyms")
+        .arg(&d.kernel.system_map)
+        .arg("--json")
+        .args(&exprs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let map: Vec<Json> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(map, mem);
+    assert!(mem.iter().all(|v| v.get("value").is_some()), "{mem:?}");
+}

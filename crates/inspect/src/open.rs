@@ -58,9 +58,9 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
             .file_name()
             .is_some_and(|n| n.to_string_lossy().contains("System.map"));
         let syms = if is_map {
-            let mut s = ksyms::system_map::parse(text, p).map_err(setup)?;
-            s.relocate(kernel.vmcoreinfo().kernel_offset().unwrap_or(0) as i64);
-            s
+            let off = kernel.vmcoreinfo().kernel_offset().unwrap_or(0);
+            let moved = relocate_system_map(&text, off);
+            ksyms::kallsyms::parse(moved, p, Hidden::Error).map_err(setup)?
         } else {
             ksyms::kallsyms::parse(text, p, Hidden::Error).map_err(setup)?
         };
@@ -78,4 +78,34 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
     let syms = ksyms::kallsyms::parse(kmem::kallsyms::to_text(&list), &source, Hidden::Allow)
         .map_err(setup)?;
     Ok(ksyms::Table::new(syms))
+}
+
+/// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols
+/// (x86-64: offsets from 0 up to `__per_cpu_end`) are not addresses and do
+/// not move.
+fn relocate_system_map(text: &[u8], offset: u64) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let percpu_end = text
+        .lines()
+        .find_map(|l| l.strip_suffix(" __per_cpu_end"))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .filter(|&e| e < 0x1_0000_0000)
+        .unwrap_or(0);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut it = line.splitn(2, ' ');
+        let (Some(a), Some(rest)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        let addr = if addr < percpu_end {
+            addr
+        } else {
+            addr.wrapping_add(offset)
+        };
+        out.push_str(&format!("{addr:016x} {rest}\n"));
+    }
+    out.into_bytes()
 }

@@ -145,7 +145,19 @@ pub struct Parser<'a> {
     pos: usize,
     end_col: usize,
     is_type: &'a dyn Fn(&str) -> bool,
+    /// Nesting of the recursive descent, bounded so that input cannot
+    /// overflow the stack.
+    depth: usize,
+    /// Operators seen: left-nested chains (`a+b+c...`, `a.b.c...`) are
+    /// built by loops, not recursion, but evaluating them recurses.
+    ops: usize,
 }
+
+/// More operators than any real expression has.
+const MAX_OPS: usize = 2000;
+
+/// Deeper nesting than any real expression has.
+const MAX_DEPTH: usize = 200;
 
 const BINARY: &[(&str, u8)] = &[
     ("||", 1),
@@ -181,6 +193,8 @@ impl<'a> Parser<'a> {
             pos: 0,
             end_col: src.len() + 1,
             is_type,
+            depth: 0,
+            ops: 0,
         })
     }
 
@@ -190,6 +204,17 @@ impl<'a> Parser<'a> {
             return Err(Error::syntax(*col, format!("unexpected {}", show(t))));
         }
         Ok(e)
+    }
+
+    fn count_op(&mut self) -> Result<()> {
+        self.ops += 1;
+        if self.ops > MAX_OPS {
+            return Err(Error::syntax(
+                self.col(),
+                format!("more than {MAX_OPS} operators"),
+            ));
+        }
+        Ok(())
     }
 
     fn peek(&self) -> Option<&Tok> {
@@ -221,6 +246,16 @@ impl<'a> Parser<'a> {
     }
 
     fn expr(&mut self, min: u8) -> Result<Expr> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::syntax(self.col(), "expression nested too deeply"));
+        }
+        let r = self.expr_inner(min);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, min: u8) -> Result<Expr> {
         let mut lhs = self.unary()?;
         while let Some(Tok::Punct(p)) = self.peek() {
             let Some(&(op, prec)) = BINARY.iter().find(|(o, _)| o == p) else {
@@ -230,6 +265,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             let col = self.col();
+            self.count_op()?;
             self.pos += 1;
             let rhs = self.expr(prec)?;
             lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs), col);
@@ -281,6 +317,16 @@ impl<'a> Parser<'a> {
     }
 
     fn unary(&mut self) -> Result<Expr> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::syntax(self.col(), "expression nested too deeply"));
+        }
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self) -> Result<Expr> {
         let col = self.col();
         if let Some(Tok::Punct(p)) = self.peek() {
             let p = *p;
@@ -390,6 +436,7 @@ impl<'a> Parser<'a> {
     fn postfix(&mut self, mut e: Expr) -> Result<Expr> {
         loop {
             let col = self.col();
+            self.count_op()?;
             let arrow = if self.eat(".") {
                 false
             } else if self.eat("->") {
@@ -463,6 +510,15 @@ mod tests {
         assert!(err.contains("column 11"), "{err}");
         let err = parse("a + $").unwrap_err().to_string();
         assert!(err.contains("column 5"), "{err}");
+        let deep = format!("{}1", "(".repeat(100_000));
+        let err = parse(&deep).unwrap_err().to_string();
+        assert!(err.contains("nested too deeply"), "{err}");
+        let deep = format!("{}1", "-".repeat(100_000));
+        assert!(parse(&deep).is_err());
+        let long = format!("1{}", "+1".repeat(100_000));
+        assert!(parse(&long).unwrap_err().to_string().contains("operators"));
+        let long = format!("x{}", ".a".repeat(100_000));
+        assert!(parse(&long).unwrap_err().to_string().contains("operators"));
         let err = parse("(a").unwrap_err().to_string();
         assert!(err.contains("column 3"), "{err}");
     }
