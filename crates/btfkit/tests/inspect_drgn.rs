@@ -451,3 +451,133 @@ fn inspect_with_system_map_equals_kallsyms_in_memory() {
     assert_eq!(map, mem);
     assert!(mem.iter().all(|v| v.get("value").is_some()), "{mem:?}");
 }
+
+/// The text form equals drgn's `str(obj)`: scalars, enums, pointers (with
+/// the symbol they point at), strings of every scalar variable of .data and
+/// .bss, and a few structs and pointers to structs (printed dereferenced).
+#[test]
+fn inspect_text_equals_drgn_str() {
+    use btf::TypeData;
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    if !drgn::drgn_or_skip() {
+        return;
+    }
+    let btf_path = vars_btf(&d.kernel.vmlinux);
+    let btf = btf::load_file(&btf_path, None).unwrap();
+    let mut seen = std::collections::HashMap::new();
+    for l in std::fs::read_to_string(&d.kernel.system_map)
+        .unwrap()
+        .lines()
+    {
+        if let Some(n) = l.split(' ').nth(2) {
+            *seen.entry(n.to_owned()).or_insert(0) += 1;
+        }
+    }
+    let mut names = Vec::new();
+    for (_, t) in btf.iter() {
+        let TypeData::Datasec { vars, .. } = &t.data else {
+            continue;
+        };
+        if !matches!(btf.name_of(t), Ok(".data" | ".bss")) {
+            continue;
+        }
+        for v in vars {
+            let Some(vt) = btf.type_by_id(v.ty) else {
+                continue;
+            };
+            let TypeData::Var { ty, .. } = vt.data else {
+                continue;
+            };
+            let name = btf.name_of(vt).unwrap().to_owned();
+            let scalar = matches!(
+                inspect::types::data(&btf, ty),
+                Some(TypeData::Int { .. } | TypeData::Enum { .. } | TypeData::Ptr { .. })
+            );
+            let ptr_to_compound = matches!(inspect::types::data(&btf, ty), Some(TypeData::Ptr { ty: p })
+                if matches!(inspect::types::data(&btf, *p), Some(TypeData::Struct { .. } | TypeData::Union { .. })));
+            if scalar && !ptr_to_compound && seen.get(&name) == Some(&1) {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    let mut exprs: Vec<(String, String)> = names.iter().map(|n| (n.clone(), py_name(n))).collect();
+    for (e, p) in [
+        ("init_task.tasks", "prog['init_task'].tasks"),
+        ("init_task.sched_class", "prog['init_task'].sched_class"),
+        (
+            "per_cpu(runqueues, 0).cfs.tasks_timeline",
+            "per_cpu(prog['runqueues'], 0).cfs.tasks_timeline",
+        ),
+        ("init_task.thread_info", "prog['init_task'].thread_info"),
+        ("init_uts_ns.name", "prog['init_uts_ns'].name"),
+        ("init_task.comm", "prog['init_task'].comm"),
+    ] {
+        exprs.push((e.into(), p.into()));
+    }
+    // One value per record: records are separated by a line with a NUL.
+    let script = "from drgn.helpers.linux.percpu import per_cpu\n\
+                  for line in sys.stdin:\n    print(str(eval(line)) + '\\n\\0')\n";
+    let input: String = exprs.iter().map(|e| format!("{}\n", e.1)).collect();
+    let want = drgn::run(&d.elf, &d.kernel.vmlinux, &[], script, &input);
+    let want: Vec<&str> = want.split("\n\0\n").filter(|s| !s.is_empty()).collect();
+    assert_eq!(want.len(), exprs.len());
+    let run = |exprs: &[(String, String)]| {
+        let o = Command::new(btfkit())
+            .arg("inspect")
+            .arg(&d.elf)
+            .arg("--btf")
+            .arg(&btf_path)
+            .args(exprs.iter().map(|e| &e.0))
+            .output()
+            .unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let split = names.len();
+    // The symbol a pointer points into comes from kallsyms for btfkit and
+    // from the ELF symbol table (with local labels like .LC2) for drgn:
+    // compared without it.
+    let unsym = |t: &str| -> String {
+        t.split(')')
+            .map(|part| match part.split_once(" = ") {
+                Some((sym, rest)) if sym.contains("+0x") && !sym.contains(' ') => rest.to_owned(),
+                _ => part.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(")")
+    };
+    let mut same = 0;
+    // Scalars: one line each, all in one process.
+    let scalars = run(&exprs[..split]);
+    for ((e, w), g) in exprs.iter().zip(&want).zip(scalars.lines()) {
+        // Variables DWARF has no location for: drgn has no value to compare.
+        if w.contains("<optimized out>") {
+            continue;
+        }
+        // drgn reads what a NULL pointer points at from the ELF segment
+        // QEMU (paging off) puts at virtual address 0: no part of the kernel.
+        // The same for any address below the kernel's half (per-CPU
+        // offsets): btfkit cannot read them, drgn reads physical memory.
+        let low = g
+            .rsplit_once(")0x")
+            .and_then(|(_, a)| u64::from_str_radix(a, 16).ok())
+            .is_some_and(|a| a < 0xffff_8000_0000_0000);
+        let w = match w.split_once(" = ") {
+            Some((head, _)) if low => head.trim_start_matches('*').to_owned(),
+            _ => w.trim_end().to_owned(),
+        };
+        assert_eq!(unsym(g), unsym(&w), "{}", e.0);
+        same += 1;
+    }
+    // Structs: several lines, one process each.
+    for (e, w) in exprs[split..].iter().zip(&want[split..]) {
+        let g = run(std::slice::from_ref(e));
+        assert_eq!(unsym(g.trim_end()), unsym(w.trim_end()), "{}", e.0);
+        same += 1;
+    }
+    eprintln!("{same} values print as drgn prints them");
+    assert!(same >= 300, "{same}");
+}

@@ -155,8 +155,22 @@ impl Program {
         }
     }
 
+    /// A type's C name as drgn spells it: GCC's base type names
+    /// (`long unsigned int`, which BTF keeps) in their short form.
     pub fn type_name(&self, ty: TypeId) -> String {
-        btf::cdecl::type_name(&self.btf, ty)
+        let mut s = btf::cdecl::type_name(&self.btf, ty);
+        for (long, short) in [
+            ("long long unsigned int", "unsigned long long"),
+            ("long long int", "long long"),
+            ("long unsigned int", "unsigned long"),
+            ("long int", "long"),
+            ("short unsigned int", "unsigned short"),
+            ("short int", "short"),
+            ("(anon)", "<anonymous>"),
+        ] {
+            s = s.replace(long, short);
+        }
+        s
     }
 
     fn is_pointer_like(&self, ty: TypeId) -> Option<TypeId> {

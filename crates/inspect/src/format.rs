@@ -21,6 +21,8 @@ use crate::types::{self, resolve};
 /// Arrays print at most this many elements (drgn has no limit; ours keeps
 /// a mistaken cast of a huge array from printing forever).
 const MAX_ELEMS: u64 = 1 << 16;
+/// Strings a `char *` points at print up to this many bytes.
+const MAX_STRING: usize = 4096;
 
 fn latin1(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| b as char).collect()
@@ -162,8 +164,33 @@ impl Program {
         }
     }
 
-    /// drgn's text form of a value.
+    /// drgn's text form of a value. As drgn does, a pointer (but not to
+    /// void, a function or a char) prints what it points at:
+    /// `*(type *)(sym+0x0 = 0x...) = {...}`, `*(int *)0x... = 5`.
     pub fn to_text(&self, v: &Value) -> String {
+        if let Some(TypeData::Ptr { ty }) = types::data(&self.btf, v.ty) {
+            let pointee = *ty;
+            let deref = !types::is_plain_char(&self.btf, pointee)
+                && !matches!(
+                    types::data(&self.btf, pointee),
+                    None | Some(TypeData::FuncProto { .. } | TypeData::Fwd)
+                );
+            if let (true, Ok(addr)) = (deref, self.scalar(v, 0)) {
+                let target = Value::at(pointee, addr);
+                let size = types::size_of(&self.btf, pointee)
+                    .unwrap_or(1)
+                    .clamp(1, 4096);
+                if addr != 0 && self.mem.read_vec(addr, size as usize).is_ok() {
+                    let shown = match self.symbolize(addr) {
+                        Some(sym) => format!("({sym} = {addr:#x})"),
+                        None => format!("{addr:#x}"),
+                    };
+                    let mut s = format!("*({}){shown} = ", self.type_name(v.ty));
+                    self.text_body(&target, 0, &mut s);
+                    return s;
+                }
+            }
+        }
         let mut s = format!("({})", self.type_name(v.ty));
         self.text_body(v, 0, &mut s);
         s
@@ -183,9 +210,11 @@ impl Program {
 
     fn symbolize(&self, x: u64) -> Option<String> {
         let hit = self.syms.lookup(x)?;
-        // Only inside a symbol of known extent: a heap address past the
-        // last symbol is no part of it.
-        if hit.symbol.size.is_none_or(|s| hit.offset >= s.max(1)) {
+        // Only inside a symbol of known extent, and not the absolute
+        // (per-CPU offset) symbols: a heap address past them is no part of them.
+        if hit.symbol.size.is_none_or(|s| hit.offset >= s.max(1))
+            || hit.symbol.type_char.eq_ignore_ascii_case(&'a')
+        {
             return None;
         }
         let name = hit.symbol.name;
@@ -204,8 +233,9 @@ impl Program {
         };
         match &t.data {
             TypeData::Int { encoding, .. } => match self.scalar(v, 0) {
+                // drgn prints _Bool as a number too.
                 Ok(x) if encoding & types::INT_BOOL != 0 => {
-                    s.push_str(if x != 0 { "true" } else { "false" })
+                    let _ = write!(s, "{}", u64::from(x != 0));
                 }
                 Ok(x) if self.is_signed(v.ty) => {
                     let _ = write!(s, "{}", x as i64);
@@ -249,15 +279,23 @@ impl Program {
                     let _ = write!(s, "<{e}>");
                 }
             },
-            TypeData::Ptr { .. } => match self.scalar(v, 0) {
-                Ok(x) => match self.symbolize(x) {
-                    Some(sym) if x != 0 => {
-                        let _ = write!(s, "{sym} = {x:#x}");
+            TypeData::Ptr { ty } => match self.scalar(v, 0) {
+                Ok(x) => {
+                    match self.symbolize(x) {
+                        Some(sym) if x != 0 => {
+                            let _ = write!(s, "{sym} = {x:#x}");
+                        }
+                        _ => {
+                            let _ = write!(s, "{x:#x}");
+                        }
                     }
-                    _ => {
-                        let _ = write!(s, "{x:#x}");
+                    // As drgn: a char pointer shows its string when readable.
+                    if x != 0 && types::is_plain_char(&self.btf, *ty) {
+                        if let Ok(b) = self.mem.read_cstr(x, MAX_STRING) {
+                            let _ = write!(s, " = \"{}\"", c_escape(&b));
+                        }
                     }
-                },
+                }
                 Err(e) => {
                     let _ = write!(s, "<{e}>");
                 }

@@ -239,3 +239,20 @@ pub fn is_char(btf: &Btf, id: TypeId) -> bool {
         _ => false,
     }
 }
+
+/// Whether the type is a char type as written (`char`, `signed char`,
+/// `unsigned char`, qualifiers aside, typedefs not looked through): drgn
+/// shows the string such a pointer points at, not a `u8 *`'s.
+pub fn is_plain_char(btf: &Btf, mut id: TypeId) -> bool {
+    for _ in 0..MAX_CHAIN {
+        match btf.type_by_id(id) {
+            Some(t) if t.is_modifier() => id = t.ref_type().unwrap_or(0),
+            Some(t) => {
+                return matches!(t.data, TypeData::Int { size: 1, .. })
+                    && btf.name_of(t).is_ok_and(|n| n.contains("char"))
+            }
+            None => return false,
+        }
+    }
+    false
+}
