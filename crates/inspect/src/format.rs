@@ -132,20 +132,7 @@ impl Program {
                     } else {
                         name.to_owned()
                     };
-                    let off = mem.bit_offset(t.kind_flag);
-                    let bits = mem.bitfield_size(t.kind_flag);
-                    let mv = if bits > 0 {
-                        Value {
-                            ty: mem.ty,
-                            loc: Loc::Mem {
-                                addr,
-                                bit: off,
-                                bits,
-                            },
-                        }
-                    } else {
-                        Value::at(mem.ty, addr + u64::from(off / 8))
-                    };
+                    let mv = member_value(addr, mem, t.kind_flag);
                     m.insert(key, self.json_at(&mv, depth + 1));
                 }
                 Json::Object(m)
@@ -342,20 +329,7 @@ impl Program {
                 s.push_str("{\n");
                 for mem in t.members() {
                     let name = self.btf.str_at(mem.name_off).unwrap_or("");
-                    let off = mem.bit_offset(t.kind_flag);
-                    let bits = mem.bitfield_size(t.kind_flag);
-                    let mv = if bits > 0 {
-                        Value {
-                            ty: mem.ty,
-                            loc: Loc::Mem {
-                                addr,
-                                bit: off,
-                                bits,
-                            },
-                        }
-                    } else {
-                        Value::at(mem.ty, addr + u64::from(off / 8))
-                    };
+                    let mv = member_value(addr, mem, t.kind_flag);
                     if name.is_empty() {
                         let _ = write!(s, "{indent}");
                     } else {
@@ -371,5 +345,21 @@ impl Program {
                 let _ = write!(s, "{}", self.json_at(v, depth));
             }
         }
+    }
+}
+
+/// A member of the struct or union at `addr`: a place, or a bitfield.
+fn member_value(addr: u64, m: &btf::Member, kind_flag: bool) -> Value {
+    let off = m.bit_offset(kind_flag);
+    match m.bitfield_size(kind_flag) {
+        0 => Value::at(m.ty, addr + u64::from(off / 8)),
+        bits => Value {
+            ty: m.ty,
+            loc: Loc::Mem {
+                addr,
+                bit: off,
+                bits,
+            },
+        },
     }
 }
