@@ -227,7 +227,10 @@ fn dedup_matches_libbpf_fixture_objects() {
     cmd.arg("concat-dedup").arg(&in_process).args(&twice);
     run_ok(&mut cmd);
     let mut ours = btf::load_file(&input, None).expect("load");
-    let keep = DedupOptions { keep_strings: true };
+    let keep = DedupOptions {
+        keep_strings: true,
+        ..Default::default()
+    };
     dedup(&mut ours, &keep).expect("dedup keeping strings");
     assert_same(
         &ours.to_bytes(),
@@ -739,7 +742,14 @@ fn dedup_keep_strings_leaves_the_string_section_alone() {
     add_int(&mut btf, "long", 8);
     let strings = btf.string_section().to_vec();
     let mut kept = btf.clone();
-    dedup(&mut kept, &DedupOptions { keep_strings: true }).expect("dedup");
+    dedup(
+        &mut kept,
+        &DedupOptions {
+            keep_strings: true,
+            ..Default::default()
+        },
+    )
+    .expect("dedup");
     assert_eq!(kept.string_section(), &strings[..]);
     assert_eq!(kept.own_types().len(), 2);
     // Without the option, pass 1 drops "unused" and orders by reference.
