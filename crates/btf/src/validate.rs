@@ -864,7 +864,7 @@ impl<'a> Validator<'a> {
                 ),
             );
         }
-        if t.kind() > self.target.max_kind() {
+        if t.kind() > self.target.max_kind() || matches!(t.data, TypeData::Unknown { .. }) {
             let how = if matches!(t.data, TypeData::Unknown { .. }) {
                 " (read through the layout section)"
             } else {

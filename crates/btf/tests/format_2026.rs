@@ -13,7 +13,11 @@ use std::sync::Arc;
 
 use btf::format::*;
 use btf::validate::{validate, validate_blob, validate_blob_for, validate_for, Rule, Target};
-use btf::{Btf, Loc, Member, Param, Type, TypeData};
+use btf::{Btf, Member, Type, TypeData};
+
+#[path = "common/fixtures_2026.rs"]
+mod fixtures;
+use fixtures::{loc_btf, set_info, with_extra_layout_record};
 
 fn raw(btf: &Btf) -> String {
     let mut out = Vec::new();
@@ -166,25 +170,13 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     let id = typedef(&mut btf, "test_lookup");
     let id2 = typedef(&mut btf, "test_lookup2");
     btf.set_layout(true);
-    let mut b = btf.to_bytes();
 
     // One more layout record, for kind NR_BTF_KINDS; strings move up.
     let new_kind = BTF_KIND_MAX as u32 + 1;
-    let (str_off, str_len, layout_off, layout_len) = (
-        u32_at(&b, 16),
-        u32_at(&b, 20),
-        u32_at(&b, 24),
-        u32_at(&b, 28),
-    );
-    let rec_at = 32 + (layout_off + layout_len) as usize;
-    assert_eq!(rec_at, 32 + str_off as usize);
-    b.splice(rec_at..rec_at, [0u8; 4]);
-    put_u32(&mut b, 16, str_off + 4);
-    put_u32(&mut b, 28, layout_len + 4);
-    assert_eq!(b.len(), 32 + (str_off + 4 + str_len) as usize);
+    let (mut b, rec) = with_extra_layout_record(&btf.to_bytes(), 0, 0);
     // The typedef after the INT (12 + 4 bytes) becomes the unknown kind.
     let unrec_at = 32 + 16;
-    put_u32(&mut b, unrec_at + 4, new_kind << 24);
+    set_info(&mut b, unrec_at, new_kind << 24);
 
     let lookup = |btf: &Btf, name: &str| {
         btf.iter()
@@ -220,7 +212,6 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     assert!(validate_blob_for(&b, &parsed, Target::BpfNext).is_empty());
 
     // info_sz 12: "test_lookup" is the unknown type's data now.
-    let rec = rec_at;
     b[rec] = 12;
     let parsed = Btf::parse(&b).unwrap();
     assert_eq!(lookup(&parsed, "test_lookup"), None, "verify_id_not_found");
@@ -234,7 +225,7 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     // elem_sz 12 and vlen 1: the same through the vlen records.
     b[rec] = 0;
     b[rec + 1] = 12;
-    put_u32(&mut b, unrec_at + 4, new_kind << 24 | 1);
+    set_info(&mut b, unrec_at, new_kind << 24 | 1);
     let parsed = Btf::parse(&b).unwrap();
     assert_eq!(lookup(&parsed, "test_lookup"), None);
     assert_eq!(
@@ -248,8 +239,9 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     assert!(matches!(Btf::parse(&b), Err(btf::Error::BadLayout { .. })));
 
     // Without a layout record for it, the kind is an error naming it.
+    btf.set_layout(false);
     let mut no_layout = btf.to_bytes();
-    put_u32(&mut no_layout, unrec_at + 4, new_kind << 24);
+    set_info(&mut no_layout, unrec_at, new_kind << 24);
     let err = Btf::parse(&no_layout).unwrap_err().to_string();
     assert!(err.contains("unknown kind 23"), "{err}");
 }
@@ -270,15 +262,8 @@ fn split_btf_reads_unknown_kind_through_base_layout() {
         },
     ));
     base.set_layout(true);
-    let mut bb = base.to_bytes();
-    // Extend the base's layout by a record for kind 23: three info words.
-    let (str_off, layout_len) = (u32_at(&bb, 16), u32_at(&bb, 28));
-    bb.splice(
-        32 + str_off as usize..32 + str_off as usize,
-        [12u8, 0, 0, 0],
-    );
-    put_u32(&mut bb, 16, str_off + 4);
-    put_u32(&mut bb, 28, layout_len + 4);
+    // A layout record for kind 23: three info words.
+    let (bb, _) = with_extra_layout_record(&base.to_bytes(), 12, 0);
     let base = Arc::new(Btf::parse(&bb).unwrap());
 
     let mut split = Btf::new_split(base.clone());
@@ -288,7 +273,7 @@ fn split_btf_reads_unknown_kind_through_base_layout() {
     let mut sb = split.to_bytes();
     assert_eq!(u32_at(&sb, 4), BTF_HEADER_LEN, "split BTF has no layout");
     // [2] becomes kind 23, whose three info words are the PTR after it.
-    put_u32(&mut sb, 24 + 4, 23 << 24);
+    set_info(&mut sb, 24, 23 << 24);
     let parsed = Btf::parse_split(&sb, base).unwrap();
     assert_eq!(parsed.type_count(), 3);
     assert!(matches!(
@@ -296,96 +281,6 @@ fn split_btf_reads_unknown_kind_through_base_layout() {
         TypeData::Unknown { kind: 23, ref words, .. } if words.len() == 3
     ));
     assert_eq!(parsed.to_bytes(), sb);
-}
-
-/// bpftool's selftest `bpftool_btf_dump` builds this BTF with libbpf's
-/// `btf__add_loc_param` & co.; the same types built here.
-fn loc_btf() -> Btf {
-    let mut btf = Btf::new();
-    let n = btf.add_str("int");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
-    let params = (1..=5)
-        .map(|i| Param {
-            name_off: btf.add_str(&format!("arg{i}")),
-            ty: 1,
-        })
-        .collect();
-    btf.add_type(Type::new(0, TypeData::FuncProto { ret: 1, params }));
-    let n = btf.add_str("foo");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Func {
-            proto: 2,
-            linkage: BTF_FUNC_STATIC,
-        },
-    ));
-    let loc = |btf: &mut Btf, size: u32, flags: u32, values: Vec<u32>| {
-        btf.add_type(Type::new(
-            0,
-            TypeData::LocParam {
-                size,
-                flags,
-                values,
-            },
-        ))
-    };
-    loc(&mut btf, 4, BTF_LOC_PARAM_REG, vec![1]);
-    loc(
-        &mut btf,
-        8,
-        BTF_LOC_PARAM_REG | BTF_LOC_PARAM_DEREF | BTF_LOC_PARAM_OFFSET,
-        vec![2, 0x10],
-    );
-    loc(
-        &mut btf,
-        8,
-        BTF_LOC_PARAM_REG | BTF_LOC_PARAM_OFFSET | BTF_LOC_PARAM_SIGNED,
-        vec![BTF_LOC_PARAM_FBREG, (-0x10i32) as u32],
-    );
-    loc(
-        &mut btf,
-        8,
-        BTF_LOC_PARAM_ADDR | BTF_LOC_PARAM_CONST,
-        vec![0x9abcdef0, 0x12345678],
-    );
-    loc(
-        &mut btf,
-        8,
-        BTF_LOC_PARAM_CONST,
-        vec![0xfeedface, 0xdeadbeef],
-    );
-    loc(
-        &mut btf,
-        8,
-        BTF_LOC_PARAM_REG | BTF_LOC_PARAM_DEREF | BTF_LOC_PARAM_OFFSET | BTF_LOC_PARAM_SIGNED,
-        vec![BTF_LOC_PARAM_FBREG, (-0x20i32) as u32],
-    );
-    btf.add_type(Type::new(
-        0,
-        TypeData::LocProto {
-            params: (4..=9).collect(),
-        },
-    ));
-    let n = btf.add_str("inline.text");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Locsec {
-            locs: vec![Loc {
-                func: 3,
-                loc_proto: 10,
-                offset: 64,
-            }],
-        },
-    ));
-    btf
 }
 
 /// The expected text of bpftool's `loc_dump` selftest (bpf-next,

@@ -26,7 +26,8 @@ enum Format {
 }
 
 /// Types of kinds this btfkit does not know were read through the layout
-/// section and are shown as UNKNOWN_KIND_n with no fields: say so once per kind.
+/// section and are shown as UNKNOWN_KIND_n (kind 0: UNKNOWN) with no
+/// fields: say so once per kind.
 fn warn_unknown_kinds(args: &DumpArgs, btf: &btf::Btf) {
     let mut counts = std::collections::BTreeMap::new();
     for (_, t) in btf.iter() {
@@ -36,8 +37,9 @@ fn warn_unknown_kinds(args: &DumpArgs, btf: &btf::Btf) {
     }
     for (kind, n) in counts {
         eprintln!(
-            "warning: {}: {n} type(s) of kind {kind}, unknown to btfkit, shown as UNKNOWN_KIND_{kind} without their fields (sized by the layout section)",
-            args.file.display()
+            "warning: {}: {n} type(s) of kind {kind}, unknown to btfkit, shown as {} without their fields (sized by the layout section)",
+            args.file.display(),
+            btf::format::kind_name(kind)
         );
     }
 }
