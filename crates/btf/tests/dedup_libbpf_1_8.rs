@@ -401,3 +401,29 @@ fn dedup_debian_and_running_vmlinux_by_1_8_rules_matches_libbpf_1_8() {
         "Debian's vmlinux + the running vmlinux, 1.8 rules",
     );
 }
+
+/// libbpf 1.8 reads the layout section we write (the running kernel's BTF
+/// given one) and its dedup writes the same bytes as ours: the section
+/// stays between types and strings, the types are the kernel's.
+#[test]
+fn libbpf_1_8_reads_our_layout_section_and_dedup_agrees() {
+    let fx = Fixture::new();
+    let Some(oracle) = oracle_1_8(&fx) else {
+        return;
+    };
+    let vmlinux = PathBuf::from(btf::SYSFS_VMLINUX);
+    if !vmlinux.is_file() {
+        return testkit::skip("no /sys/kernel/btf/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
+    }
+    let mut btf = btf::load_file(&vmlinux, None).expect("vmlinux BTF");
+    btf.set_layout(true);
+    let input = fx.path("vmlinux-layout.btf");
+    std::fs::write(&input, btf.to_bytes()).expect("write");
+    let theirs = libbpf_dedup(&oracle, &input, None).expect("libbpf 1.8 parses it");
+    assert_eq!(&theirs[4..8], &BTF_HEADER_LAYOUT_LEN.to_le_bytes());
+    assert_same(
+        &our_dedup(&input, None, Rules::Libbpf1_1),
+        &theirs,
+        "vmlinux with a layout section",
+    );
+}
