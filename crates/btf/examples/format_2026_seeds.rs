@@ -32,16 +32,7 @@ fn main() -> std::io::Result<()> {
     std::fs::write(dir.join("unknown-kind.btf"), unknown)?;
 
     let mut wide = Btf::new();
-    let n = wide.add_str("int");
-    wide.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    fixtures::add_int(&mut wide, "int", 4, BTF_INT_SIGNED);
     let members = (0..70_000u32)
         .map(|i| Member {
             name_off: 0,

@@ -759,6 +759,22 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// `btf_name_valid_section`, for DATASEC and LOCSEC names.
+    fn check_section_name(&mut self, id: TypeId, off: u32) {
+        match self.name(off) {
+            Some(s) if valid_section_name(s) => {}
+            Some(s) => self.report(
+                id,
+                Rule::Name,
+                format!(
+                    "section name '{}' is empty, too long or not printable",
+                    String::from_utf8_lossy(s)
+                ),
+            ),
+            None => {}
+        }
+    }
+
     fn check_anon(&mut self, id: TypeId, t: &Type) {
         if t.name_off != 0 {
             self.report(
@@ -1020,18 +1036,7 @@ impl<'a> Validator<'a> {
                 }
                 self.check_no_kflag(id, t);
                 if name_ok {
-                    match self.name(t.name_off) {
-                        Some(s) if valid_section_name(s) => {}
-                        Some(s) => self.report(
-                            id,
-                            Rule::Name,
-                            format!(
-                                "section name '{}' is empty, too long or not printable",
-                                String::from_utf8_lossy(s)
-                            ),
-                        ),
-                        None => {}
-                    }
+                    self.check_section_name(id, t.name_off);
                 }
                 self.check_vlen(id, vars.len(), "entries");
                 self.check_datasec_meta(id, *size, vars);
@@ -1076,18 +1081,7 @@ impl<'a> Validator<'a> {
             TypeData::Locsec { locs } => {
                 self.check_no_kflag(id, t);
                 if name_ok {
-                    match self.name(t.name_off) {
-                        Some(s) if valid_section_name(s) => {}
-                        Some(s) => self.report(
-                            id,
-                            Rule::Name,
-                            format!(
-                                "section name '{}' is empty, too long or not printable",
-                                String::from_utf8_lossy(s)
-                            ),
-                        ),
-                        None => {}
-                    }
+                    self.check_section_name(id, t.name_off);
                 }
                 self.check_vlen(id, locs.len(), "inline sites");
             }

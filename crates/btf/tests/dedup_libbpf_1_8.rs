@@ -11,35 +11,16 @@
 //! so that the test really is about the new rule.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use btf::dedup::{dedup, DedupOptions, Rules};
 use btf::format::*;
 use btf::{Btf, Member, Param, Type, TypeData, TypeId};
-use testkit::{run_ok, Fixture};
+use testkit::Fixture;
 
-/// The oracle program built against libbpf at `libbpf` (an install
-/// directory with include/ and lib/libbpf.a), or against the system's.
-fn build_oracle(fx: &Fixture, libbpf: Option<&Path>, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/libbpf_dedup.c");
-    let exe = fx.path(name);
-    let mut cmd = Command::new("cc");
-    cmd.args(["-O2", "-Wall", "-o"]).arg(&exe);
-    match libbpf {
-        Some(dir) => {
-            cmd.arg(format!("-I{}", dir.join("include").display()))
-                .arg(&src)
-                .arg(dir.join("lib/libbpf.a"))
-                .args(["-lelf", "-lz"]);
-        }
-        None => {
-            cmd.arg(&src).arg("-lbpf");
-        }
-    }
-    run_ok(&mut cmd);
-    exe
-}
+#[path = "common/libbpf_oracle.rs"]
+mod libbpf_oracle;
+use libbpf_oracle::{assert_same, concat, try_dedup as libbpf_dedup};
 
 /// libbpf 1.8's oracle, or a skip naming the script that builds it.
 fn oracle_1_8(fx: &Fixture) -> Option<PathBuf> {
@@ -53,48 +34,17 @@ fn oracle_1_8(fx: &Fixture) -> Option<PathBuf> {
         testkit::skip("libbpf 1.8 is not built: run scripts/fetch-libbpf.sh");
         return None;
     }
-    Some(build_oracle(fx, Some(&dir), "libbpf_dedup_1_8"))
+    Some(libbpf_oracle::build(fx, Some(&dir), "libbpf_dedup_1_8"))
 }
 
-fn concat(oracle: &Path, out: &Path, base: Option<&Path>, inputs: &[PathBuf]) {
-    let mut cmd = Command::new(oracle);
-    cmd.arg("concat").arg(out);
-    if let Some(b) = base {
-        cmd.arg("--base").arg(b);
+/// The running kernel's BTF, or a skip.
+fn running_vmlinux() -> Option<PathBuf> {
+    let vmlinux = PathBuf::from(btf::SYSFS_VMLINUX);
+    if !vmlinux.is_file() {
+        testkit::skip("no /sys/kernel/btf/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
+        return None;
     }
-    cmd.args(inputs);
-    run_ok(&mut cmd);
-}
-
-/// The oracle's dedup of `input`: its bytes, or its failure.
-fn libbpf_dedup(oracle: &Path, input: &Path, base: Option<&Path>) -> Result<Vec<u8>, String> {
-    let out = input.with_extension("libbpf");
-    let mut cmd = Command::new(oracle);
-    cmd.arg("dedup").arg(&out).arg(input);
-    if let Some(b) = base {
-        cmd.arg("--base").arg(b);
-    }
-    let o = cmd.output().expect("run the oracle");
-    if !o.status.success() {
-        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
-    }
-    Ok(std::fs::read(&out).expect("read libbpf's output"))
-}
-
-fn assert_same(ours: &[u8], libbpf: &[u8], what: &str) {
-    if ours == libbpf {
-        return;
-    }
-    let at = ours
-        .iter()
-        .zip(libbpf)
-        .position(|(a, b)| a != b)
-        .unwrap_or(ours.len().min(libbpf.len()));
-    panic!(
-        "{what}: our dedup differs from libbpf 1.8's at byte {at:#x} (ours {} bytes, libbpf {} bytes)",
-        ours.len(),
-        libbpf.len()
-    );
+    Some(vmlinux)
 }
 
 fn int(btf: &mut Btf, name: &str, size: u32) -> TypeId {
@@ -252,7 +202,7 @@ fn dedup_recursive_typedefs_matches_libbpf_1_8() {
 
     // The refusal this is about, where libbpf-dev 1.1 is installed.
     if Path::new("/usr/include/bpf/btf.h").is_file() {
-        let old = build_oracle(&fx, None, "libbpf_dedup_1_1");
+        let old = libbpf_oracle::build(&fx, None, "libbpf_dedup_1_1");
         let err = libbpf_dedup(&old, &input, None).expect_err("libbpf 1.1 refuses cycles");
         assert!(!err.is_empty());
     }
@@ -363,10 +313,9 @@ fn dedup_vmlinux_twice_by_1_8_rules_matches_libbpf_1_8() {
     let Some(oracle) = oracle_1_8(&fx) else {
         return;
     };
-    let vmlinux = PathBuf::from(btf::SYSFS_VMLINUX);
-    if !vmlinux.is_file() {
-        return testkit::skip("no /sys/kernel/btf/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
-    }
+    let Some(vmlinux) = running_vmlinux() else {
+        return;
+    };
     let input = fx.path("vmlinux-twice.btf");
     concat(&oracle, &input, None, &[vmlinux.clone(), vmlinux]);
     let theirs = libbpf_dedup(&oracle, &input, None).expect("libbpf 1.8");
@@ -388,10 +337,9 @@ fn dedup_debian_and_running_vmlinux_by_1_8_rules_matches_libbpf_1_8() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
-    let running = PathBuf::from(btf::SYSFS_VMLINUX);
-    if !running.is_file() {
-        return testkit::skip("no /sys/kernel/btf/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
-    }
+    let Some(running) = running_vmlinux() else {
+        return;
+    };
     let input = fx.path("debian-and-running.btf");
     concat(&oracle, &input, None, &[k.vmlinux.clone(), running]);
     let theirs = libbpf_dedup(&oracle, &input, None).expect("libbpf 1.8");
@@ -411,10 +359,9 @@ fn libbpf_1_8_reads_our_layout_section_and_dedup_agrees() {
     let Some(oracle) = oracle_1_8(&fx) else {
         return;
     };
-    let vmlinux = PathBuf::from(btf::SYSFS_VMLINUX);
-    if !vmlinux.is_file() {
-        return testkit::skip("no /sys/kernel/btf/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
-    }
+    let Some(vmlinux) = running_vmlinux() else {
+        return;
+    };
     let mut btf = btf::load_file(&vmlinux, None).expect("vmlinux BTF");
     btf.set_layout(true);
     let input = fx.path("vmlinux-layout.btf");

@@ -17,7 +17,7 @@ use btf::{Btf, Member, Type, TypeData};
 
 #[path = "common/fixtures_2026.rs"]
 mod fixtures;
-use fixtures::{loc_btf, set_info, with_extra_layout_record};
+use fixtures::{add_int, loc_btf, set_info, with_extra_layout_record};
 
 fn raw(btf: &Btf) -> String {
     let mut out = Vec::new();
@@ -49,16 +49,7 @@ fn rules(problems: &[btf::validate::Problem]) -> Vec<Rule> {
 #[test]
 fn layout_section_placed_as_libbpf_selftest_btf_kind_encoding() {
     let mut btf = Btf::new();
-    let n = btf.add_str("int");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    add_int(&mut btf, "int", 4, BTF_INT_SIGNED);
     btf.set_layout(true);
     let b = btf.to_bytes();
     assert_eq!(u32_at(&b, 4), BTF_HEADER_LAYOUT_LEN, "hdr_len");
@@ -94,16 +85,7 @@ fn layout_section_placed_as_libbpf_selftest_btf_kind_encoding() {
 #[test]
 fn validator_layout_section_bpf_next_accepts_linux_6_18_rejects() {
     let mut btf = Btf::new();
-    let n = btf.add_str("int");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    add_int(&mut btf, "int", 4, BTF_INT_SIGNED);
     btf.set_layout(true);
     let b = btf.to_bytes();
     let back = Btf::parse(&b).unwrap();
@@ -152,16 +134,7 @@ fn validator_layout_section_bpf_next_accepts_linux_6_18_rejects() {
 #[test]
 fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     let mut btf = Btf::new();
-    let n = btf.add_str("test_char");
-    let int_id = btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 1,
-            encoding: BTF_INT_CHAR,
-            offset: 0,
-            bits: 8,
-        },
-    ));
+    let int_id = add_int(&mut btf, "test_char", 1, BTF_INT_CHAR);
     let typedef = |btf: &mut Btf, name: &str| {
         let n = btf.add_str(name);
         btf.add_type(Type::new(n, TypeData::Typedef { ty: int_id }))
@@ -251,16 +224,7 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
 #[test]
 fn split_btf_reads_unknown_kind_through_base_layout() {
     let mut base = Btf::new();
-    let n = base.add_str("int");
-    base.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    add_int(&mut base, "int", 4, BTF_INT_SIGNED);
     base.set_layout(true);
     // A layout record for kind 23: three info words.
     let (bb, _) = with_extra_layout_record(&base.to_bytes(), 12, 0);
@@ -458,16 +422,7 @@ fn validator_location_kinds_bpf_next_rejects_each_broken_case() {
 #[test]
 fn vlen_24_bits_round_trip_and_validator_targets() {
     let mut btf = Btf::new();
-    let n = btf.add_str("int");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    add_int(&mut btf, "int", 4, BTF_INT_SIGNED);
     let count = 70_000u32;
     let members = (0..count)
         .map(|i| Member {

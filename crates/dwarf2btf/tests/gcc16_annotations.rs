@@ -122,9 +122,13 @@ fn gcc16_object() -> Vec<u8> {
     e.set(dw::DW_AT_byte_size, AttributeValue::Data1(8));
     e.set(dw::DW_AT_type, AttributeValue::UnitRef(s));
 
+    elf_of(&mut unit)
+}
+
+/// `unit`'s DWARF sections in a relocatable x86-64 ELF object.
+fn elf_of(unit: &mut DwarfUnit) -> Vec<u8> {
     let mut sections = Sections::new(EndianVec::new(LittleEndian));
     unit.write(&mut sections).expect("write DWARF");
-
     let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
     obj.section_id(StandardSection::Text);
     sections
@@ -242,19 +246,7 @@ fn gcc16_annotation_chain_loop_is_cut() {
     e.set(dw::DW_AT_byte_size, AttributeValue::Data1(8));
     e.set(dw::DW_AT_type, AttributeValue::UnitRef(int));
     e.set(DW_AT_GNU_ANNOTATION, AttributeValue::UnitRef(a));
-    let mut sections = Sections::new(EndianVec::new(LittleEndian));
-    unit.write(&mut sections).expect("write DWARF");
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    sections
-        .for_each(|id, data| {
-            if !data.slice().is_empty() {
-                let sec = obj.add_section(Vec::new(), id.name().into(), SectionKind::Debug);
-                obj.append_section_data(sec, data.slice(), 1);
-            }
-            Ok::<(), gimli::write::Error>(())
-        })
-        .expect("sections");
-    let btf = encode(&obj.write().expect("ELF"));
+    let btf = encode(&elf_of(&mut unit));
     let tags = btf
         .iter()
         .filter(|(_, t)| matches!(t.data, TypeData::TypeTag { .. }))

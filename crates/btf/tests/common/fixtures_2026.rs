@@ -3,7 +3,21 @@
 //! (examples/format_2026_seeds.rs).
 
 use btf::format::*;
-use btf::{Btf, Loc, Param, Type, TypeData};
+use btf::{Btf, Loc, Param, Type, TypeData, TypeId};
+
+/// Adds an INT of `size` bytes, all bits used.
+pub fn add_int(btf: &mut Btf, name: &str, size: u32, encoding: u8) -> TypeId {
+    let n = btf.add_str(name);
+    btf.add_type(Type::new(
+        n,
+        TypeData::Int {
+            size,
+            encoding,
+            offset: 0,
+            bits: (size * 8) as u8,
+        },
+    ))
+}
 
 /// The BTF of bpftool's selftest `bpftool_btf_dump` (`loc_dump`), which
 /// builds it with libbpf's `btf__add_loc_param` & co.: an INT, a FUNC_PROTO
@@ -11,16 +25,7 @@ use btf::{Btf, Loc, Param, Type, TypeData};
 /// LOC_PROTO over them and a LOCSEC `inline.text` with one site.
 pub fn loc_btf() -> Btf {
     let mut btf = Btf::new();
-    let n = btf.add_str("int");
-    btf.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: BTF_INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
-    ));
+    add_int(&mut btf, "int", 4, BTF_INT_SIGNED);
     let params = (1..=5)
         .map(|i| Param {
             name_off: btf.add_str(&format!("arg{i}")),
