@@ -1,5 +1,5 @@
 //! The libbpf oracle program (tests/oracle/libbpf_dedup.c), built at test
-//! time against Debian's libbpf-dev (1.1) or against libbpf 1.8 built by
+//! time against Debian's libbpf-dev (1.1) or against the newest libbpf (1.7.0, from crates.io) built by
 //! scripts/fetch-libbpf.sh, and the comparisons the dedup tests make.
 
 use std::path::{Path, PathBuf};
