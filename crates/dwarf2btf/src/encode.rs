@@ -74,6 +74,10 @@ pub struct EncodeOptions {
     pub keep_rust: bool,
     /// Skip the final dedup (for tests and debugging).
     pub no_dedup: bool,
+    /// Write a layout section (bpf-next's 32-byte header), as pahole's
+    /// `--btf_features=layout`; split BTF gets none, as from pahole, since
+    /// readers use the base's.
+    pub layout: bool,
 }
 
 /// Progress reports from the library; the command line draws them.
@@ -261,6 +265,9 @@ pub fn encode_with<P: FuncPolicy>(
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
         btf = dedup(btf, path, false)?;
+    }
+    if opts.layout && btf.base().is_none() {
+        btf.set_layout(true);
     }
     Ok(Encoded {
         btf,
@@ -460,7 +467,10 @@ fn encode_segment<P: FuncPolicy>(
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
 /// its string section has each string once already.
 fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
-    let opts = btf::dedup::DedupOptions { keep_strings };
+    let opts = btf::dedup::DedupOptions {
+        keep_strings,
+        ..Default::default()
+    };
     btf::dedup::dedup_owned(btf, &opts).map_err(|e| Error::Encode {
         path: path.to_owned(),
         msg: format!("dedup: {e}"),
