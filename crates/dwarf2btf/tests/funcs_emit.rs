@@ -1,6 +1,8 @@
-//! `--funcs exact` emission: FUNCs per distinct prototype, addr tags, and
-//! what each tag mode costs. Oracles: `nm` and System.map for addresses,
-//! btf's validator for the format.
+//! `--funcs exact` emission: FUNCs per distinct prototype, addr tags, the
+//! naming rule (the lowest-address instance of a name keeps it, the others
+//! are `<symbol>..<hex address>`), and what each tag mode costs. Oracles:
+//! `nm` and System.map for addresses (the kernel attaches a name at its
+//! lowest address), btf's validator for the format.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -55,6 +57,23 @@ fn funcs(btf: &Btf) -> BTreeMap<String, Vec<(String, Vec<u64>)>> {
         }
     }
     out
+}
+
+/// The FUNCs of every instance of symbol `name`: the one named `name` and
+/// those named `name..<hex>`, each with its prototype and tags.
+fn instances<'a>(
+    f: &'a BTreeMap<String, Vec<(String, Vec<u64>)>>,
+    name: &str,
+) -> Vec<(&'a str, &'a (String, Vec<u64>))> {
+    f.iter()
+        .filter(|(n, _)| {
+            n.as_str() == name
+                || n.strip_prefix(name)
+                    .and_then(|r| r.strip_prefix(".."))
+                    .is_some_and(|h| u64::from_str_radix(h, 16).is_ok())
+        })
+        .flat_map(|(n, v)| v.iter().map(move |x| (n.as_str(), x)))
+        .collect()
 }
 
 /// libbpf (through bpftool) parses the blob: ids, strings and kinds are sane.
@@ -126,16 +145,20 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     };
     let btf = encode(&exe, AddrTags::Ambiguous);
     let f = funcs(&btf);
-    let wake = &f["wakeup_show"];
+    let wake = instances(&f, "wakeup_show");
     assert_eq!(wake.len(), 2, "{wake:?}");
-    let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, a)| a.clone()).collect();
+    let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, (_, a))| a.clone()).collect();
     tagged.sort_unstable();
-    assert_eq!(tagged, nm(&exe, "wakeup_show"));
-    assert!(wake.iter().all(|(_, a)| a.len() == 1));
+    let addrs = nm(&exe, "wakeup_show");
+    assert_eq!(tagged, addrs);
+    assert!(wake.iter().all(|(_, (_, a))| a.len() == 1));
+    // The lowest address keeps the name; the other is named by its address.
+    assert_eq!(f["wakeup_show"][0].1, vec![addrs[0]]);
+    assert_eq!(f[&format!("wakeup_show..{:x}", addrs[1])][0].1, vec![addrs[1]]);
     // Built twice against different headers: two FUNCs, each with its address.
-    let fill = &f["fill_thread_core_info"];
+    let fill = instances(&f, "fill_thread_core_info");
     assert!(
-        fill.is_empty() || fill.iter().all(|(_, a)| a.len() == 1),
+        fill.is_empty() || fill.iter().all(|(_, (_, a))| a.len() == 1),
         "{fill:?}"
     );
     // The true signature under the symbol-table name.
@@ -158,7 +181,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     let mut bad = all_btf.clone();
     let wake: Vec<u32> = verify::addr_tags(&bad)
         .into_iter()
-        .filter(|t| t.name == "wakeup_show")
+        .filter(|t| t.name.starts_with("wakeup_show"))
         .map(|t| t.func)
         .collect();
     assert_eq!(wake.len(), 2);
@@ -208,28 +231,39 @@ fn funcs_emit_debian_seed_examples_system_map() {
             continue;
         }
         let f = funcs(&btf);
+        // kernel/irq/irqdesc.c's has the lower address: it keeps the name.
         let wake = &f["wakeup_show"];
-        assert_eq!(wake.len(), 2);
-        for (proto, a) in wake {
-            assert_eq!(a.len(), 1);
-            if proto.contains("struct kobject *") {
-                assert_eq!(a[0], 0xffffffff81111e90, "kernel/irq/irqdesc.c");
-            } else {
-                assert!(proto.contains("struct device *"), "{proto}");
-                assert_eq!(a[0], 0xffffffff8170ac00, "drivers/base/power/sysfs.c");
-            }
-        }
+        assert_eq!(wake.len(), 1);
+        assert!(wake[0].0.contains("struct kobject *"), "{wake:?}");
+        assert_eq!(wake[0].1, vec![0xffffffff81111e90]);
+        assert_eq!(addrs("wakeup_show")[0], 0xffffffff81111e90);
+        let other = &f["wakeup_show..ffffffff8170ac00"];
+        assert!(other[0].0.contains("struct device *"), "{other:?}");
+        assert_eq!(other[0].1, vec![0xffffffff8170ac00], "drivers/base/power/sysfs.c");
+        // One prototype for both instances: one FUNC, under the name.
         let detach = &f["bpf_iter_detach_map"];
-        let tagged: Vec<u64> = {
-            let mut v: Vec<u64> = detach.iter().flat_map(|(_, a)| a.clone()).collect();
+        assert_eq!(detach.len(), 1);
+        assert_eq!(detach[0].1, addrs("bpf_iter_detach_map"));
+        for name in [
+            "cpumask_weight",
+            "cpumask_weight.constprop.0",
+            "find_next_bit.constprop.0",
+        ] {
+            let all = addrs(name);
+            let mut v: Vec<u64> = instances(&f, name)
+                .iter()
+                .flat_map(|(_, (_, a))| a.clone())
+                .collect();
             v.sort_unstable();
-            v
-        };
-        assert_eq!(tagged, addrs("bpf_iter_detach_map"));
-        for name in ["cpumask_weight", "cpumask_weight.constprop.0"] {
-            let mut v: Vec<u64> = f[name].iter().flat_map(|(_, a)| a.clone()).collect();
-            v.sort_unstable();
-            assert_eq!(v, addrs(name), "{name}");
+            assert_eq!(v, all, "{name}");
+            // The FUNC under the exact name describes the lowest address.
+            assert!(f[name].iter().any(|(_, a)| a.contains(&all[0])), "{name}");
+            for (n, (_, a)) in instances(&f, name) {
+                if n != name {
+                    assert_eq!(n, format!("{name}..{:x}", a[0]));
+                    assert!(!a.contains(&all[0]));
+                }
+            }
         }
         assert!(f.contains_key("map_create"));
         bpftool_accepts(&btf);
