@@ -4,6 +4,8 @@
 //! `nm` and System.map for addresses (the kernel attaches a name at its
 //! lowest address), btf's validator for the format.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -100,47 +102,9 @@ fn tag_bytes(btf: &Btf) -> usize {
     n
 }
 
-fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
-    testkit::tool_or_skip("gcc", "gcc")?;
-    let fx = testkit::Fixture::new();
-    for (n, src) in [
-        ("a.c", include_str!("funcs_fixtures/a.c")),
-        ("b.c", include_str!("funcs_fixtures/b.c")),
-        ("c.c", include_str!("funcs_fixtures/c.c")),
-        ("note.c", include_str!("funcs_fixtures/note.c")),
-    ] {
-        fx.write(n, src);
-    }
-    let cc = |args: &[&str]| {
-        testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
-    };
-    for f in ["a.c", "b.c", "c.c"] {
-        cc(&["-g", "-O2", "-c", f]);
-    }
-    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
-    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
-    cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
-    let exe = fx.path("fx");
-    Some((fx, exe))
-}
-
-fn nm(path: &Path, name: &str) -> Vec<u64> {
-    let out = testkit::run_ok(Command::new("nm").arg(path));
-    let mut v: Vec<u64> = String::from_utf8_lossy(&out)
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
-            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
-        })
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 #[test]
 fn funcs_emit_fixture_two_prototypes_tagged_nm() {
-    let Some((_fx, exe)) = build_fixture() else {
+    let Some((_fx, exe)) = common::build_fixture() else {
         return;
     };
     let btf = encode(&exe, AddrTags::Ambiguous);
@@ -149,12 +113,15 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     assert_eq!(wake.len(), 2, "{wake:?}");
     let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, (_, a))| a.clone()).collect();
     tagged.sort_unstable();
-    let addrs = nm(&exe, "wakeup_show");
+    let addrs = common::nm(&exe, "wakeup_show");
     assert_eq!(tagged, addrs);
     assert!(wake.iter().all(|(_, (_, a))| a.len() == 1));
     // The lowest address keeps the name; the other is named by its address.
     assert_eq!(f["wakeup_show"][0].1, vec![addrs[0]]);
-    assert_eq!(f[&format!("wakeup_show..{:x}", addrs[1])][0].1, vec![addrs[1]]);
+    assert_eq!(
+        f[&format!("wakeup_show..{:x}", addrs[1])][0].1,
+        vec![addrs[1]]
+    );
     // Built twice against different headers: two FUNCs, each with its address.
     let fill = instances(&f, "fill_thread_core_info");
     assert!(
@@ -173,7 +140,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     assert_eq!(f["a_entry"], vec![(f["a_entry"][0].0.clone(), vec![])]);
     // ...and has one in `all` mode.
     let all = funcs(&encode(&exe, AddrTags::All));
-    assert_eq!(all["a_entry"][0].1, nm(&exe, "a_entry"));
+    assert_eq!(all["a_entry"][0].1, common::nm(&exe, "a_entry"));
     let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
     let all_btf = encode(&exe, AddrTags::All);
     assert_eq!(verify::verify(&model, &all_btf).len(), 0);
@@ -239,7 +206,11 @@ fn funcs_emit_debian_seed_examples_system_map() {
         assert_eq!(addrs("wakeup_show")[0], 0xffffffff81111e90);
         let other = &f["wakeup_show..ffffffff8170ac00"];
         assert!(other[0].0.contains("struct device *"), "{other:?}");
-        assert_eq!(other[0].1, vec![0xffffffff8170ac00], "drivers/base/power/sysfs.c");
+        assert_eq!(
+            other[0].1,
+            vec![0xffffffff8170ac00],
+            "drivers/base/power/sysfs.c"
+        );
         // One prototype for both instances: one FUNC, under the name.
         let detach = &f["bpf_iter_detach_map"];
         assert_eq!(detach.len(), 1);
