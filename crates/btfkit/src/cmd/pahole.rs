@@ -24,8 +24,10 @@ use super::layout::LayoutArgs;
 /// The pahole version btfkit answers to `--version`. Kernel scripts pick
 /// flags from it (CONFIG_PAHOLE_VERSION): 1.26+ switches to
 /// `--btf_features`, 1.27+ adds decl_tag_kfuncs (btfkit tags kfuncs
-/// always). 1.28 brought distilled_base, which btfkit does not write yet.
-pub const PAHOLE_VERSION: &str = "v1.27";
+/// always), 1.28 is the release with distilled_base and global_var, both
+/// implemented here. 1.30 would make kernels ask for
+/// `--btf_features=attributes`, which btfkit does not encode.
+pub const PAHOLE_VERSION: &str = "v1.28";
 
 /// `btfkit pahole`: every argument goes to pahole's parser below.
 #[derive(clap::Args)]
@@ -47,6 +49,8 @@ enum Effect {
     Var,
     /// Every global variable (`--vars all`).
     GlobalVar,
+    /// `.BTF.base` next to `.BTF` (split BTF over a distilled base).
+    DistilledBase,
     /// Known name, not encoded yet: accepted and ignored.
     NotYet,
 }
@@ -63,7 +67,7 @@ const FEATURES: &[(&str, Effect)] = &[
     ("consistent_func", Effect::FuncPolicy),
     ("decl_tag_kfuncs", Effect::Always),
     ("reproducible_build", Effect::Always),
-    ("distilled_base", Effect::NotYet),
+    ("distilled_base", Effect::DistilledBase),
     ("global_var", Effect::GlobalVar),
     ("true_signature", Effect::FuncPolicy),
     ("layout", Effect::NotYet),
@@ -320,7 +324,7 @@ fn long_option(o: &mut Options, name: &str, value: Option<String>) -> anyhow::Re
 
 /// The encoder's options and whether to distill the base, from the
 /// command line: pahole's flags first, btfkit's own options over them.
-fn encode_options(o: &Options) -> anyhow::Result<EncodeOptions> {
+fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
     let has = |effect: Effect| {
         o.features
             .iter()
@@ -350,14 +354,16 @@ fn encode_options(o: &Options) -> anyhow::Result<EncodeOptions> {
     } else {
         VarsMode::None
     };
-    Ok(EncodeOptions {
+    let distill = has(Effect::DistilledBase);
+    let opts = EncodeOptions {
         jobs: o.jobs.unwrap_or(1),
         funcs: o.funcs.unwrap_or_default(),
         vars: o.vars.unwrap_or(vars),
         addr_tags: o.addr_tags.unwrap_or_default(),
         keep_rust: !o.lang_exclude.iter().any(|l| l == "rust"),
         no_dedup: false,
-    })
+    };
+    Ok((opts, distill))
 }
 
 /// The names `--supported_btf_features` lists (what btfkit encodes or
@@ -444,7 +450,7 @@ fn layout(o: Options) -> anyhow::Result<ExitCode> {
 }
 
 fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let opts = encode_options(o)?;
+    let (opts, distill) = encode_options(o)?;
     // Refuse an output that cannot be written before the long encode: the
     // in-place ELF (a read-only file or file system) or the detached file's
     // directory.
@@ -467,14 +473,30 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     for w in &encoded.warnings {
         eprintln!("btfkit: warning: {w}");
     }
+    // A raw file has no place for a .BTF.base: distilled_base applies to -J
+    // in place only.
     if let Some(out) = &o.detached {
         let bytes = encoded.btf.to_bytes();
         dwarf2btf::embed::write_atomic(out, &bytes, None)
             .with_context(|| format!("cannot write {}", out.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let image = dwarf2btf::embed::embed_btf(elf.data(), &encoded.btf.to_bytes())
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    // A module for other kernels: .BTF over a distilled .BTF.base (without a
+    // base there is nothing to distill, as in pahole).
+    let image = if distill && encoded.btf.base().is_some() {
+        let (dbase, split) = btf::distill::distill_base(&encoded.btf)
+            .with_context(|| format!("{}: distilled_base", file.display()))?;
+        dwarf2btf::embed::embed_sections(
+            elf.data(),
+            &[
+                (".BTF", &split.to_bytes()),
+                (".BTF.base", &dbase.to_bytes()),
+            ],
+        )
+    } else {
+        dwarf2btf::embed::embed_btf(elf.data(), &encoded.btf.to_bytes())
+    }
+    .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let perm = std::fs::metadata(file).ok().map(|m| m.permissions());
     dwarf2btf::embed::write_atomic(file, &image, perm)
         .with_context(|| format!("cannot write {}", file.display()))?;
