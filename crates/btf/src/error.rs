@@ -54,4 +54,6 @@ pub enum Error {
     NeedsBase,
     #[error("cannot deduplicate: type [{id}] {reason}")]
     Dedup { id: TypeId, reason: String },
+    #[error("cannot distill the base: type [{id}]: {reason}")]
+    Distill { id: TypeId, reason: String },
 }

@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+pub mod qemu;
+
 /// Skips the calling test with `reason`, or fails it under `BTFKIT_STRICT=1`.
 /// Use as `let Some(x) = ... else { return testkit::skip("why") };`.
 pub fn skip(reason: &str) {
@@ -41,6 +43,8 @@ pub struct DebianKernel {
     pub dbg_modules: PathBuf,
     /// Shipped modules (split .BTF), same tree.
     pub image_modules: PathBuf,
+    /// The bootable image of the same kernel.
+    pub vmlinuz: PathBuf,
 }
 
 pub fn debian_kernel() -> Option<DebianKernel> {
@@ -50,6 +54,7 @@ pub fn debian_kernel() -> Option<DebianKernel> {
         system_map: dir.join("System.map"),
         dbg_modules: dir.join("dbg-modules"),
         image_modules: dir.join("image-modules"),
+        vmlinuz: dir.join("vmlinuz"),
         dir,
     };
     (k.vmlinux.is_file() && k.system_map.is_file()).then_some(k)
