@@ -354,6 +354,99 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole, distilled: bool) {
             "{what}: fentry all {obj}: {summary}"
         );
     }
+    if all.contains(&"vmlinux") {
+        let (mismatches, unsafe_funcs) = fentry_all_against_audit(&result, version, &console.text);
+        if which == Pahole::Btfkit {
+            assert_eq!(unsafe_funcs, 0, "{what}: unsafe FUNCs in btfkit's BTF");
+        }
+        assert!(
+            mismatches.is_empty(),
+            "{what}: {} FUNCs where the kernel did not do what `check --attach` predicts:\n{}",
+            mismatches.len(),
+            mismatches.join("\n")
+        );
+    }
+}
+
+/// The guest's verdict on every FUNC of vmlinux (`FENTRY <id> <name> ok|load
+/// <errno> <log>|attach <errno>`) against the audit of the same vmlinux
+/// (dwarf2btf::funcs::attach: its .BTF, symbols, __mcount_loc and DWARF).
+/// Returns one line per FUNC where they differ or that the guest did not
+/// report, and the number of FUNCs the audit calls unsafe.
+fn fentry_all_against_audit(result: &Path, version: &str, console: &str) -> (Vec<String>, usize) {
+    use dwarf2btf::funcs::attach::{audit, predict, AuditInput, Outcome, Reach};
+    let vmlinux = result.join("vmlinux");
+    let btf = btf::load_file(&vmlinux, None).expect("vmlinux .BTF");
+    let table = ksyms::Table::new(ksyms::elf::read(&vmlinux).expect("vmlinux symbols"));
+    let symbols: Vec<_> = table
+        .iter()
+        .map(|s| dwarf2btf::funcs::attach::KernelSymbol {
+            name: s.name,
+            address: s.addr,
+            size: s.size.unwrap_or(0),
+            function: matches!(s.type_char, 't' | 'T' | 'w' | 'W'),
+        })
+        .collect();
+    let sites = ksyms::mcount::read(&vmlinux).expect("__mcount_loc");
+    let elf = dwarf2btf::load::ElfFile::open(&vmlinux).expect("open vmlinux");
+    let model = dwarf2btf::funcs::has_dwarf(&elf)
+        .then(|| dwarf2btf::funcs::FuncModel::from_elf(&elf).expect("function model"));
+    let rows = audit(
+        &btf,
+        &AuditInput {
+            symbols: &symbols,
+            fentry_sites: Some(&sites),
+            model: model.as_ref(),
+        },
+    );
+    let (major, minor) = version.split_once('.').expect("version");
+    let version = (major.parse().expect("major"), minor.parse().expect("minor"));
+    let mut seen = std::collections::HashMap::new();
+    for l in console.lines() {
+        let mut f = l.trim_end().split(' ');
+        if f.next() != Some("FENTRY") {
+            continue;
+        }
+        let (Some(id), Some(_name), Some(what)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(id) = id.parse::<u32>() else { continue };
+        let errno = f.next().and_then(|e| e.parse::<i32>().ok());
+        let outcome = match (what, errno) {
+            ("ok", _) => Outcome::Ok,
+            ("load", Some(e)) => Outcome::Load(e),
+            ("attach", Some(_)) => Outcome::Attach,
+            _ => continue,
+        };
+        seen.insert(id, (outcome, l.to_owned()));
+    }
+    let mut out = Vec::new();
+    for r in &rows {
+        let want = predict(r, version);
+        match seen.get(&r.btf_id) {
+            None => out.push(format!(
+                "[{}] {}: not reported by the guest",
+                r.btf_id, r.name
+            )),
+            Some((got, line)) if *got != want => out.push(format!(
+                "[{}] {} {} ({}): predicted {want:?}, guest: {line}",
+                r.btf_id,
+                r.name,
+                r.reach.as_str(),
+                r.reason
+            )),
+            Some(_) => {}
+        }
+    }
+    let unsafe_funcs = rows.iter().filter(|r| r.reach == Reach::Unsafe).count();
+    eprintln!(
+        "{version:?}: {} FUNCs audited, {} attachable, {unsafe_funcs} unsafe, {} guest verdicts, {} mismatches",
+        rows.len(),
+        rows.iter().filter(|r| r.reach == Reach::Attachable).count(),
+        seen.len(),
+        out.len()
+    );
+    (out, unsafe_funcs)
 }
 
 #[test]

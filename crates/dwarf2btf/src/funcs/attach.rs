@@ -416,6 +416,50 @@ fn arg_regs(btf: &Btf, proto: TypeId) -> u32 {
         .sum()
 }
 
+/// What a kernel does with a fentry program on a FUNC, as the boot
+/// tests' guest reports it (`FENTRY <id> <name> ok|load <errno>|attach <errno>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Loads and attaches.
+    Ok,
+    /// BPF_PROG_LOAD fails with this errno.
+    Load(i32),
+    /// Loads; attaching fails (any errno).
+    Attach,
+}
+
+/// Functions the verifier refuses to trace whatever their BTF (6.1 and
+/// 6.12 kernel/bpf/verifier.c `btf_id_deny`, under their configs).
+const DENIED: [&str; 7] = [
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
+
+const ENOENT: i32 = 2;
+const EINVAL: i32 = 22;
+
+/// The outcome the audit predicts for a FUNC on an x86-64 kernel of
+/// `version` (major, minor): the verifier's checks in its order, then the
+/// trampoline's (before 6.5, x86-64 trampolines take arguments in the six
+/// argument registers only), then ftrace's call site. An `unsafe` FUNC
+/// attaches: that is what makes it unsafe.
+pub fn predict(row: &FuncReach, version: (u32, u32)) -> Outcome {
+    match row.reach {
+        Reach::UnsupportedPrototype => Outcome::Load(EINVAL),
+        Reach::NotASymbol => Outcome::Load(ENOENT),
+        _ if DENIED.contains(&row.name.as_str()) => Outcome::Load(EINVAL),
+        Reach::NoFentrySite | Reach::NotAFunction => Outcome::Attach,
+        _ if version < (6, 5) && row.arg_regs > 6 => Outcome::Attach,
+        Reach::Attachable | Reach::Unsafe | Reach::Unverified => Outcome::Ok,
+    }
+}
+
 /// Counts per verdict.
 pub fn counts(rows: &[FuncReach]) -> std::collections::BTreeMap<Reach, usize> {
     let mut m = std::collections::BTreeMap::new();
@@ -428,6 +472,48 @@ pub fn counts(rows: &[FuncReach]) -> std::collections::BTreeMap<Reach, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(name: &str, reach: Reach, arg_regs: u32) -> FuncReach {
+        FuncReach {
+            btf_id: 1,
+            name: name.into(),
+            reach,
+            address: Some(0x1000),
+            fentry_site: Some(true),
+            tags: Vec::new(),
+            arg_regs,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn predictions_follow_the_kernels_order() {
+        let v61 = (6, 1);
+        let v612 = (6, 12);
+        assert_eq!(predict(&row("f", Reach::Attachable, 3), v61), Outcome::Ok);
+        assert_eq!(predict(&row("f", Reach::Unsafe, 3), v61), Outcome::Ok);
+        assert_eq!(
+            predict(&row("f", Reach::Attachable, 7), v61),
+            Outcome::Attach
+        );
+        assert_eq!(predict(&row("f", Reach::Attachable, 7), v612), Outcome::Ok);
+        assert_eq!(
+            predict(&row("f..10", Reach::NotASymbol, 1), v612),
+            Outcome::Load(2)
+        );
+        assert_eq!(
+            predict(&row("f", Reach::UnsupportedPrototype, 1), v61),
+            Outcome::Load(22)
+        );
+        assert_eq!(
+            predict(&row("migrate_disable", Reach::Attachable, 0), v61),
+            Outcome::Load(22)
+        );
+        assert_eq!(
+            predict(&row("f", Reach::NoFentrySite, 1), v61),
+            Outcome::Attach
+        );
+    }
 
     #[test]
     fn call_site_inside_the_function() {
