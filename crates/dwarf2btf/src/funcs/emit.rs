@@ -58,6 +58,10 @@ pub struct Candidate {
     address: u64,
     proto: TypeId,
     key: u64,
+    /// Another name of the code of a function that has a symbol of its
+    /// own name there (GCC's identical-code folding, syscall aliases):
+    /// dropped in `finish` when a DWARF function of that name starts there.
+    alias: bool,
 }
 
 impl ExactFuncs {
@@ -104,14 +108,12 @@ impl ExactFuncs {
             return;
         }
         let src_name = c.name.as_deref().unwrap_or("");
-        // A symbol of another name at this address is an alias (the
-        // syscall stubs) unless the function has a symbol of its own name,
-        // in which case other names belong to other DWARF functions there.
+        // A symbol of another name at this address is another name of this
+        // code (syscall stubs, identical-code folding), unless a DWARF
+        // function of that name starts here too (decided in `finish`).
         let own = symbols.iter().any(|s| names_match(c.name.as_deref(), s));
         for sym in symbols {
-            if own && !names_match(c.name.as_deref(), sym) {
-                continue;
-            }
+            let alias = own && !names_match(c.name.as_deref(), sym);
             let suffix = sym
                 .strip_prefix(src_name)
                 .filter(|s| !src_name.is_empty() && s.starts_with('.'));
@@ -197,6 +199,7 @@ impl ExactFuncs {
                 address: c.entry,
                 proto,
                 key,
+                alias,
             });
         }
     }
@@ -229,10 +232,20 @@ impl FuncPolicy for ExactFuncs {
     }
 
     fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
+        // (name, address) that a DWARF function of that name describes.
+        let described: rustc_hash::FxHashSet<(&str, u64)> = units
+            .iter()
+            .flat_map(|(_, cands)| cands.iter())
+            .filter(|c| !c.alias)
+            .map(|c| (c.name.as_str(), c.address))
+            .collect();
         let mut groups: Vec<Group> = Vec::new();
         let mut index: FxHashMap<u64, usize> = FxHashMap::default();
-        for (remap, cands) in units {
+        for (remap, cands) in &units {
             for c in cands {
+                if c.alias && described.contains(&(c.name.as_str(), c.address)) {
+                    continue;
+                }
                 let g = *index.entry(c.key).or_insert_with(|| {
                     groups.push(Group {
                         name: c.name.clone(),
