@@ -13,14 +13,10 @@ fn btfkit(args: &[&str]) -> Output {
         .expect("run btfkit")
 }
 
+/// The JSON array a command printed.
 fn json(out: &Output) -> Vec<serde_json::Value> {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not a JSON array ({e}): {text}"))
 }
 
 /// Whether the code at `addr` starts with an fentry call site: the 5-byte

@@ -175,18 +175,7 @@ fn funcs_emit_debian_seed_examples_system_map() {
         return;
     };
     let map = std::fs::read_to_string(&k.system_map).expect("System.map");
-    let addrs = |name: &str| -> Vec<u64> {
-        let mut v: Vec<u64> = map
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let (a, _, n) = (f.next()?, f.next()?, f.next()?);
-                (n == name).then(|| u64::from_str_radix(a, 16).ok())?
-            })
-            .collect();
-        v.sort_unstable();
-        v
-    };
+    let addrs = |name: &str| common::addresses_of(&map, name);
     let mut sizes = Vec::new();
     for mode in [AddrTags::None, AddrTags::Ambiguous, AddrTags::All] {
         let btf = encode(&k.vmlinux, mode);

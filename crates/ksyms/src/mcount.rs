@@ -17,16 +17,7 @@ use crate::{Error, Result};
 
 /// Reads the sorted call-site addresses of the vmlinux at `path`.
 pub fn read(path: &Path) -> Result<Vec<u64>> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    // SAFETY: read-only private map; `object` checks every offset it reads.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse(&map, path)
+    parse(&crate::elf::map(path)?, path)
 }
 
 /// Parses the call sites out of ELF data; `path` names it in errors.

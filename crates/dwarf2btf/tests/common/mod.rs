@@ -27,9 +27,15 @@ pub fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
     Some((fx, exe))
 }
 
+/// The addresses of `name` in the ELF at `path`, sorted (`nm`).
 pub fn nm(path: &Path, name: &str) -> Vec<u64> {
     let out = testkit::run_ok(Command::new("nm").arg(path));
-    let mut v: Vec<u64> = String::from_utf8_lossy(&out)
+    addresses_of(&String::from_utf8_lossy(&out), name)
+}
+
+/// The addresses of `name` in `nm` output or a System.map, sorted.
+pub fn addresses_of(text: &str, name: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = text
         .lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
