@@ -15,7 +15,7 @@ use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use super::lookup::{parse_unreachable_name, KernelLookup, Picks};
-use super::verify::{addr_tags, prototype_matches, Compare};
+use super::verify::{addr_tags, prototype_matches, skip_modifiers, Compare};
 use super::{FuncModel, Status};
 
 /// One symbol of the kernel image (System.map, /proc/kallsyms, ELF).
@@ -334,22 +334,6 @@ fn hex_list(a: &[u64]) -> String {
         .map(|a| format!("{a:#x}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Resolves typedefs and modifiers; None for void (id 0) or a bad id.
-fn skip_modifiers(btf: &Btf, mut id: TypeId) -> Option<&TypeData> {
-    for _ in 0..64 {
-        let t = btf.type_by_id(id)?;
-        match &t.data {
-            TypeData::Typedef { ty }
-            | TypeData::Const { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => id = *ty,
-            d => return Some(d),
-        }
-    }
-    None
 }
 
 /// The kernel's `__get_type_size`: (size, aggregate). Void has size 0;

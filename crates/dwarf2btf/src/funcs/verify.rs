@@ -289,48 +289,44 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     if model.pointer || model.aggregate || id == 0 {
         return false;
     }
-    let mut id = id;
-    for _ in 0..64 {
-        let Some(t) = btf.type_by_id(id) else {
-            return false;
-        };
-        match &t.data {
+    match skip_modifiers(btf, id) {
+        Some(
             TypeData::Int { size, .. }
             | TypeData::Enum { size, .. }
-            | TypeData::Enum64 { size, .. } => return Some(u64::from(*size)) == model.size,
-            TypeData::Typedef { ty }
-            | TypeData::Const { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => id = *ty,
-            _ => return false,
-        }
+            | TypeData::Enum64 { size, .. },
+        ) => Some(u64::from(*size)) == model.size,
+        _ => false,
     }
-    false
 }
 
-/// Size of a BTF type, through typedefs and modifiers.
-fn size_of(btf: &Btf, mut id: TypeId) -> Option<(u64, bool)> {
+/// The type under typedefs and qualifiers; None for void or a bad id.
+pub(crate) fn skip_modifiers(btf: &Btf, mut id: TypeId) -> Option<&TypeData> {
     for _ in 0..64 {
         let t = btf.type_by_id(id)?;
         match &t.data {
-            TypeData::Int { size, .. }
-            | TypeData::Enum { size, .. }
-            | TypeData::Enum64 { size, .. } => return Some((u64::from(*size), false)),
-            TypeData::Float { size } => return Some((u64::from(*size), true)),
-            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => {
-                return Some((u64::from(*size), false))
-            }
-            TypeData::Ptr { .. } => return Some((8, false)),
             TypeData::Typedef { ty }
             | TypeData::Const { ty }
             | TypeData::Volatile { ty }
             | TypeData::Restrict { ty }
             | TypeData::TypeTag { ty } => id = *ty,
-            _ => return None,
+            d => return Some(d),
         }
     }
     None
+}
+
+/// Size of a BTF type, through typedefs and modifiers.
+fn size_of(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
+    Some(match skip_modifiers(btf, id)? {
+        TypeData::Int { size, .. }
+        | TypeData::Enum { size, .. }
+        | TypeData::Enum64 { size, .. }
+        | TypeData::Struct { size, .. }
+        | TypeData::Union { size, .. } => (u64::from(*size), false),
+        TypeData::Float { size } => (u64::from(*size), true),
+        TypeData::Ptr { .. } => (8, false),
+        _ => return None,
+    })
 }
 
 /// General-purpose registers a parameter of this BTF type takes (0: memory or SSE).
