@@ -143,7 +143,8 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
 
 /// `fentry=[ID]` (attachable by name through FUNC ID), `fentry=[ID]:unsafe`
 /// and the like for other verdicts, `fentry=no-func` when the kernel picks
-/// this instance but no FUNC has its name, `fentry=-` when the kernel
+/// this instance but no FUNC has its name (`fentry=name:no-btf`: no BTF
+/// was read), `fentry=-` when the kernel
 /// attaches the name elsewhere (`fentry=-,tag=[ID]`: FUNC ID describes it
 /// by address).
 fn fentry_text(f: &Fentry) -> String {
@@ -155,7 +156,8 @@ fn fentry_text(f: &Fentry) -> String {
         (true, Some(id), Some("attachable")) => format!("fentry=[{id}]"),
         (true, Some(id), Some(v)) => format!("fentry=[{id}]:{v}"),
         (true, Some(id), None) => format!("fentry=[{id}]"),
-        (true, None, _) => "fentry=no-func".into(),
+        (true, None, Some(v)) => format!("fentry=name:{v}"),
+        (true, None, None) => "fentry=no-func".into(),
     }
 }
 
@@ -165,12 +167,25 @@ struct Reach {
     by_name: HashMap<(String, u64), (u32, &'static str)>,
     /// Address -> FUNC tagged with it.
     tagged: HashMap<u64, u32>,
+    /// Whether a BTF was read (else no FUNC ids are known).
+    have_btf: bool,
     lookup: dwarf2btf::funcs::lookup::KernelLookup,
 }
 
 fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     use dwarf2btf::funcs::attach::{self, AuditInput};
-    let (table, _) = super::check::load_symbols(&args.file)?;
+    let table = match super::check::load_symbols(&args.file) {
+        Ok((t, _)) => t,
+        Err(e) => {
+            eprintln!("btfkit: warning: fentry reach not shown: {e:#}");
+            return Ok(Reach {
+                by_name: HashMap::new(),
+                tagged: HashMap::new(),
+                have_btf: false,
+                lookup: Default::default(),
+            });
+        }
+    };
     let symbols = super::check::kernel_symbols(&table);
     let lookup = dwarf2btf::funcs::lookup::KernelLookup::new(
         symbols.iter().map(|s| (s.name, s.address)),
@@ -186,6 +201,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     let mut reach = Reach {
         by_name: HashMap::new(),
         tagged: HashMap::new(),
+        have_btf: btf.is_some(),
         lookup,
     };
     let Some(btf) = btf else {
@@ -224,7 +240,9 @@ fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
     let fentry = Fentry {
         by_name,
         func: named.map(|n| n.0),
-        verdict: named.map(|n| n.1),
+        verdict: named
+            .map(|n| n.1)
+            .or((by_name && !reach.have_btf).then_some("no-btf")),
         tagged_func: reach.tagged.get(&i.address).copied(),
     };
     Row {
