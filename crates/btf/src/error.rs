@@ -58,4 +58,6 @@ pub enum Error {
     Dedup { id: TypeId, reason: String },
     #[error("cannot deduplicate: type [{id}] is part of a cycle of reference types that passes through no struct, union or typedef")]
     DedupCycle { id: TypeId },
+    #[error("cannot distill the base: type [{id}]: {reason}")]
+    Distill { id: TypeId, reason: String },
 }

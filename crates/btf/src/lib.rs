@@ -11,6 +11,7 @@
 pub mod cdecl;
 pub mod dedup;
 pub mod diff;
+pub mod distill;
 pub mod dump;
 pub mod error;
 pub mod format;

@@ -42,9 +42,19 @@ enum Command {
     Perf(cmd::perf::PerfArgs),
     /// Watch kernel symbols come and go, live
     Watch(cmd::watch::WatchArgs),
+    /// pahole's command line (also when run as `pahole`): -J in kernel builds, layouts
+    Pahole(cmd::pahole::PaholeArgs),
 }
 
 fn main() -> ExitCode {
+    // Run as `pahole` (a symlink, `make PAHOLE=...`): pahole's command line.
+    let mut args = std::env::args_os();
+    if args
+        .next()
+        .is_some_and(|a| cmd::pahole::invoked_as_pahole(&a))
+    {
+        return finish(cmd::pahole::run_args(&args.collect::<Vec<_>>()), "pahole");
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         None => cmd::report::run(cli.report),
@@ -57,7 +67,13 @@ fn main() -> ExitCode {
         Some(Command::Resolve(a)) => cmd::resolve::run(a),
         Some(Command::Perf(a)) => cmd::perf::run(a),
         Some(Command::Watch(a)) => cmd::watch::run(a),
+        Some(Command::Pahole(a)) => cmd::pahole::run(a),
     };
+    finish(result, "btfkit")
+}
+
+/// The exit code of a command's result; errors are printed as `NAME: error: ...`.
+fn finish(result: anyhow::Result<ExitCode>, name: &str) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -68,7 +84,10 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("btfkit: error: {e:#}");
+            eprintln!("{name}: error: {e:#}");
+            if cmd::pahole::is_usage(&e) {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }

@@ -1,11 +1,11 @@
-//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (what
-//! `pahole -J` does in place), always written to a temporary file first and
+//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (and a
+//! `.BTF.base` for a distilled base; what `pahole -J` does in place), always written to a temporary file first and
 //! renamed, so that a failed run leaves no half-written file.
 //!
 //! The ELF copy keeps every byte of the input at its offset: the BTF blob,
 //! (if needed) a new section-name table and a new section header table are
 //! appended at the end, and the ELF header is pointed at the new table. An
-//! existing `.BTF` section header is pointed at the new blob instead. The
+//! existing section of the same name is pointed at the new blob instead. The
 //! program headers are untouched, so nothing that is loaded moves.
 
 use std::io::Write;
@@ -49,6 +49,14 @@ fn align(buf: &mut Vec<u8>, to: usize) {
 
 /// A copy of the 64-bit little-endian ELF `elf` with `.BTF` set to `btf`.
 pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
+    embed_sections(elf, &[(".BTF", btf)])
+}
+
+/// A copy of the 64-bit little-endian ELF `elf` with each named section set
+/// to its bytes (`.BTF`, and `.BTF.base` for a module with a distilled base):
+/// existing sections of those names are pointed at the new bytes, the others
+/// are added as non-allocated PROGBITS sections.
+pub fn embed_sections(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>, String> {
     if elf.get(..4) != Some(b"\x7fELF") || elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
         return Err("only 64-bit little-endian ELF can take a .BTF section".into());
     }
@@ -87,37 +95,52 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
         let rest = names.get(off..)?;
         Some(&rest[..rest.iter().position(|&b| b == 0)?])
     };
-    let existing = headers.iter().position(|h| name_of(h) == Some(b".BTF"));
+    let existing: Vec<Option<usize>> = sections
+        .iter()
+        .map(|(name, _)| {
+            headers
+                .iter()
+                .position(|h| name_of(h) == Some(name.as_bytes()))
+        })
+        .collect();
 
-    let mut out = Vec::with_capacity(elf.len() + btf.len() + names.len() + table.len() + 256);
+    let added: usize = sections.iter().map(|(n, b)| n.len() + b.len() + 16).sum();
+    let mut out = Vec::with_capacity(elf.len() + added + names.len() + table.len() + 256);
     out.extend_from_slice(elf);
-    align(&mut out, 8);
-    let btf_off = out.len() as u64;
-    out.extend_from_slice(btf);
-    match existing {
-        Some(i) => {
-            if let Some(h) = headers.get_mut(i) {
-                put(h, 24, &btf_off.to_le_bytes());
-                put(h, 32, &(btf.len() as u64).to_le_bytes());
+    let mut new_names = names.to_vec();
+    for ((name, bytes), existing) in sections.iter().zip(&existing) {
+        align(&mut out, 8);
+        let off = out.len() as u64;
+        out.extend_from_slice(bytes);
+        match existing {
+            Some(i) => {
+                if let Some(h) = headers.get_mut(*i) {
+                    put(h, 24, &off.to_le_bytes());
+                    put(h, 32, &(bytes.len() as u64).to_le_bytes());
+                }
+            }
+            None => {
+                let name_off = u32::try_from(new_names.len())
+                    .map_err(|_| "section name table too large".to_string())?;
+                new_names.extend_from_slice(name.as_bytes());
+                new_names.push(0);
+                let mut h = [0u8; SHDR_SIZE];
+                put(&mut h, 0, &name_off.to_le_bytes());
+                put(&mut h, 4, &SHT_PROGBITS.to_le_bytes());
+                put(&mut h, 24, &off.to_le_bytes());
+                put(&mut h, 32, &(bytes.len() as u64).to_le_bytes());
+                put(&mut h, 48, &4u64.to_le_bytes());
+                headers.push(h);
             }
         }
-        None => {
-            // A new name table: the old one plus ".BTF".
-            let new_str_off = out.len() as u64;
-            out.extend_from_slice(names);
-            let name = names.len() as u32;
-            out.extend_from_slice(b".BTF\0");
-            if let Some(h) = headers.get_mut(shstrndx as usize) {
-                put(h, 24, &new_str_off.to_le_bytes());
-                put(h, 32, &((names.len() + 5) as u64).to_le_bytes());
-            }
-            let mut h = [0u8; SHDR_SIZE];
-            put(&mut h, 0, &name.to_le_bytes());
-            put(&mut h, 4, &SHT_PROGBITS.to_le_bytes());
-            put(&mut h, 24, &btf_off.to_le_bytes());
-            put(&mut h, 32, &(btf.len() as u64).to_le_bytes());
-            put(&mut h, 48, &4u64.to_le_bytes());
-            headers.push(h);
+    }
+    if new_names.len() != names.len() {
+        // A new name table: the old one plus the added names.
+        let new_str_off = out.len() as u64;
+        out.extend_from_slice(&new_names);
+        if let Some(h) = headers.get_mut(shstrndx as usize) {
+            put(h, 24, &new_str_off.to_le_bytes());
+            put(h, 32, &(new_names.len() as u64).to_le_bytes());
         }
     }
     align(&mut out, 8);

@@ -38,7 +38,8 @@ pub enum FuncMode {
     /// Every function instance with its true signature (funcs.rs).
     #[default]
     Exact,
-    /// pahole 1.24's choice: the first definition of each ELF function name.
+    /// pahole 1.24's choice of names, each with the prototype of the
+    /// instance the kernel attaches the name to (pahole.rs).
     Pahole,
 }
 
@@ -693,7 +694,10 @@ pub fn encode(
             let policy = crate::funcs::emit::ExactFuncs::from_elf(elf, opts.addr_tags)?;
             encode_with(elf, base, opts, &policy, progress)
         }
-        FuncMode::Pahole => encode_with(elf, base, opts, &crate::pahole::PaholeFuncs, progress),
+        FuncMode::Pahole => {
+            let policy = crate::pahole::PaholeFuncs::from_elf(elf)?;
+            encode_with(elf, base, opts, &policy, progress)
+        }
     }
 }
 

@@ -6,6 +6,8 @@ pub mod diff;
 pub mod dump;
 pub mod encode;
 pub mod funcs;
+pub mod layout;
+pub mod pahole;
 pub mod perf;
 pub mod report;
 pub mod resolve;
