@@ -241,6 +241,33 @@ fn btf_features_accumulate_and_select_variables_libbpf() {
     }
 }
 
+/// `--btf_features=layout` writes bpf-next's layout section: a 32-byte
+/// header that btfkit's reader (round-trip tested against libbpf's selftest
+/// layout in crates/btf) accepts; without it, the 24-byte header.
+#[test]
+fn btf_features_layout_writes_the_layout_section() {
+    let fx = Fixture::new();
+    let link = pahole_link(&fx);
+    let obj = object(&fx);
+    for (features, hdr_len) in [
+        ("--btf_features=var,layout", 32u32),
+        ("--btf_features=var", 24),
+    ] {
+        let out_file = fx.path("layout.btf");
+        let arg = format!("--btf_encode_detached={}", out_file.display());
+        let out = run(&link, &["-J", features, &arg], Some(&obj));
+        assert!(out.status.success(), "{features}: {}", text(&out));
+        let bytes = std::fs::read(&out_file).expect("read the BTF");
+        assert_eq!(
+            bytes.get(4..8),
+            Some(&hdr_len.to_le_bytes()[..]),
+            "{features}"
+        );
+        let btf = btf::Btf::parse(&bytes).expect("parse");
+        assert_eq!(btf.header().hdr_len, hdr_len, "{features}");
+    }
+}
+
 #[test]
 fn split_over_a_base_libbpf() {
     let Some(k) = testkit::debian_kernel_or_skip() else {

@@ -51,8 +51,8 @@ enum Effect {
     GlobalVar,
     /// `.BTF.base` next to `.BTF` (split BTF over a distilled base).
     DistilledBase,
-    /// Known name, not encoded yet: accepted and ignored.
-    NotYet,
+    /// The layout section (`--layout`; base BTF only, as pahole).
+    Layout,
 }
 
 /// pahole's feature names and their effect in btfkit.
@@ -70,7 +70,7 @@ const FEATURES: &[(&str, Effect)] = &[
     ("distilled_base", Effect::DistilledBase),
     ("global_var", Effect::GlobalVar),
     ("true_signature", Effect::FuncPolicy),
-    ("layout", Effect::NotYet),
+    ("layout", Effect::Layout),
 ];
 
 /// A usage error: exit code 2.
@@ -362,16 +362,16 @@ fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
         addr_tags: o.addr_tags.unwrap_or_default(),
         keep_rust: !o.lang_exclude.iter().any(|l| l == "rust"),
         no_dedup: false,
+        layout: has(Effect::Layout),
     };
     Ok((opts, distill))
 }
 
-/// The names `--supported_btf_features` lists (what btfkit encodes or
-/// already does always), comma-separated as pahole prints them.
+/// The names `--supported_btf_features` lists, comma-separated as pahole
+/// prints them.
 fn supported_features() -> String {
     FEATURES
         .iter()
-        .filter(|(_, e)| *e != Effect::NotYet)
         .map(|(n, _)| *n)
         .collect::<Vec<_>>()
         .join(",")
