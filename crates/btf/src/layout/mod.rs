@@ -1,0 +1,199 @@
+//! pahole's classic layout view: struct and union layouts with offsets,
+//! sizes, holes, bit holes, paddings and cache line boundaries, printed
+//! byte for byte as pahole 1.24 prints them (`pahole -C NAME FILE`,
+//! `pahole FILE`, `--sizes`, `--holes N`).
+//!
+//! [`model`] is what pahole's loaders make of the types, [`print`] the
+//! text. The source is a [`Btf`]; DWARF comes in through the same model
+//! once converted per unit, with its alignment attributes passed as
+//! [`model::Alignments::Given`] instead of pahole's BTF guesses.
+
+pub mod model;
+pub mod print;
+
+use std::collections::HashSet;
+
+use crate::{Btf, TypeId};
+use model::{Alignments, Model, Node};
+use print::Printer;
+
+/// pahole's fallback when the CPU does not say (and the usual x86 value).
+pub const DEFAULT_CACHELINE: u32 = 64;
+
+/// The L1 data cache line size, as pahole takes it from sysconf.
+pub fn host_cacheline_size() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    if n > 0 && n <= u16::MAX as libc::c_long {
+        n as u32
+    } else {
+        DEFAULT_CACHELINE
+    }
+}
+
+/// What to print when no names are given (pahole without `-C`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Filter {
+    /// `--holes N`: only structs with at least N holes (unions never).
+    pub min_holes: usize,
+    /// `--sizes`: `name<TAB>size<TAB>holes` lines instead of layouts.
+    pub sizes: bool,
+}
+
+/// One run of pahole over one unit of types: the state pahole's
+/// inferences accumulate lives here, so print in the order pahole does.
+pub struct Layout<'a> {
+    model: Model<'a>,
+    cacheline_size: u32,
+    has_alignment_info: bool,
+    /// Structs already printed, by pahole's identity (name, size, members).
+    seen: HashSet<Identity<'a>>,
+}
+
+type Identity<'a> = (&'a str, u32, Vec<(Option<&'a str>, u32, u8)>);
+
+impl<'a> Layout<'a> {
+    /// The view of BTF types, with pahole's BTF alignment guesses.
+    pub fn from_btf(btf: &'a Btf, cacheline_size: u32) -> Layout<'a> {
+        let model = Model::new(
+            btf,
+            &Alignments::Inferred {
+                cacheline: cacheline_size,
+            },
+        );
+        Layout {
+            model,
+            cacheline_size,
+            has_alignment_info: false,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The view of types that came from DWARF: alignments are those the
+    /// DWARF gave (`DW_AT_alignment`), never guessed.
+    pub fn from_btf_with_alignments(
+        btf: &'a Btf,
+        cacheline_size: u32,
+        types: &dyn Fn(TypeId) -> u32,
+        members: &dyn Fn(TypeId, usize) -> u32,
+    ) -> Layout<'a> {
+        let model = Model::new(btf, &Alignments::Given { types, members });
+        Layout {
+            model,
+            cacheline_size,
+            has_alignment_info: true,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// pahole's `cu__find_type_by_name`: the first struct, union, typedef
+    /// or enum of that name that is not a declaration.
+    pub fn find(&self, name: &str) -> Option<TypeId> {
+        (1..self.model.nodes.len() as TypeId).find(|&id| match self.model.get(id) {
+            Some(Node::Class(c)) => !c.declaration && c.name == Some(name),
+            Some(Node::Typedef { name: n, .. } | Node::Enum { name: n, .. }) => *n == Some(name),
+            _ => false,
+        })
+    }
+
+    /// The layout of one type, as `pahole -C NAME` prints it.
+    pub fn print_type(&mut self, id: TypeId, out: &mut String) {
+        if let Some(c) = self.model.class(id) {
+            if !c.is_union {
+                self.model.find_holes(id);
+            }
+        }
+        let mut p = Printer::new(
+            &mut self.model,
+            self.cacheline_size,
+            self.has_alignment_info,
+        );
+        p.out = std::mem::take(out);
+        p.top_level(id);
+        *out = p.out;
+        out.push('\n');
+    }
+
+    /// Every named struct and union in id order, once per identity, as
+    /// pahole without `-C` prints them.
+    pub fn print_all(&mut self, filter: Filter, out: &mut String) {
+        for id in 1..self.model.nodes.len() as TypeId {
+            self.print_one_of_all(id, filter, out);
+        }
+    }
+
+    /// One step of [`Layout::print_all`]: prints `id` if pahole would.
+    pub fn print_one_of_all(&mut self, id: TypeId, filter: Filter, out: &mut String) {
+        let Some(c) = self.model.class(id) else {
+            return;
+        };
+        let Some(name) = c.name else { return };
+        if c.declaration {
+            return;
+        }
+        let is_union = c.is_union;
+        if is_union && filter.min_holes != 0 {
+            return;
+        }
+        if !is_union {
+            self.model.find_holes(id);
+            let nr = self.model.class(id).map_or(0, |c| c.holes.nr_holes) as usize;
+            if nr < filter.min_holes {
+                return;
+            }
+        }
+        let Some(c) = self.model.class(id) else {
+            return;
+        };
+        let identity: Identity<'a> = (
+            name,
+            c.size,
+            c.members
+                .iter()
+                .map(|m| (m.name, m.bit_offset, m.bitfield_size))
+                .collect(),
+        );
+        if !self.seen.insert(identity) {
+            return;
+        }
+        if filter.sizes {
+            let holes = if is_union { 0 } else { c.holes.nr_holes };
+            out.push_str(name);
+            out.push('\t');
+            out.push_str(&(c.size as i32).to_string());
+            out.push('\t');
+            out.push_str(&holes.to_string());
+            out.push('\n');
+            return;
+        }
+        let mut p = Printer::new(
+            &mut self.model,
+            self.cacheline_size,
+            self.has_alignment_info,
+        );
+        p.out = std::mem::take(out);
+        p.top_level(id);
+        *out = p.out;
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model::infer_alignment;
+
+    /// Cases worked by hand from pahole's `class__infer_alignment`.
+    #[test]
+    fn alignment_guess() {
+        // 4-byte gap before an offset-16 member with natural alignment 8:
+        // the power of two above the gap is 8, natural: no attribute.
+        assert_eq!(infer_alignment(64, 16, 8, 12), 0);
+        // A 40-byte gap to offset 64: 64 > 8, and 64 is the cache line.
+        assert_eq!(infer_alignment(64, 64, 8, 24), 64);
+        // A 24-byte gap to offset 128: 32, widened to the cache line.
+        assert_eq!(infer_alignment(64, 128, 8, 104), 64);
+        // Odd offsets never get an alignment; nor do overlaps.
+        assert_eq!(infer_alignment(64, 17, 1, 2), 0);
+        assert_eq!(infer_alignment(64, 0, 4, 8), 0);
+    }
+}
