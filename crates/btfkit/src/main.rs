@@ -42,6 +42,8 @@ enum Command {
     Perf(cmd::perf::PerfArgs),
     /// Watch kernel symbols come and go, live
     Watch(cmd::watch::WatchArgs),
+    /// Struct and union layouts with holes and cache lines, as pahole prints them
+    Layout(cmd::layout::LayoutCli),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Some(Command::Resolve(a)) => cmd::resolve::run(a),
         Some(Command::Perf(a)) => cmd::perf::run(a),
         Some(Command::Watch(a)) => cmd::watch::run(a),
+        Some(Command::Layout(a)) => cmd::layout::run_cli(a),
     };
     match result {
         Ok(code) => code,

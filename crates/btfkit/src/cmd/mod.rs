@@ -6,6 +6,7 @@ pub mod diff;
 pub mod dump;
 pub mod encode;
 pub mod funcs;
+pub mod layout;
 pub mod perf;
 pub mod report;
 pub mod resolve;
