@@ -4,17 +4,17 @@
 //! `pahole FILE`, `--sizes`, `--holes N`).
 //!
 //! [`model`] is what pahole's loaders make of the types, [`print`] the
-//! text. The source is a [`Btf`]; DWARF comes in through the same model
-//! once converted per unit, with its alignment attributes passed as
-//! [`model::Alignments::Given`] instead of pahole's BTF guesses.
+//! text. The source is a [`Btf`], or any loader that builds the model
+//! (dwarf2btf's reads DWARF, with its alignment attributes, instead of
+//! pahole's guesses from BTF offsets).
 
 pub mod model;
 pub mod print;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::{Btf, TypeId};
-use model::{Alignments, Model, Node};
+use model::{Model, Node};
 use print::Printer;
 
 /// pahole's fallback when the CPU does not say (and the usual x86 value).
@@ -40,69 +40,67 @@ pub struct Filter {
     pub sizes: bool,
 }
 
-/// One run of pahole over one unit of types: the state pahole's
-/// inferences accumulate lives here, so print in the order pahole does.
+/// Structs already printed in a run, by pahole's identity of a struct
+/// (name, size, and each member's name, bit offset and bit size): pahole
+/// prints each identity once, across units too.
+#[derive(Default)]
+pub struct Seen<'a>(HashSet<Identity<'a>>);
+
+type Identity<'a> = (&'a str, u32, Vec<(Option<&'a str>, u32, u8)>);
+
+/// One unit of types as pahole sees it (all of a BTF, or one DWARF
+/// compilation unit). The state pahole's inferences accumulate lives
+/// here, so print in the order pahole does.
 pub struct Layout<'a> {
     model: Model<'a>,
     cacheline_size: u32,
     has_alignment_info: bool,
-    /// Structs already printed, by pahole's identity (name, size, members).
-    seen: HashSet<Identity<'a>>,
+    /// First type of each name that `-C` can find.
+    by_name: HashMap<&'a str, TypeId>,
 }
-
-type Identity<'a> = (&'a str, u32, Vec<(Option<&'a str>, u32, u8)>);
 
 impl<'a> Layout<'a> {
     /// The view of BTF types, with pahole's BTF alignment guesses.
     pub fn from_btf(btf: &'a Btf, cacheline_size: u32) -> Layout<'a> {
-        let model = Model::new(
-            btf,
-            &Alignments::Inferred {
-                cacheline: cacheline_size,
-            },
-        );
-        Layout {
-            model,
-            cacheline_size,
-            has_alignment_info: false,
-            seen: HashSet::new(),
-        }
+        Layout::new(Model::new(btf, cacheline_size), cacheline_size, false)
     }
 
-    /// The view of types that came from DWARF: alignments are those the
-    /// DWARF gave (`DW_AT_alignment`), never guessed.
-    pub fn from_btf_with_alignments(
-        btf: &'a Btf,
-        cacheline_size: u32,
-        types: &dyn Fn(TypeId) -> u32,
-        members: &dyn Fn(TypeId, usize) -> u32,
-    ) -> Layout<'a> {
-        let model = Model::new(btf, &Alignments::Given { types, members });
+    /// The view of types a loader built. `has_alignment_info`: the source
+    /// records alignments (DWARF), so pahole spells forced paddings out.
+    pub fn new(model: Model<'a>, cacheline_size: u32, has_alignment_info: bool) -> Layout<'a> {
+        let mut by_name = HashMap::new();
+        for id in 1..model.nodes.len() as TypeId {
+            let name = match model.get(id) {
+                Some(Node::Class(c)) if !c.declaration => c.name,
+                Some(Node::Typedef { name, .. } | Node::Enum { name, .. }) => *name,
+                _ => None,
+            };
+            if let Some(n) = name {
+                by_name.entry(n).or_insert(id);
+            }
+        }
         Layout {
             model,
             cacheline_size,
-            has_alignment_info: true,
-            seen: HashSet::new(),
+            has_alignment_info,
+            by_name,
         }
     }
 
     /// pahole's `cu__find_type_by_name`: the first struct, union, typedef
     /// or enum of that name that is not a declaration.
     pub fn find(&self, name: &str) -> Option<TypeId> {
-        (1..self.model.nodes.len() as TypeId).find(|&id| match self.model.get(id) {
-            Some(Node::Class(c)) => !c.declaration && c.name == Some(name),
-            Some(Node::Typedef { name: n, .. } | Node::Enum { name: n, .. }) => *n == Some(name),
-            _ => false,
-        })
+        self.by_name.get(name).copied()
+    }
+
+    /// Number of type ids (0 included).
+    pub fn type_count(&self) -> u32 {
+        self.model.nodes.len() as u32
     }
 
     /// The layout of one type, as `pahole -C NAME` prints it.
     pub fn print_type(&mut self, id: TypeId, out: &mut String) {
-        if let Some(c) = self.model.class(id) {
-            if !c.is_union {
-                self.model.find_holes(id);
-            }
-        }
+        self.model.find_holes(id);
         let mut p = Printer::new(
             &mut self.model,
             self.cacheline_size,
@@ -116,19 +114,25 @@ impl<'a> Layout<'a> {
 
     /// Every named struct and union in id order, once per identity, as
     /// pahole without `-C` prints them.
-    pub fn print_all(&mut self, filter: Filter, out: &mut String) {
-        for id in 1..self.model.nodes.len() as TypeId {
-            self.print_one_of_all(id, filter, out);
+    pub fn print_all(&mut self, filter: Filter, seen: &mut Seen<'a>, out: &mut String) {
+        for id in 1..self.type_count() {
+            self.print_one_of_all(id, filter, seen, out);
         }
     }
 
     /// One step of [`Layout::print_all`]: prints `id` if pahole would.
-    pub fn print_one_of_all(&mut self, id: TypeId, filter: Filter, out: &mut String) {
+    fn print_one_of_all(
+        &mut self,
+        id: TypeId,
+        filter: Filter,
+        seen: &mut Seen<'a>,
+        out: &mut String,
+    ) {
         let Some(c) = self.model.class(id) else {
             return;
         };
         let Some(name) = c.name else { return };
-        if c.declaration {
+        if c.declaration || !c.top_level {
             return;
         }
         let is_union = c.is_union;
@@ -153,7 +157,7 @@ impl<'a> Layout<'a> {
                 .map(|m| (m.name, m.bit_offset, m.bitfield_size))
                 .collect(),
         );
-        if !self.seen.insert(identity) {
+        if !seen.0.insert(identity) {
             return;
         }
         if filter.sizes {
@@ -166,15 +170,7 @@ impl<'a> Layout<'a> {
             out.push('\n');
             return;
         }
-        let mut p = Printer::new(
-            &mut self.model,
-            self.cacheline_size,
-            self.has_alignment_info,
-        );
-        p.out = std::mem::take(out);
-        p.top_level(id);
-        *out = p.out;
-        out.push('\n');
+        self.print_type(id, out);
     }
 }
 

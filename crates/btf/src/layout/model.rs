@@ -31,9 +31,10 @@ pub enum Node<'a> {
         name: Option<&'a str>,
         ty: TypeId,
     },
+    /// BTF has one dimension per array type; DWARF keeps them together.
     Array {
         elem: TypeId,
-        nelems: u32,
+        dims: Vec<u32>,
     },
     /// A struct, union or forward declaration of one.
     Class(Class<'a>),
@@ -41,6 +42,8 @@ pub enum Node<'a> {
         name: Option<&'a str>,
         /// Size in bits (pahole keeps enum sizes in bits).
         bits: u32,
+        /// Values print as signed (DWARF says so; pahole's BTF loader never does).
+        signed: bool,
         values: Vec<(Option<&'a str>, u64)>,
     },
     FuncProto {
@@ -62,6 +65,9 @@ pub struct Class<'a> {
     pub name: Option<&'a str>,
     pub is_union: bool,
     pub declaration: bool,
+    /// Defined at the top of its unit, not inside a function or another
+    /// type: pahole lists only those when printing every struct.
+    pub top_level: bool,
     pub size: u32,
     pub members: Vec<Member<'a>>,
     /// `__aligned__` of the type itself: inferred for BTF, DW_AT_alignment for DWARF.
@@ -103,19 +109,6 @@ pub struct Member<'a> {
     pub bit_hole: u8,
 }
 
-/// Where alignments come from: BTF has none, so pahole guesses them from
-/// offsets; DWARF has `DW_AT_alignment`.
-pub enum Alignments<'b> {
-    Inferred {
-        cacheline: u32,
-    },
-    /// Explicit alignments: of a type, and of member `i` of a type.
-    Given {
-        types: &'b dyn Fn(TypeId) -> u32,
-        members: &'b dyn Fn(TypeId, usize) -> u32,
-    },
-}
-
 pub struct Model<'a> {
     pub nodes: Vec<Option<Node<'a>>>,
     pub addr_size: u32,
@@ -129,9 +122,15 @@ fn name(btf: &Btf, off: u32) -> Option<&str> {
 }
 
 impl<'a> Model<'a> {
+    /// Types a loader made; member offsets and sizes already final.
+    pub fn from_nodes(nodes: Vec<Option<Node<'a>>>, addr_size: u32) -> Model<'a> {
+        Model { nodes, addr_size }
+    }
+
     /// Builds pahole's view of every type of `btf` (its base's included,
-    /// as pahole's BTF loader does) and applies the loader's member fixups.
-    pub fn new(btf: &'a Btf, alignments: &Alignments) -> Model<'a> {
+    /// as pahole's BTF loader does) and applies the loader's member fixups,
+    /// guessing alignments as pahole does for BTF (which has none).
+    pub fn new(btf: &'a Btf, cacheline: u32) -> Model<'a> {
         let count = btf.type_count() as usize;
         let mut nodes = Vec::with_capacity(count);
         nodes.push(None);
@@ -143,7 +142,7 @@ impl<'a> Model<'a> {
             addr_size: 8,
         };
         for id in 1..count as TypeId {
-            model.fixup_members(id, alignments);
+            model.fixup_members(id, cacheline);
         }
         model
     }
@@ -243,13 +242,13 @@ impl<'a> Model<'a> {
                     c.size as u64
                 }
             }
-            Node::Array { elem, nelems } => {
+            Node::Array { elem, dims } => {
                 let s = if *elem == 0 {
                     0
                 } else {
                     self.size_depth(*elem, depth + 1)
                 };
-                s.wrapping_mul(*nelems as u64)
+                dims.iter().fold(s, |acc, &n| acc.wrapping_mul(n as u64))
             }
             Node::Const(t)
             | Node::Volatile(t)
@@ -316,7 +315,7 @@ impl<'a> Model<'a> {
 
     /// pahole's BTF loader fixup (`class__fixup_btf_bitfields`): member
     /// sizes from their types, bitfield storage units, and the alignments.
-    fn fixup_members(&mut self, id: TypeId, alignments: &Alignments) {
+    fn fixup_members(&mut self, id: TypeId, cacheline: u32) {
         let Some(c) = self.class(id) else { return };
         if c.declaration {
             return;
@@ -330,10 +329,7 @@ impl<'a> Model<'a> {
             let Some(t) = self.strip(ty) else { continue };
             let byte_size = self.size(t);
             let is_scalar = matches!(self.get(t), Some(Node::Base { .. } | Node::Enum { .. }));
-            let natural = match alignments {
-                Alignments::Inferred { .. } => self.natural_alignment(Some(t)),
-                Alignments::Given { .. } => 0,
-            };
+            let natural = self.natural_alignment(Some(t));
             let Some(m) = self.class_mut(id).and_then(|c| c.members.get_mut(i)) else {
                 continue;
             };
@@ -361,22 +357,12 @@ impl<'a> Model<'a> {
                     m.byte_offset = m.bit_offset / 8;
                 }
             }
-            m.alignment = match alignments {
-                Alignments::Inferred { cacheline } => {
-                    infer_alignment(*cacheline, m.byte_offset, natural, smallest_offset)
-                }
-                Alignments::Given { members, .. } => members(id, i),
-            };
+            m.alignment = infer_alignment(cacheline, m.byte_offset, natural, smallest_offset);
             smallest_offset = m.byte_offset.wrapping_add(byte_size as u32);
         }
-        let alignment = match alignments {
-            Alignments::Inferred { cacheline } => {
-                let size = self.class(id).map_or(0, |c| c.size);
-                let natural = self.natural_alignment(Some(id));
-                infer_alignment(*cacheline, size, natural, smallest_offset)
-            }
-            Alignments::Given { types, .. } => types(id),
-        };
+        let size = self.class(id).map_or(0, |c| c.size);
+        let natural = self.natural_alignment(Some(id));
+        let alignment = infer_alignment(cacheline, size, natural, smallest_offset);
         if let Some(c) = self.class_mut(id) {
             c.alignment = alignment;
         }
@@ -626,7 +612,7 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         TypeData::Typedef { ty } => Node::Typedef { name: n, ty: *ty },
         TypeData::Array(a) => Node::Array {
             elem: a.elem,
-            nelems: a.nelems,
+            dims: vec![a.nelems],
         },
         TypeData::Struct { size, members } | TypeData::Union { size, members } => {
             let is_union = matches!(t.data, TypeData::Union { .. });
@@ -634,6 +620,7 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
                 name: n,
                 is_union,
                 declaration: false,
+                top_level: true,
                 size: *size,
                 members: members
                     .iter()
@@ -666,6 +653,7 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
             name: n,
             is_union: t.kind_flag,
             declaration: true,
+            top_level: true,
             size: 0,
             members: Vec::new(),
             alignment: 0,
@@ -678,6 +666,7 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         TypeData::Enum { size, values } => Node::Enum {
             name: n,
             bits: if *size == 0 { 32 } else { size.wrapping_mul(8) },
+            signed: false,
             values: values
                 .iter()
                 .map(|v| (name(btf, v.name_off), v.val as u64))
@@ -686,6 +675,7 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         TypeData::Enum64 { size, values } => Node::Enum {
             name: n,
             bits: if *size == 0 { 32 } else { size.wrapping_mul(8) },
+            signed: false,
             values: values
                 .iter()
                 .map(|v| (name(btf, v.name_off), v.val))

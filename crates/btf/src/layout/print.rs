@@ -61,7 +61,13 @@ pub struct Printer<'m, 'a> {
     /// DWARF has alignment attributes: pahole then prints forced paddings.
     pub has_alignment_info: bool,
     cachelines: Vec<u32>,
+    /// Nesting of declarations being printed: only a reference cycle in
+    /// bad input nests deeper than [`MAX_NESTING`].
+    nesting: std::cell::Cell<u32>,
 }
+
+/// Deeper nesting than real types have; beyond it a cycle is assumed.
+const MAX_NESTING: u32 = 64;
 
 fn tabs(out: &mut String, n: i32) {
     for _ in 0..n.clamp(0, MAX_INDENT) {
@@ -114,6 +120,7 @@ impl<'m, 'a> Printer<'m, 'a> {
             cacheline_size: cacheline_size.max(1),
             has_alignment_info,
             cachelines: Vec::new(),
+            nesting: std::cell::Cell::new(0),
         }
     }
 
@@ -214,7 +221,13 @@ impl<'m, 'a> Printer<'m, 'a> {
 
     /// `enumeration__fprintf`.
     fn enumeration(&mut self, id: TypeId, conf: &Conf) {
-        let Some(Node::Enum { name, bits, values }) = self.model.get(id) else {
+        let Some(Node::Enum {
+            name,
+            bits,
+            signed,
+            values,
+        }) = self.model.get(id)
+        else {
             return;
         };
         let max_len = values
@@ -236,7 +249,11 @@ impl<'m, 'a> Printer<'m, 'a> {
             tabs(&mut self.out, conf.indent);
             self.out.push('\t');
             pad(&mut self.out, n.unwrap_or("(null)"), max_len as i32, true);
-            let _ = writeln!(self.out, " = {v},");
+            if *signed {
+                let _ = writeln!(self.out, " = {},", *v as i64);
+            } else {
+                let _ = writeln!(self.out, " = {v},");
+            }
         }
         tabs(&mut self.out, conf.indent);
         self.out.push('}');
@@ -327,6 +344,24 @@ impl<'m, 'a> Printer<'m, 'a> {
 
     /// `ftype__fprintf` into a string.
     fn ftype_text(
+        &self,
+        id: TypeId,
+        name: Option<&str>,
+        inlined: bool,
+        is_pointer: bool,
+        type_spacing: i32,
+        is_prototype: bool,
+    ) -> String {
+        if self.nesting.get() > MAX_NESTING {
+            return "<type cycle>".to_owned();
+        }
+        self.nesting.set(self.nesting.get() + 1);
+        let out = self.ftype_text_inner(id, name, inlined, is_pointer, type_spacing, is_prototype);
+        self.nesting.set(self.nesting.get() - 1);
+        out
+    }
+
+    fn ftype_text_inner(
         &self,
         id: TypeId,
         name: Option<&str>,
@@ -432,14 +467,15 @@ impl<'m, 'a> Printer<'m, 'a> {
 
     /// `array_type__fprintf`.
     fn array(&mut self, id: TypeId, name: Option<&str>, conf: &Conf) {
-        let Some(&Node::Array { elem, nelems }) = self.model.get(id) else {
+        let Some(Node::Array { elem, dims }) = self.model.get(id) else {
             return;
         };
+        let (elem, dims) = (*elem, dims.clone());
         let Some(mut t) = self.ty(elem) else {
             self.not_found("array_type__fprintf", 238, elem);
             return;
         };
-        if nelems == 0 {
+        if dims.first() == Some(&0) {
             if let Some(Node::Const(inner)) = self.model.get(t) {
                 if let Some(i) = self.ty(*inner) {
                     t = i;
@@ -448,16 +484,28 @@ impl<'m, 'a> Printer<'m, 'a> {
         }
         self.type_fprintf(Some(t), name, conf);
         let single_member = conf.last_member && conf.first_member;
-        if nelems != 0 || !conf.last_member || single_member || conf.union_member {
-            let _ = write!(self.out, "[{nelems}]");
-        } else {
-            self.out.push_str("[]");
+        for n in dims {
+            if n != 0 || !conf.last_member || single_member || conf.union_member {
+                let _ = write!(self.out, "[{n}]");
+            } else {
+                self.out.push_str("[]");
+            }
         }
     }
 
     /// `type__fprintf`: a member's declaration (without `;`), inline
     /// bodies for anonymous structs, unions and enums.
     fn type_fprintf(&mut self, ty: Option<TypeId>, name: Option<&str>, conf: &Conf) {
+        if self.nesting.get() > MAX_NESTING {
+            self.out.push_str("<type cycle>");
+            return;
+        }
+        self.nesting.set(self.nesting.get() + 1);
+        self.type_fprintf_inner(ty, name, conf);
+        self.nesting.set(self.nesting.get() - 1);
+    }
+
+    fn type_fprintf_inner(&mut self, ty: Option<TypeId>, name: Option<&str>, conf: &Conf) {
         let Some(mut t) = ty else {
             self.type_not_found(conf, name);
             return;

@@ -81,7 +81,7 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
             let mut out = String::new();
             let mut missing = None;
             if classes.is_empty() {
-                layout.print_all(filter, &mut out);
+                layout.print_all(filter, &mut btf::layout::Seen::default(), &mut out);
             } else {
                 for name in &classes {
                     match layout.find(name) {
@@ -95,12 +95,8 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
             }
             (out, missing)
         }
-        Format::Dwarf => {
-            anyhow::bail!(
-                "{}: the layout view from DWARF (-F dwarf) is not implemented; use -F btf",
-                args.file.display()
-            )
-        }
+        Format::Dwarf => dwarf2btf::layout::print(&args.file, &classes, filter, cacheline)
+            .map_err(|e| anyhow::anyhow!("cannot read DWARF: {e}"))?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes())?;
@@ -133,8 +129,11 @@ enum Format {
     Dwarf,
 }
 
-/// pahole tries DWARF first, then BTF. Only BTF is read here so far: an
-/// ELF's `.BTF` section stands in for its DWARF unless `-F dwarf` asks.
-fn default_format(_path: &std::path::Path) -> anyhow::Result<Format> {
-    Ok(Format::Btf)
+/// pahole tries DWARF first, then BTF.
+fn default_format(path: &std::path::Path) -> anyhow::Result<Format> {
+    Ok(if dwarf2btf::layout::has_dwarf(path)? {
+        Format::Dwarf
+    } else {
+        Format::Btf
+    })
 }
