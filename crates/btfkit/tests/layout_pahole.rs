@@ -222,3 +222,181 @@ fn layout_bad_input_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("corrupt.btf"), "{err}");
 }
+
+/// Debian's vmlinux DWARF (about 2,800 units): every struct and union as
+/// pahole -F dwarf prints them (first definition of each, in unit order),
+/// `--sizes`, and a `-C` sample of 200.
+#[test]
+fn layout_dwarf_matches_pahole_dwarf_debian_vmlinux() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let v = k.vmlinux.to_string_lossy().into_owned();
+    let Some(all) = pahole(&["-F", "dwarf", &v]) else {
+        return;
+    };
+    let ours = btfkit(&["layout", "-F", "dwarf", &v]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same("every struct of the vmlinux DWARF", &ours.stdout, &all);
+
+    let Some(theirs) = pahole(&["-F", "dwarf", "--sizes", &v]) else {
+        return;
+    };
+    // Without -F: DWARF, as pahole prefers for an ELF that has it.
+    let ours = btfkit(&["layout", "--sizes", &v]);
+    assert_same("--sizes of the vmlinux DWARF", &ours.stdout, &theirs);
+
+    let sample = dwarf_sample(&String::from_utf8_lossy(&all));
+    assert_eq!(sample.len(), 200);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = dir.path().join("sample");
+    std::fs::write(&list, sample.join("\n") + "\n").expect("write list");
+    let arg = format!("file://{}", list.display());
+    let Some(theirs) = pahole(&["-F", "dwarf", "-C", &arg, &v]) else {
+        return;
+    };
+    let ours = btfkit(&["layout", "-F", "dwarf", "-C", &arg, &v]);
+    assert!(ours.status.success());
+    assert!(
+        ours.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same(
+        "-C with 200 structs of the vmlinux DWARF",
+        &ours.stdout,
+        &theirs,
+    );
+}
+
+/// 200 struct and union names, chosen deterministically from pahole's own
+/// listing: up to 20 of each tricky kind (bitfields, packed, aligned,
+/// anonymous unions and structs, flexible arrays, function pointers,
+/// forced paddings, unions), then an even spread. They keep pahole's
+/// order, so that its unit-by-unit `-C` lookup finds every one.
+fn dwarf_sample(view: &str) -> Vec<String> {
+    let named: Vec<(String, &str)> = blocks(view)
+        .into_iter()
+        .filter_map(|b| {
+            let head = b.lines().next()?;
+            let rest = head
+                .strip_prefix("struct ")
+                .or_else(|| head.strip_prefix("union "))?;
+            let name = rest.strip_suffix(" {")?;
+            Some((name.to_owned(), b))
+        })
+        .collect();
+    let is_bitfield = |b: &str| {
+        b.lines().any(|l| {
+            l.split(';')
+                .next()
+                .and_then(|d| d.rsplit(':').next())
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+        })
+    };
+    let kinds: [&dyn Fn(&str) -> bool; 9] = [
+        &is_bitfield,
+        &|b| b.contains("__packed__"),
+        &|b| b.contains("__aligned__"),
+        &|b| b.contains("\tunion {"),
+        &|b| b.contains("[];"),
+        &|b| b.contains("\tstruct {"),
+        &|b| b.contains("(*"),
+        &|b| b.contains("Force padding"),
+        &|b| b.starts_with("union "),
+    ];
+    let mut chosen = std::collections::BTreeSet::new();
+    for kind in kinds {
+        let of_kind: Vec<usize> = (0..named.len()).filter(|&i| kind(named[i].1)).collect();
+        let step = (of_kind.len() / 20).max(1);
+        chosen.extend(of_kind.iter().step_by(step).take(20));
+    }
+    let step = (named.len() / 80).max(1);
+    let mut i = 0;
+    while chosen.len() < 200 && i < named.len() {
+        chosen.insert(i);
+        i += step;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for i in chosen {
+        if !names.contains(&named[i].0) {
+            names.push(named[i].0.clone());
+        }
+    }
+    names.truncate(200);
+    names
+}
+
+/// Small C fixtures for constructs the kernel has few of: DWARF 4 and 5
+/// bitfields (offsets counted from either end), packed and aligned
+/// structs, flexible and multi-dimensional arrays, negative enumerators,
+/// anonymous members, variadic function pointers; read from DWARF and
+/// from the BTF pahole -J encodes of the same object.
+#[test]
+fn layout_fixtures_match_pahole_dwarf_and_btf() {
+    if testkit::tool_or_skip("pahole", "dwarves").is_none() {
+        return;
+    }
+    let fx = testkit::Fixture::new();
+    fx.write("t.c", FIXTURE);
+    for v in ["4", "5"] {
+        let obj = fx.cc(
+            &format!("t{v}.o"),
+            &["t.c"],
+            &["-c", "-g", &format!("-gdwarf-{v}"), "-O0"],
+        );
+        let o = obj.to_string_lossy().into_owned();
+        for args in [
+            &["-F", "dwarf"][..],
+            &["-F", "dwarf", "-C", "nested,uses,un,neg,anon_t"],
+            &["-F", "dwarf", "--sizes"],
+        ] {
+            let mut a = args.to_vec();
+            a.push(&o);
+            let Some(theirs) = pahole(&a) else { return };
+            let mut ours_args = vec!["layout"];
+            ours_args.extend_from_slice(&a);
+            let ours = btfkit(&ours_args);
+            assert_same(&format!("DWARF {v} {args:?}"), &ours.stdout, &theirs);
+        }
+        // pahole -J adds .BTF to a copy; both read that BTF.
+        let with_btf = fx.path(&format!("t{v}-btf.o"));
+        std::fs::copy(&obj, &with_btf).expect("copy");
+        let wb = with_btf.to_string_lossy().into_owned();
+        pahole(&["-J", &wb]);
+        let Some(theirs) = pahole(&["-F", "btf", &wb]) else {
+            return;
+        };
+        let ours = btfkit(&["layout", "-F", "btf", &wb]);
+        assert_same(&format!("BTF of DWARF {v}"), &ours.stdout, &theirs);
+        assert!(theirs.len() > 2000, "fixture view too small");
+    }
+}
+
+const FIXTURE: &str = r#"
+struct bits { unsigned a:3, b:5; unsigned char c; unsigned long d:40, e:24; int f:7; short g; long long h:1; };
+struct __attribute__((packed)) packed { char a; int b; short c; long d; };
+struct aligned { char a; int b __attribute__((aligned(16))); char c; } __attribute__((aligned(64)));
+struct flex { int n; char data[]; };
+struct multi { int m[2][3]; const char *const names[4]; volatile unsigned long v; };
+enum neg { N_MINUS = -1, N_ZERO, N_BIG = 0x7fffffff };
+struct nested {
+	union { int i; float f; struct { short lo, hi; }; } u;
+	struct { enum { A = -2, B } kind; void (*cb)(int, ...); int (*ops[2])(const char *, struct nested *); };
+	enum neg e;
+	struct packed p;
+	struct bits bf;
+	char tail;
+};
+typedef struct { long x; char y; } anon_t;
+struct uses { anon_t a; anon_t *pa; struct { int z; } *pz; _Bool flag; double dbl; long double ld; __int128 big; };
+union un { struct packed p; struct aligned al; char c[3]; };
+struct inner_pad { long a; char b; };
+struct outer { struct inner_pad ip; char c; struct inner_pad ip2[2]; int last; };
+void use(struct bits *a, struct packed *b, struct aligned *c, struct flex *d, struct multi *e,
+	 struct nested *f, struct uses *g, union un *h, struct outer *o) {}
+"#;
