@@ -114,6 +114,38 @@ fn layout_every_struct_matches_pahole_btf_debian_vmlinux() {
     }
 }
 
+/// Split BTF of Debian's modules over its vmlinux (`--btf_base`): pahole
+/// lists the base's structs too, then the module's.
+#[test]
+fn layout_split_modules_match_pahole_btf_debian_modules() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let base = k.vmlinux.to_string_lossy().into_owned();
+    let mut kos = Vec::new();
+    let mut dirs = vec![k.image_modules.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "ko") {
+                kos.push(p);
+            }
+        }
+    }
+    kos.sort();
+    assert!(kos.len() > 100, "{} modules", kos.len());
+    for ko in kos.iter().step_by(kos.len() / 3).take(3) {
+        let ko = ko.to_string_lossy().into_owned();
+        let Some(theirs) = pahole(&["-F", "btf", "--btf_base", &base, &ko]) else {
+            return;
+        };
+        let ours = btfkit(&["layout", "--btf_base", &base, &ko]);
+        assert_same(&ko, &ours.stdout, &theirs);
+    }
+}
+
 /// `-C` with every name, forwards and backwards: pahole's guesses of
 /// `__packed__` depend on what it printed before, so the order matters.
 #[test]

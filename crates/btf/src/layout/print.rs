@@ -17,7 +17,6 @@ const MAX_INDENT: i32 = 16;
 /// `struct conf_fprintf`, the parts the layout view uses.
 #[derive(Clone)]
 pub struct Conf {
-    pub prefix: Option<String>,
     pub suffix: Option<String>,
     pub indent: i32,
     pub type_spacing: i32,
@@ -28,7 +27,6 @@ pub struct Conf {
     pub union_member: bool,
     pub first_member: bool,
     pub last_member: bool,
-    pub suppress_offset_comment: bool,
     /// Index of the shared "current cache line" counter (`cachelinep`).
     pub cacheline: Option<usize>,
 }
@@ -37,7 +35,6 @@ impl Conf {
     /// pahole's `conf` for a top-level `tag__fprintf` of type `id`.
     pub fn top(is_union: bool) -> Conf {
         Conf {
-            prefix: None,
             suffix: None,
             indent: 0,
             type_spacing: 26,
@@ -48,7 +45,6 @@ impl Conf {
             union_member: false,
             first_member: false,
             last_member: false,
-            suppress_offset_comment: false,
             cacheline: None,
         }
     }
@@ -180,7 +176,8 @@ impl<'m, 'a> Printer<'m, 'a> {
                     }
                     Some(Node::FuncProto { .. }) => {
                         self.out.push_str("typedef ");
-                        self.ftype(p, Some(name), false, true, 0, true, conf);
+                        let text = self.ftype_text(p, Some(name), false, true, 0, true);
+                        self.out.push_str(&text);
                         return;
                     }
                     _ => {}
@@ -188,7 +185,8 @@ impl<'m, 'a> Printer<'m, 'a> {
             }
             Some(Node::FuncProto { .. }) => {
                 self.out.push_str("typedef ");
-                self.ftype(t, Some(name), false, false, 0, true, conf);
+                let text = self.ftype_text(t, Some(name), false, false, 0, true);
+                self.out.push_str(&text);
                 return;
             }
             Some(Node::Class(c)) if !c.is_union => {
@@ -450,21 +448,6 @@ impl<'m, 'a> Printer<'m, 'a> {
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn ftype(
-        &mut self,
-        id: TypeId,
-        name: Option<&str>,
-        inlined: bool,
-        is_pointer: bool,
-        type_spacing: i32,
-        is_prototype: bool,
-        _conf: &Conf,
-    ) {
-        let s = self.ftype_text(id, name, inlined, is_pointer, type_spacing, is_prototype);
-        self.out.push_str(&s);
-    }
-
     /// `array_type__fprintf`.
     fn array(&mut self, id: TypeId, name: Option<&str>, conf: &Conf) {
         let Some(Node::Array { elem, dims }) = self.model.get(id) else {
@@ -513,7 +496,6 @@ impl<'m, 'a> Printer<'m, 'a> {
         let mut tconf = conf.clone();
         let mut name: Option<String> = name.map(str::to_owned);
         if self.model.is_struct(t) || self.model.is_union(t) || self.model.is_enum(t) {
-            tconf.prefix = None;
             tconf.suffix = name.clone();
             tconf.emit_stats = false;
         }
@@ -553,8 +535,7 @@ impl<'m, 'a> Printer<'m, 'a> {
                         name = Some(n);
                         t = p;
                         tconf.type_spacing -= 8;
-                        tconf.prefix = None;
-                        tconf.suffix = name.clone();
+                                    tconf.suffix = name.clone();
                         tconf.emit_stats = false;
                         continue;
                     }
@@ -710,9 +691,6 @@ impl<'m, 'a> Printer<'m, 'a> {
             m.bitfield_offset as u32
         };
         if aggregate && self.model.type_name(ty).is_none() {
-            if sconf.suppress_offset_comment {
-                return;
-            }
             let mut slen = alignment_printed + m.name.map_or(-1, |n| n.len() as i32);
             if self.model.is_struct(ty) && self.model.class(ty).is_some_and(|c| c.is_packed) {
                 slen += "__attribute__((__packed__))".len() as i32 + 1;
@@ -727,9 +705,6 @@ impl<'m, 'a> Printer<'m, 'a> {
         } else {
             let printed = (self.out.len() - start) as i32;
             let spacing = sconf.type_spacing + sconf.name_spacing - printed;
-            if sconf.suppress_offset_comment {
-                return;
-            }
             pad(&mut self.out, " ", spacing.max(0), false);
             self.offset_comment(offset, &m, bitfield_offset, size);
         }
@@ -748,9 +723,6 @@ impl<'m, 'a> Printer<'m, 'a> {
     /// `union__fprintf`.
     fn union(&mut self, id: TypeId, conf: &Conf) {
         let indent = conf.indent.min(MAX_INDENT);
-        if let Some(p) = &conf.prefix {
-            let _ = write!(self.out, "{p} ");
-        }
         let name = self.model.type_name(id);
         let _ = writeln!(
             self.out,
@@ -805,9 +777,6 @@ impl<'m, 'a> Printer<'m, 'a> {
     fn class(&mut self, id: TypeId, conf: &Conf) {
         let mut cconf = conf.clone();
         let name = self.model.type_name(id);
-        if let Some(p) = &cconf.prefix {
-            let _ = write!(self.out, "{p} ");
-        }
         let _ = write!(
             self.out,
             "struct{}{}",

@@ -66,6 +66,8 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
         Some("btf") => Format::Btf,
         Some("dwarf") => Format::Dwarf,
         Some(other) => anyhow::bail!("unknown format '{other}' (btf or dwarf)"),
+        // pahole reads BTF whenever a base BTF is given.
+        None if args.base.is_some() => Format::Btf,
         None => default_format(&args.file)?,
     };
     let cacheline = btf::layout::host_cacheline_size();
