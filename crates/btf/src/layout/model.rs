@@ -513,17 +513,24 @@ impl<'a> Model<'a> {
         packed
     }
 
-    /// `type__check_structs_at_unnatural_alignments`.
+    /// `type__check_structs_at_unnatural_alignments`: member structs at
+    /// an offset their alignment forbids must be packed.
     fn mark_unnaturally_placed_structs(&mut self, id: TypeId) {
+        self.mark_misaligned_member_structs(id, |m, _| m.byte_offset);
+    }
+
+    /// Marks packed each member struct type whose natural alignment does
+    /// not divide `at(member, size of id)`.
+    fn mark_misaligned_member_structs(&mut self, id: TypeId, at: impl Fn(&Member, u32) -> u32) {
         let Some(c) = self.class(id) else { return };
-        let members: Vec<(TypeId, u32)> = c.members.iter().map(|m| (m.ty, m.byte_offset)).collect();
-        for (ty, off) in members {
+        let members: Vec<(TypeId, u32)> = c.members.iter().map(|m| (m.ty, at(m, c.size))).collect();
+        for (ty, at) in members {
             let Some(t) = self.strip(ty) else { continue };
             if !self.is_struct(t) {
                 continue;
             }
             let natural = self.natural_alignment(Some(t));
-            if off % natural != 0 {
+            if at % natural != 0 {
                 self.mark_packed(t);
             }
         }
@@ -539,22 +546,10 @@ impl<'a> Model<'a> {
     /// `union__infer_packed_attributes`: a struct in a union whose
     /// alignment does not divide the union's size must be packed.
     pub fn infer_union_packed(&mut self, id: TypeId) {
-        let Some(c) = self.class(id) else { return };
-        if c.packed_inferred {
+        if self.class(id).is_none_or(|c| c.packed_inferred) {
             return;
         }
-        let size = c.size;
-        let tys: Vec<TypeId> = c.members.iter().map(|m| m.ty).collect();
-        for ty in tys {
-            let Some(t) = self.strip(ty) else { continue };
-            if !self.is_struct(t) {
-                continue;
-            }
-            let natural = self.natural_alignment(Some(t));
-            if size % natural != 0 {
-                self.mark_packed(t);
-            }
-        }
+        self.mark_misaligned_member_structs(id, |_, size| size);
         if let Some(c) = self.class_mut(id) {
             c.packed_inferred = true;
         }

@@ -535,7 +535,7 @@ impl<'m, 'a> Printer<'m, 'a> {
                         name = Some(n);
                         t = p;
                         tconf.type_spacing -= 8;
-                                    tconf.suffix = name.clone();
+                        tconf.suffix = name.clone();
                         tconf.emit_stats = false;
                         continue;
                     }
@@ -765,6 +765,16 @@ impl<'m, 'a> Printer<'m, 'a> {
         }
     }
 
+    /// `/* XXX N bytes hole, try to pack */`, indented, without a newline.
+    fn hole_comment(&mut self, indent: i32, n: u32, unit: &str) {
+        tabs(&mut self.out, indent);
+        let _ = write!(
+            self.out,
+            "/* XXX {n} {unit}{} hole, try to pack */",
+            plural(n)
+        );
+    }
+
     fn newline_once(&mut self, newline: &mut u32) {
         if *newline == 0 {
             self.out.push('\n');
@@ -808,26 +818,18 @@ impl<'m, 'a> Printer<'m, 'a> {
         let Some((holes, n)) = self.model.class(id).map(|c| (c.holes, c.members.len())) else {
             return;
         };
+        // Holes before the first member: pahole ends these lines, and
+        // starts the ones after a member.
         if holes.pre_bit_hole > 0 {
             self.newline_once(&mut newline);
-            tabs(&mut self.out, cconf.indent);
-            let _ = writeln!(
-                self.out,
-                "/* XXX {} bit{} hole, try to pack */",
-                holes.pre_bit_hole,
-                plural(holes.pre_bit_hole as u32)
-            );
+            self.hole_comment(cconf.indent, holes.pre_bit_hole as u32, "bit");
+            self.out.push('\n');
             sum_bit_holes += holes.pre_bit_hole as u32;
         }
         if holes.pre_hole > 0 {
             self.newline_once(&mut newline);
-            tabs(&mut self.out, cconf.indent);
-            let _ = writeln!(
-                self.out,
-                "/* XXX {} byte{} hole, try to pack */",
-                holes.pre_hole,
-                plural(holes.pre_hole as u32)
-            );
+            self.hole_comment(cconf.indent, holes.pre_hole as u32, "byte");
+            self.out.push('\n');
             sum_holes += holes.pre_hole as u32;
         }
 
@@ -927,23 +929,13 @@ impl<'m, 'a> Printer<'m, 'a> {
             if bit_hole != 0 {
                 self.newline_once(&mut newline);
                 self.out.push('\n');
-                tabs(&mut self.out, cconf.indent);
-                let _ = write!(
-                    self.out,
-                    "/* XXX {bit_hole} bit{} hole, try to pack */",
-                    plural(bit_hole as u32)
-                );
+                self.hole_comment(cconf.indent, bit_hole as u32, "bit");
                 sum_bit_holes += bit_hole as u32;
             }
             if hole > 0 {
                 self.newline_once(&mut newline);
                 self.out.push('\n');
-                tabs(&mut self.out, cconf.indent);
-                let _ = write!(
-                    self.out,
-                    "/* XXX {hole} byte{} hole, try to pack */",
-                    plural(hole as u32)
-                );
+                self.hole_comment(cconf.indent, hole as u32, "byte");
                 sum_holes += hole as u32;
             }
             self.out.push('\n');
