@@ -15,7 +15,7 @@
 //! the first one the unit lacks, which waits for a later unit. A name no
 //! unit has stops the run there.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
 use btf::layout::model::{Class, Holes, Member, Model, Node};
@@ -291,12 +291,12 @@ fn read_unit<'d>(
     while let Some(o) = stack.pop() {
         done.push((o.offset, o.raw));
     }
-    let ids: HashMap<UnitOffset, TypeId> = done
+    let ids: FxHashMap<UnitOffset, TypeId> = done
         .iter()
         .enumerate()
         .map(|(i, (off, _))| (*off, i as TypeId + 1))
         .collect();
-    let signed_bases: HashMap<UnitOffset, bool> = done
+    let signed_bases: FxHashMap<UnitOffset, bool> = done
         .iter()
         .filter_map(|(off, r)| match r {
             Raw::Base { signed, .. } => Some((*off, *signed)),
@@ -314,14 +314,14 @@ fn read_unit<'d>(
     };
     // DWARF 4 bitfields (DW_AT_bit_offset, no DW_AT_data_bit_offset):
     // their offsets are fixed up differently once sizes are known.
-    let mut dwarf4: HashMap<(TypeId, usize), ()> = HashMap::new();
+    let mut dwarf4: FxHashSet<(TypeId, usize)> = FxHashSet::default();
     let mut nodes: Vec<Option<Node<'d>>> = Vec::with_capacity(done.len() + 1);
     nodes.push(None);
     for (i, (_, raw)) in done.into_iter().enumerate() {
         if let Raw::Class { members, .. } = &raw {
             for (j, m) in members.iter().enumerate() {
                 if m.bit_size != 0 && m.data_bit_offset.is_none() {
-                    dwarf4.insert((i as TypeId + 1, j), ());
+                    dwarf4.insert((i as TypeId + 1, j));
                 }
             }
         }
@@ -510,7 +510,7 @@ fn new_raw(tag: DwTag, a: Attrs<'_>, top_level: bool) -> Option<Raw<'_>> {
 
 /// pahole's `class_member__cache_byte_size`: member sizes from their
 /// types, and bitfield offsets moved into their storage unit.
-fn cache_member_sizes(model: &mut Model<'_>, dwarf4: &HashMap<(TypeId, usize), ()>) {
+fn cache_member_sizes(model: &mut Model<'_>, dwarf4: &FxHashSet<(TypeId, usize)>) {
     for id in 1..model.nodes.len() as TypeId {
         let n = match model.class(id) {
             Some(c) => c.members.len(),
@@ -542,7 +542,7 @@ fn cache_member_sizes(model: &mut Model<'_>, dwarf4: &HashMap<(TypeId, usize), (
                 }
                 m.bit_size = (m.byte_size as u32).wrapping_mul(8);
                 if m.byte_size != 0 {
-                    fix_bitfield(&mut m, dwarf4.contains_key(&(id, i)));
+                    fix_bitfield(&mut m, dwarf4.contains(&(id, i)));
                 } else {
                     m.bitfield_offset = 0;
                 }

@@ -11,7 +11,7 @@
 pub mod model;
 pub mod print;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::{Btf, TypeId};
 use model::{Model, Node};
@@ -44,7 +44,7 @@ pub struct Filter {
 /// (name, size, and each member's name, bit offset and bit size): pahole
 /// prints each identity once, across units too.
 #[derive(Default)]
-pub struct Seen<'a>(HashSet<Identity<'a>>);
+pub struct Seen<'a>(FxHashSet<Identity<'a>>);
 
 type Identity<'a> = (&'a str, u32, Vec<(Option<&'a str>, u32, u8)>);
 
@@ -56,7 +56,7 @@ pub struct Layout<'a> {
     cacheline_size: u32,
     has_alignment_info: bool,
     /// First type of each name that `-C` can find.
-    by_name: HashMap<&'a str, TypeId>,
+    by_name: FxHashMap<&'a str, TypeId>,
 }
 
 impl<'a> Layout<'a> {
@@ -68,7 +68,7 @@ impl<'a> Layout<'a> {
     /// The view of types a loader built. `has_alignment_info`: the source
     /// records alignments (DWARF), so pahole spells forced paddings out.
     pub fn new(model: Model<'a>, cacheline_size: u32, has_alignment_info: bool) -> Layout<'a> {
-        let mut by_name = HashMap::new();
+        let mut by_name = FxHashMap::default();
         for id in 1..model.nodes.len() as TypeId {
             let name = match model.get(id) {
                 Some(Node::Class(c)) if !c.declaration => c.name,

@@ -95,6 +95,10 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+            // The process ends soon: handing the model's allocations back
+            // one by one would only add to the run time.
+            std::mem::forget(layout);
+            std::mem::forget(btf);
             (out, missing)
         }
         Format::Dwarf => dwarf2btf::layout::print(&args.file, &classes, filter, cacheline)
