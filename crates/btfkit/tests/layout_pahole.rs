@@ -253,6 +253,41 @@ fn layout_bad_input_is_a_clear_error() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("corrupt.btf"), "{err}");
+
+    // Truncated real BTF, an object without DWARF or .BTF, a truncated
+    // ELF: each an error naming the file, exit 1, nothing on stdout.
+    let fx = testkit::Fixture::new();
+    fx.write("t.c", FIXTURE);
+    let plain = fx.cc("plain.o", &["t.c"], &["-c", "-O0"]);
+    let dwarf = fx.cc("dwarf.o", &["t.c"], &["-c", "-g", "-O0"]);
+    let elf = std::fs::read(&dwarf).expect("read object");
+    let cut_elf = dir.path().join("cut.o");
+    std::fs::write(&cut_elf, &elf[..elf.len().min(3000)]).expect("write");
+    let mut cases = vec![
+        (vec!["-F", "dwarf"], plain.clone(), "DWARF"),
+        (vec![], plain, ".BTF"),
+        (vec![], cut_elf.clone(), "ELF"),
+        (vec!["-F", "dwarf"], cut_elf, "ELF"),
+    ];
+    if let Some(p) = sysfs_vmlinux() {
+        let btf = std::fs::read(p).expect("read vmlinux BTF");
+        let half = dir.path().join("half.btf");
+        std::fs::write(&half, &btf[..btf.len() / 2]).expect("write");
+        cases.push((vec![], half, "outside"));
+    }
+    for (flags, file, what) in cases {
+        let f = file.to_string_lossy().into_owned();
+        let mut args = vec!["layout"];
+        args.extend(flags.iter().copied());
+        args.push(&f);
+        let out = btfkit(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&*f) && err.contains(what), "{args:?}: {err}");
+    }
+    let out = btfkit(&["layout", "-F", "bogus", &bad.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 /// Debian's vmlinux DWARF (about 2,800 units): every struct and union as

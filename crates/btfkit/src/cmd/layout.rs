@@ -65,7 +65,10 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
     let format = match args.format.as_deref() {
         Some("btf") => Format::Btf,
         Some("dwarf") => Format::Dwarf,
-        Some(other) => anyhow::bail!("unknown format '{other}' (btf or dwarf)"),
+        Some(other) => {
+            eprintln!("btfkit: unknown format '{other}' (btf or dwarf)");
+            return Ok(ExitCode::from(2));
+        }
         // pahole reads BTF whenever a base BTF is given.
         None if args.base.is_some() => Format::Btf,
         None => default_format(&args.file)?,
