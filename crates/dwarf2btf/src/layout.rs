@@ -18,7 +18,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
-use btf::layout::model::{Class, Holes, Member, Model, Node};
+use btf::layout::model::{Class, Member, Model, Node};
 use btf::layout::{Filter, Layout, Seen};
 use btf::TypeId;
 use gimli::{AttributeValue, DwTag, UnitOffset};
@@ -373,14 +373,8 @@ fn read_unit<'d>(
                 size,
                 alignment,
                 members,
-            } => Node::Class(Class {
-                name,
-                is_union,
-                declaration,
-                top_level,
-                size,
-                alignment,
-                members: members
+            } => {
+                let members = members
                     .iter()
                     .map(|m| Member {
                         name: m.name,
@@ -396,13 +390,17 @@ fn read_unit<'d>(
                         hole: 0,
                         bit_hole: 0,
                     })
-                    .collect(),
-                holes: Holes::default(),
-                holes_searched: false,
-                is_packed: false,
-                packed_inferred: false,
-                natural_alignment: 0,
-            }),
+                    .collect();
+                Node::Class(Class::new(
+                    name,
+                    is_union,
+                    declaration,
+                    top_level,
+                    size,
+                    alignment,
+                    members,
+                ))
+            }
         }));
     }
     let mut model = Model::from_nodes(nodes, 8);

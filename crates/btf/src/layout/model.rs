@@ -81,6 +81,34 @@ pub struct Class<'a> {
     pub natural_alignment: u32,
 }
 
+impl<'a> Class<'a> {
+    /// A struct or union as a loader reads it, before any inference.
+    pub fn new(
+        name: Option<&'a str>,
+        is_union: bool,
+        declaration: bool,
+        top_level: bool,
+        size: u32,
+        alignment: u32,
+        members: Vec<Member<'a>>,
+    ) -> Class<'a> {
+        Class {
+            name,
+            is_union,
+            declaration,
+            top_level,
+            size,
+            members,
+            alignment,
+            holes: Holes::default(),
+            holes_searched: false,
+            is_packed: false,
+            packed_inferred: false,
+            natural_alignment: 0,
+        }
+    }
+}
+
 /// pahole's `struct class` hole bookkeeping, with its field widths: the
 /// counters wrap as pahole's do.
 #[derive(Clone, Copy, Debug, Default)]
@@ -611,53 +639,28 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         },
         TypeData::Struct { size, members } | TypeData::Union { size, members } => {
             let is_union = matches!(t.data, TypeData::Union { .. });
-            Node::Class(Class {
-                name: n,
-                is_union,
-                declaration: false,
-                top_level: true,
-                size: *size,
-                members: members
-                    .iter()
-                    .map(|m| {
-                        let bit_offset = m.bit_offset(t.kind_flag);
-                        Member {
-                            name: name(btf, m.name_off),
-                            ty: m.ty,
-                            bit_offset,
-                            bit_size: 0,
-                            byte_offset: bit_offset / 8,
-                            byte_size: 0,
-                            bitfield_offset: 0,
-                            bitfield_size: m.bitfield_size(t.kind_flag) as u8,
-                            alignment: 0,
-                            hole: 0,
-                            bit_hole: 0,
-                        }
-                    })
-                    .collect(),
-                alignment: 0,
-                holes: Holes::default(),
-                holes_searched: false,
-                is_packed: false,
-                packed_inferred: false,
-                natural_alignment: 0,
-            })
+            let members = members
+                .iter()
+                .map(|m| {
+                    let bit_offset = m.bit_offset(t.kind_flag);
+                    Member {
+                        name: name(btf, m.name_off),
+                        ty: m.ty,
+                        bit_offset,
+                        bit_size: 0,
+                        byte_offset: bit_offset / 8,
+                        byte_size: 0,
+                        bitfield_offset: 0,
+                        bitfield_size: m.bitfield_size(t.kind_flag) as u8,
+                        alignment: 0,
+                        hole: 0,
+                        bit_hole: 0,
+                    }
+                })
+                .collect();
+            Node::Class(Class::new(n, is_union, false, true, *size, 0, members))
         }
-        TypeData::Fwd => Node::Class(Class {
-            name: n,
-            is_union: t.kind_flag,
-            declaration: true,
-            top_level: true,
-            size: 0,
-            members: Vec::new(),
-            alignment: 0,
-            holes: Holes::default(),
-            holes_searched: false,
-            is_packed: false,
-            packed_inferred: false,
-            natural_alignment: 0,
-        }),
+        TypeData::Fwd => Node::Class(Class::new(n, t.kind_flag, true, true, 0, 0, Vec::new())),
         TypeData::Enum { size, values } => Node::Enum {
             name: n,
             bits: if *size == 0 { 32 } else { size.wrapping_mul(8) },

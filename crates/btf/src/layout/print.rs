@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::model::{Model, Node};
+use super::model::{Class, Model, Node};
 use crate::TypeId;
 
 /// pahole's `tabs[]`: at most 16 tabs of indentation.
@@ -189,26 +189,27 @@ impl<'m, 'a> Printer<'m, 'a> {
                 self.out.push_str(&text);
                 return;
             }
-            Some(Node::Class(c)) if !c.is_union => {
-                if let Some(cn) = c.name {
-                    let _ = write!(self.out, "typedef struct {cn} {name}");
+            Some(Node::Class(Class {
+                is_union: false,
+                name: tag_name,
+                ..
+            }))
+            | Some(Node::Enum { name: tag_name, .. }) => {
+                let is_enum = self.model.is_enum(t);
+                let kw = if is_enum { "enum" } else { "struct" };
+                if let Some(tn) = tag_name {
+                    let _ = write!(self.out, "typedef {kw} {tn} {name}");
                     return;
                 }
+                // An anonymous body, printed in full with the typedef's name.
                 let mut tconf = conf.clone();
                 tconf.suffix = Some(name.to_owned());
                 self.out.push_str("typedef ");
-                self.class(t, &tconf);
-                return;
-            }
-            Some(Node::Enum { name: en, .. }) => {
-                if let Some(en) = en {
-                    let _ = write!(self.out, "typedef enum {en} {name}");
-                    return;
+                if is_enum {
+                    self.enumeration(t, &tconf);
+                } else {
+                    self.class(t, &tconf);
                 }
-                let mut tconf = conf.clone();
-                tconf.suffix = Some(name.to_owned());
-                self.out.push_str("typedef ");
-                self.enumeration(t, &tconf);
                 return;
             }
             _ => {}
