@@ -177,6 +177,71 @@ impl<'a> Layout<'a> {
 #[cfg(test)]
 mod tests {
     use super::model::infer_alignment;
+    use super::{Filter, Layout, Seen};
+    use crate::{Btf, Member, Param, Type, TypeData};
+
+    /// Reference cycles only bad input has (an anonymous struct holding
+    /// itself, a prototype taking a pointer to itself) print a placeholder
+    /// and end.
+    #[test]
+    fn cycles_end() {
+        let mut b = Btf::new();
+        let name = b.add_str("outer");
+        let m = b.add_str("m");
+        // [1] anonymous struct { [1] m; }, [2] struct outer { [1] m; [4] f; }
+        let anon = b.add_type(Type::new(
+            0,
+            TypeData::Struct {
+                size: 8,
+                members: vec![],
+            },
+        ));
+        let self_member = Member {
+            name_off: m,
+            ty: anon,
+            offset: 0,
+        };
+        if let Some(t) = b.type_by_id_mut(anon) {
+            t.data = TypeData::Struct {
+                size: 8,
+                members: vec![self_member],
+            };
+        }
+        let proto = b.add_type(Type::new(
+            0,
+            TypeData::FuncProto {
+                ret: 0,
+                params: vec![],
+            },
+        ));
+        let ptr = b.add_type(Type::new(0, TypeData::Ptr { ty: proto }));
+        if let Some(t) = b.type_by_id_mut(proto) {
+            t.data = TypeData::FuncProto {
+                ret: ptr,
+                params: vec![Param {
+                    name_off: 0,
+                    ty: ptr,
+                }],
+            };
+        }
+        let f = Member {
+            name_off: m,
+            ty: ptr,
+            offset: 64,
+        };
+        b.add_type(Type::new(
+            name,
+            TypeData::Struct {
+                size: 16,
+                members: vec![self_member, f],
+            },
+        ));
+        let mut layout = Layout::from_btf(&b, 64);
+        let mut out = String::new();
+        layout.print_all(Filter::default(), &mut Seen::default(), &mut out);
+        assert!(out.starts_with("struct outer {"), "{out}");
+        assert!(out.contains("<type cycle>"), "{out}");
+    }
 
     /// Cases worked by hand from pahole's `class__infer_alignment`.
     #[test]

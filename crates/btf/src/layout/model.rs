@@ -661,24 +661,16 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
             Node::Class(Class::new(n, is_union, false, true, *size, 0, members))
         }
         TypeData::Fwd => Node::Class(Class::new(n, t.kind_flag, true, true, 0, 0, Vec::new())),
-        TypeData::Enum { size, values } => Node::Enum {
-            name: n,
-            bits: if *size == 0 { 32 } else { size.wrapping_mul(8) },
-            signed: false,
-            values: values
-                .iter()
-                .map(|v| (name(btf, v.name_off), v.val as u64))
-                .collect(),
-        },
-        TypeData::Enum64 { size, values } => Node::Enum {
-            name: n,
-            bits: if *size == 0 { 32 } else { size.wrapping_mul(8) },
-            signed: false,
-            values: values
-                .iter()
-                .map(|v| (name(btf, v.name_off), v.val))
-                .collect(),
-        },
+        TypeData::Enum { size, values } => enumeration(
+            n,
+            *size,
+            values.iter().map(|v| (name(btf, v.name_off), v.val as u64)),
+        ),
+        TypeData::Enum64 { size, values } => enumeration(
+            n,
+            *size,
+            values.iter().map(|v| (name(btf, v.name_off), v.val)),
+        ),
         TypeData::FuncProto { ret, params } => Node::FuncProto {
             ret: *ret,
             unspec: params.iter().any(|p| p.ty == 0),
@@ -695,4 +687,19 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
             return None
         }
     })
+}
+
+/// An ENUM or ENUM64 as pahole's BTF loader reads it: size in bits (4
+/// bytes when BTF says 0), values unsigned.
+fn enumeration<'a>(
+    name: Option<&'a str>,
+    size: u32,
+    values: impl Iterator<Item = (Option<&'a str>, u64)>,
+) -> Node<'a> {
+    Node::Enum {
+        name,
+        bits: if size == 0 { 32 } else { size.wrapping_mul(8) },
+        signed: false,
+        values: values.collect(),
+    }
 }

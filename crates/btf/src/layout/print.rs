@@ -6,7 +6,9 @@
 //! corners (negative widths left-justify, names cut at pahole's buffer
 //! sizes), because the output is compared with pahole's byte for byte.
 
+use std::cell::Cell;
 use std::fmt::Write;
+use std::rc::Rc;
 
 use super::model::{Class, Model, Node};
 use crate::TypeId;
@@ -59,8 +61,26 @@ pub struct Printer<'m, 'a> {
     cachelines: Vec<u32>,
     /// Nesting of declarations being printed: only a reference cycle in
     /// bad input nests deeper than [`MAX_NESTING`].
-    nesting: std::cell::Cell<u32>,
+    nesting: Rc<Cell<u32>>,
 }
+
+/// One level of nesting, given back when dropped.
+struct Nest(Rc<Cell<u32>>);
+
+impl Drop for Nest {
+    fn drop(&mut self) {
+        let v = self.0.get();
+        let depth = (v & !CYCLE).saturating_sub(1);
+        // Back at the top, the next declaration starts afresh.
+        let cycle = if depth == 0 { 0 } else { v & CYCLE };
+        self.0.set(depth | cycle);
+    }
+}
+
+/// Set in the nesting count once a cycle is seen, until it unwinds: a
+/// prototype refers to others through its return and every parameter, so
+/// without it a cycle would be walked once per path, exponentially.
+const CYCLE: u32 = 1 << 31;
 
 /// Deeper nesting than real types have; beyond it a cycle is assumed.
 const MAX_NESTING: u32 = 64;
@@ -116,12 +136,27 @@ impl<'m, 'a> Printer<'m, 'a> {
             cacheline_size: cacheline_size.max(1),
             has_alignment_info,
             cachelines: Vec::new(),
-            nesting: std::cell::Cell::new(0),
+            nesting: Rc::new(Cell::new(0)),
         }
     }
 
     fn ty(&self, id: TypeId) -> Option<TypeId> {
         self.model.get(id).map(|_| id)
+    }
+
+    /// Enters one more level of nested declarations; `None` past
+    /// [`MAX_NESTING`] (a reference cycle).
+    fn enter(&self) -> Option<Nest> {
+        let n = self.nesting.get();
+        if n & CYCLE != 0 {
+            return None;
+        }
+        if n > MAX_NESTING {
+            self.nesting.set(n | CYCLE);
+            return None;
+        }
+        self.nesting.set(n + 1);
+        Some(Nest(self.nesting.clone()))
     }
 
     fn not_found(&mut self, func: &str, line: u32, id: TypeId) {
@@ -351,24 +386,9 @@ impl<'m, 'a> Printer<'m, 'a> {
         type_spacing: i32,
         is_prototype: bool,
     ) -> String {
-        if self.nesting.get() > MAX_NESTING {
+        let Some(_nest) = self.enter() else {
             return "<type cycle>".to_owned();
-        }
-        self.nesting.set(self.nesting.get() + 1);
-        let out = self.ftype_text_inner(id, name, inlined, is_pointer, type_spacing, is_prototype);
-        self.nesting.set(self.nesting.get() - 1);
-        out
-    }
-
-    fn ftype_text_inner(
-        &self,
-        id: TypeId,
-        name: Option<&str>,
-        inlined: bool,
-        is_pointer: bool,
-        type_spacing: i32,
-        is_prototype: bool,
-    ) -> String {
+        };
         let mut out = String::new();
         let Some(Node::FuncProto {
             ret,
@@ -480,16 +500,10 @@ impl<'m, 'a> Printer<'m, 'a> {
     /// `type__fprintf`: a member's declaration (without `;`), inline
     /// bodies for anonymous structs, unions and enums.
     fn type_fprintf(&mut self, ty: Option<TypeId>, name: Option<&str>, conf: &Conf) {
-        if self.nesting.get() > MAX_NESTING {
+        let Some(_nest) = self.enter() else {
             self.out.push_str("<type cycle>");
             return;
-        }
-        self.nesting.set(self.nesting.get() + 1);
-        self.type_fprintf_inner(ty, name, conf);
-        self.nesting.set(self.nesting.get() - 1);
-    }
-
-    fn type_fprintf_inner(&mut self, ty: Option<TypeId>, name: Option<&str>, conf: &Conf) {
+        };
         let Some(mut t) = ty else {
             self.type_not_found(conf, name);
             return;
