@@ -66,6 +66,10 @@ for target in $(cargo fuzz list); do
   max_len=8192
   case "$target" in
     read | dump | attach) dirs+=("$seeds") ;;
+    layout)
+      dirs+=("$seeds" "$dwarf_seeds")
+      max_len=65536
+      ;;
     encode)
       dirs+=("$dwarf_seeds")
       max_len=65536

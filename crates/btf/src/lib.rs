@@ -16,6 +16,7 @@ pub mod dump;
 pub mod error;
 pub mod format;
 pub mod kernel;
+pub mod layout;
 mod load;
 mod read;
 mod strings;

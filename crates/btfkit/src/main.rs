@@ -44,6 +44,8 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
     /// pahole's command line (also when run as `pahole`): -J in kernel builds, layouts
     Pahole(cmd::pahole::PaholeArgs),
+    /// Struct and union layouts with holes and cache lines, as pahole prints them
+    Layout(cmd::layout::LayoutCli),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Some(Command::Perf(a)) => cmd::perf::run(a),
         Some(Command::Watch(a)) => cmd::watch::run(a),
         Some(Command::Pahole(a)) => cmd::pahole::run(a),
+        Some(Command::Layout(a)) => cmd::layout::run_cli(a),
     };
     finish(result, "btfkit")
 }
