@@ -3,8 +3,9 @@
 # `pahole -J $PAHOLE_FLAGS .tmp_vmlinux.btf`, run by Debian's pahole 1.24 and by
 # btfkit as pahole, each on a fresh copy of the same pre-BTF ELF, with the flags
 # 6.1's scripts/pahole-flags.sh gives each version. Rounds alternate the two
-# (a shared machine drifts); prints per-round wall time and peak RSS
-# (/usr/bin/time), the medians, and the .BTF sizes.
+# (a shared machine drifts); prints per-round wall time, CPU time (user + sys,
+# less sensitive to other load on the machine) and peak RSS (/usr/bin/time),
+# the medians, and the .BTF sizes.
 #
 #   bench/kbuild-btf.sh [ROUNDS] [TREE]
 #
@@ -39,16 +40,18 @@ for r in $(seq "$rounds"); do
   for who in pahole btfkit; do
     cp "$work/in.elf" "$work/$who.elf"
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%e %M" -o "$work/t" env LLVM_OBJCOPY=objcopy "${cmd[$who]}" -J \
+    /usr/bin/time -f "%e %M %U %S" -o "$work/t" env LLVM_OBJCOPY=objcopy "${cmd[$who]}" -J \
       $(flags "$(ver "${cmd[$who]}")") "$work/$who.elf"
-    read -r wall rss <"$work/t"
-    echo "round $r $who wall ${wall}s peak_rss $((rss / 1024))MiB"
-    echo "$wall $rss" >>"$work/$who.times"
+    read -r wall rss user sys <"$work/t"
+    cpu=$(echo "$user + $sys" | bc)
+    echo "round $r $who wall ${wall}s cpu ${cpu}s peak_rss $((rss / 1024))MiB"
+    echo "$wall $rss $cpu" >>"$work/$who.times"
   done
 done
 for who in pahole btfkit; do
   med_wall=$(sort -n "$work/$who.times" | awk '{w[NR]=$1} END {print w[int((NR+1)/2)]}')
   med_rss=$(sort -k2 -n "$work/$who.times" | awk '{m[NR]=$2} END {print int(m[int((NR+1)/2)]/1024)}')
-  size=$(readelf -SW "$work/$who.elf" | awk '$2 == ".BTF" {print strtonum("0x" $6)}')
-  echo "median $who: wall ${med_wall}s peak_rss ${med_rss}MiB .BTF ${size} bytes"
+  med_cpu=$(sort -k3 -n "$work/$who.times" | awk '{c[NR]=$3} END {print c[int((NR+1)/2)]}')
+  size=$(printf '%d' "0x$(readelf -SW "$work/$who.elf" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".BTF" {print $5}')")
+  echo "median $who: wall ${med_wall}s cpu ${med_cpu}s peak_rss ${med_rss}MiB .BTF ${size} bytes"
 done

@@ -451,9 +451,8 @@ fn layout(o: Options) -> anyhow::Result<ExitCode> {
 
 fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let (opts, distill) = encode_options(o)?;
-    // Refuse an output that cannot be written before the long encode: the
-    // in-place ELF (a read-only file or file system) or the detached file's
-    // directory.
+    // Refuse an in-place ELF that cannot be written (a read-only file or file
+    // system) before the long encode; a detached output fails at its write.
     if o.detached.is_none() {
         std::fs::OpenOptions::new()
             .write(true)
