@@ -20,7 +20,11 @@
 //!   variables count as embedding too: their layout depends on that size,
 //!   and libbpf itself cannot lay out (dump, resolve sizes of) a split whose
 //!   anonymous union holds a FWD by value. The kernel's relocation then
-//!   requires the same size, which the same kernel always has.
+//!   requires the same size, which the same kernel always has. A struct or
+//!   union with bitfields (kind_flag set) is described by its size, never
+//!   as a FWD: 6.12's relocation takes that kind_flag for "union" and would
+//!   match the FWD to nothing (found by booting 6.12: "distilled base BTF
+//!   type 'fs_context' is not mapped").
 //! - Every other kept type (pointers, arrays, typedefs, modifiers, function
 //!   prototypes, type tags, anonymous types in full) moves into the new
 //!   split BTF, after the original split types.
@@ -145,6 +149,22 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
                 size: *size,
                 members: Vec::new(),
             },
+            // The kernel's relocation (btf_relocate.c, 6.12) reads a base
+            // struct's kind_flag (bitfield offsets) as "union" when matching
+            // a FWD, so a FWD never matches a struct with bitfields: such a
+            // struct is described by its size instead, which matches by name.
+            TypeData::Struct { size, .. } | TypeData::Union { size, .. } if t.kind_flag => {
+                match t.data {
+                    TypeData::Union { .. } => TypeData::Union {
+                        size: *size,
+                        members: Vec::new(),
+                    },
+                    _ => TypeData::Struct {
+                        size: *size,
+                        members: Vec::new(),
+                    },
+                }
+            }
             TypeData::Struct { .. } => TypeData::Fwd,
             TypeData::Union { .. } => TypeData::Fwd,
             TypeData::Enum { size, .. } | TypeData::Enum64 { size, .. } => TypeData::Enum {
@@ -154,7 +174,7 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             other => other.clone(),
         };
         let kind_flag = match t.data {
-            TypeData::Union { .. } => !k.needs_size,
+            TypeData::Union { .. } => !k.needs_size && !t.kind_flag,
             TypeData::Fwd => t.kind_flag,
             TypeData::Struct { .. } | TypeData::Enum { .. } | TypeData::Enum64 { .. } => false,
             _ => t.kind_flag,

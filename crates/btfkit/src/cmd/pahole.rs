@@ -451,9 +451,8 @@ fn layout(o: Options) -> anyhow::Result<ExitCode> {
 
 fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let (opts, distill) = encode_options(o)?;
-    // Refuse an output that cannot be written before the long encode: the
-    // in-place ELF (a read-only file or file system) or the detached file's
-    // directory.
+    // Refuse an in-place ELF that cannot be written (a read-only file or file
+    // system) before the long encode; a detached output fails at its write.
     if o.detached.is_none() {
         std::fs::OpenOptions::new()
             .write(true)
@@ -483,23 +482,21 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     // A module for other kernels: .BTF over a distilled .BTF.base (without a
     // base there is nothing to distill, as in pahole).
-    let image = if distill && encoded.btf.base().is_some() {
+    let (btf, base_bytes) = if distill && encoded.btf.base().is_some() {
         let (dbase, split) = btf::distill::distill_base(&encoded.btf)
             .with_context(|| format!("{}: distilled_base", file.display()))?;
-        dwarf2btf::embed::embed_sections(
-            elf.data(),
-            &[
-                (".BTF", &split.to_bytes()),
-                (".BTF.base", &dbase.to_bytes()),
-            ],
-        )
+        (split.to_bytes(), Some(dbase.to_bytes()))
     } else {
-        dwarf2btf::embed::embed_btf(elf.data(), &encoded.btf.to_bytes())
+        (encoded.btf.to_bytes(), None)
+    };
+    let mut sections: Vec<(&str, &[u8])> = vec![(".BTF", &btf)];
+    if let Some(b) = &base_bytes {
+        sections.push((".BTF.base", b));
     }
-    .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    // Streamed from the mapped input: no second copy of a vmlinux in memory.
     let perm = std::fs::metadata(file).ok().map(|m| m.permissions());
-    dwarf2btf::embed::write_atomic(file, &image, perm)
-        .with_context(|| format!("cannot write {}", file.display()))?;
+    dwarf2btf::embed::write_embedded(file, elf.data(), &sections, perm)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 
