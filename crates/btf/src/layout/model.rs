@@ -682,10 +682,15 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         },
         TypeData::Func { .. } => Node::Func { name: n },
         TypeData::Var { .. } => Node::Variable { name: n },
-        // pahole's BTF loader skips these: a reference to one is "not found".
-        TypeData::Datasec { .. } | TypeData::DeclTag { .. } | TypeData::TypeTag { .. } => {
-            return None
-        }
+        // pahole's BTF loader skips these (and 1.24 knows none of bpf-next's
+        // location kinds or kinds read opaque): a reference is "not found".
+        TypeData::Datasec { .. }
+        | TypeData::DeclTag { .. }
+        | TypeData::TypeTag { .. }
+        | TypeData::LocParam { .. }
+        | TypeData::LocProto { .. }
+        | TypeData::Locsec { .. }
+        | TypeData::Unknown { .. } => return None,
     })
 }
 
