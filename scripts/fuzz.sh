@@ -45,6 +45,9 @@ C
     objcopy --dump-section .BTF="$seeds/$src.btf" "$work/$src.o"
   done
 fi
+# BTF in bpf-next's 2026 format (layout section, location kinds, a kind read
+# through the layout section, vlen past 16 bits), built by the btf crate.
+cargo run -q --release -p btf --example format_2026_seeds -- "$seeds"
 # The reader also takes ELF files: one small object as a seed. The encoder
 # starts from objects with DWARF only (-O0 keeps them small).
 dwarf_seeds=fuzz/corpus/dwarf-seeds
@@ -62,7 +65,11 @@ for target in $(cargo fuzz list); do
   dirs=("fuzz/corpus/$target")
   max_len=8192
   case "$target" in
-    read | dump) dirs+=("$seeds") ;;
+    read | dump | attach) dirs+=("$seeds") ;;
+    layout)
+      dirs+=("$seeds" "$dwarf_seeds")
+      max_len=65536
+      ;;
     encode)
       dirs+=("$dwarf_seeds")
       max_len=65536

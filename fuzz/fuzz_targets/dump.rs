@@ -1,5 +1,7 @@
 //! The three dumps (bpftool's raw text, JSON, C header) on whatever the
-//! reader accepts, valid or not: none may panic or recurse without end.
+//! reader accepts, valid or not, the 2026 kinds included (location kinds,
+//! kinds read through a layout section): none may panic or recurse without
+//! end.
 
 #![no_main]
 

@@ -1,12 +1,15 @@
-//! The reader, validator and writer on arbitrary bytes, as base BTF and as
-//! split BTF over a small base: none may panic, and what parses must write
-//! out to bytes that parse back to the same BTF.
+//! The reader, validator (by the rules of Linux 6.18 and of bpf-next) and
+//! writer on arbitrary bytes, as base BTF and as split BTF over a small
+//! base: none may panic, and what parses must write out to bytes that parse
+//! back to the same BTF. The base has a layout section with records for two
+//! kinds past the known ones (23 and 24), so that split input can hold
+//! kinds read through the base's layout.
 
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
-use btf::validate::{validate, validate_blob, Problem};
+use btf::validate::{validate_blob_for, validate_for, Problem, Target};
 use btf::{Btf, Member, Type, TypeData};
 use libfuzzer_sys::fuzz_target;
 
@@ -40,7 +43,17 @@ fn base() -> Arc<Btf> {
             },
         ];
         b.add_type(Type::new(name, TypeData::Struct { size: 16, members }));
-        Arc::new(b)
+        b.set_layout(true);
+        // Records for kinds 23 (one info word, 4-byte records) and 24
+        // (8-byte records) before the strings.
+        let mut blob = b.to_bytes();
+        let word = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let (str_off, layout_off, layout_len) = (word(&blob, 16), word(&blob, 24), word(&blob, 28));
+        let at = 32 + (layout_off + layout_len) as usize;
+        blob.splice(at..at, [4u8, 4, 0, 0, 0, 8, 0, 0]);
+        blob[16..20].copy_from_slice(&(str_off + 8).to_le_bytes());
+        blob[28..32].copy_from_slice(&(layout_len + 8).to_le_bytes());
+        Arc::new(Btf::parse(&blob).expect("the fuzz base parses"))
     })
     .clone()
 }
@@ -52,8 +65,8 @@ fn type_problems(ps: Vec<Problem>) -> Vec<Problem> {
 }
 
 fn round_trip(btf: &Btf, parse: impl Fn(&[u8]) -> btf::Result<Btf>) {
-    let problems = validate(btf);
-    for p in &problems {
+    let problems = validate_for(btf, Target::Linux6_18);
+    for p in problems.iter().chain(&validate_for(btf, Target::BpfNext)) {
         let _ = p.to_string();
     }
     let bytes = btf.to_bytes();
@@ -64,19 +77,24 @@ fn round_trip(btf: &Btf, parse: impl Fn(&[u8]) -> btf::Result<Btf>) {
     assert_eq!(again.own_types(), btf.own_types());
     assert_eq!(again.string_section(), btf.string_section());
     assert_eq!(again.to_bytes(), bytes, "writing is not stable");
-    assert_eq!(type_problems(validate(&again)), type_problems(problems));
+    assert_eq!(
+        type_problems(validate_for(&again, Target::Linux6_18)),
+        type_problems(problems)
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
     // parse_any also takes the ELF path (the object crate) on ELF input.
     if let Ok(btf) = btf::parse_any(data, None) {
         if !data.starts_with(b"\x7fELF") {
-            let _ = validate_blob(data, &btf);
+            let _ = validate_blob_for(data, &btf, Target::Linux6_18);
+            let _ = validate_blob_for(data, &btf, Target::BpfNext);
         }
         round_trip(&btf, Btf::parse);
     }
     if let Ok(split) = Btf::parse_split(data, base()) {
-        let _ = validate_blob(data, &split);
+        let _ = validate_blob_for(data, &split, Target::Linux6_18);
+        let _ = validate_blob_for(data, &split, Target::BpfNext);
         round_trip(&split, |b| Btf::parse_split(b, base()));
     }
 });

@@ -118,7 +118,13 @@ fn declare(btf: &Btf, mut id: TypeId, mut inner: String, depth: usize) -> String
                 id = *ret;
             }
             TypeData::Func { proto, .. } => id = *proto,
-            TypeData::Var { .. } | TypeData::Datasec { .. } | TypeData::DeclTag { .. } => {
+            TypeData::Var { .. }
+            | TypeData::Datasec { .. }
+            | TypeData::DeclTag { .. }
+            | TypeData::LocParam { .. }
+            | TypeData::LocProto { .. }
+            | TypeData::Locsec { .. }
+            | TypeData::Unknown { .. } => {
                 return join(&format!("{prefix}{} {name}", t.kind_name()), &inner);
             }
         }

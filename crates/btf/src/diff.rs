@@ -11,6 +11,12 @@
 //! A name may be defined several times (two different `struct elf_note_info`
 //! in one kernel): the layouts under one key are compared as multisets, and
 //! only the layouts that find no equal partner on the other side are shown.
+//!
+//! Inline sites (bpf-next's LOCSEC entries) are entries too, keyed `inline`
+//! and the inlined function's name, one layout per site: its section and
+//! where each parameter is found. Site offsets are addresses and are left
+//! out, as type ids are, so that only a change in what is inlined where, or
+//! in how its parameters are found, shows.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -30,16 +36,18 @@ pub enum Category {
     Typedef,
     Func,
     Var,
+    Inline,
 }
 
 impl Category {
-    pub const ALL: [Category; 6] = [
+    pub const ALL: [Category; 7] = [
         Category::Struct,
         Category::Union,
         Category::Enum,
         Category::Typedef,
         Category::Func,
         Category::Var,
+        Category::Inline,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,10 +58,11 @@ impl Category {
             Category::Typedef => "typedef",
             Category::Func => "func",
             Category::Var => "var",
+            Category::Inline => "inline",
         }
     }
 
-    /// Parses `struct`, `union`, `enum`, `typedef`, `func` or `var`.
+    /// Parses `struct`, `union`, `enum`, `typedef`, `func`, `var` or `inline`.
     pub fn from_name(s: &str) -> Option<Category> {
         Category::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -104,6 +113,12 @@ pub enum Layout {
         linkage: &'static str,
         #[serde(rename = "type")]
         ty: String,
+    },
+    /// One inline site: the LOCSEC's section name and each parameter's
+    /// location as bpftool describes it (`-` for none).
+    Inline {
+        section: String,
+        locations: Vec<String>,
     },
 }
 
@@ -239,6 +254,17 @@ fn entries(btf: &Btf, opts: &DiffOptions) -> Entries {
     };
     let mut map = Entries::new();
     for (_, t) in btf.iter() {
+        if let TypeData::Locsec { locs } = &t.data {
+            if opts.categories.contains(&Category::Inline) {
+                for l in locs {
+                    let func = btf.type_by_id(l.func).map_or(0, |f| f.name_off);
+                    map.entry((Category::Inline, r.name(func)))
+                        .or_default()
+                        .push(r.inline_site(t, l));
+                }
+            }
+            continue;
+        }
         if t.name_off == 0 {
             continue;
         }
@@ -347,6 +373,23 @@ impl Renderer<'_> {
         }
     }
 
+    /// One LOCSEC entry as an [`Layout::Inline`].
+    fn inline_site(&self, locsec: &Type, l: &crate::Loc) -> Layout {
+        let params = match self.btf.type_by_id(l.loc_proto).map(|t| &t.data) {
+            Some(TypeData::LocProto { params }) => params.as_slice(),
+            _ => &[],
+        };
+        Layout::Inline {
+            section: self.name(locsec.name_off),
+            locations: params
+                .iter()
+                .map(|&p| {
+                    crate::dump::raw::loc_param_value(self.btf, p).unwrap_or_else(|| "-".into())
+                })
+                .collect(),
+        }
+    }
+
     fn members(&self, t: &Type, members: &[crate::Member], depth: u32) -> Vec<MemberLayout> {
         members
             .iter()
@@ -450,7 +493,11 @@ impl Renderer<'_> {
             TypeData::Func { .. }
             | TypeData::Var { .. }
             | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. } => join(
+            | TypeData::DeclTag { .. }
+            | TypeData::LocParam { .. }
+            | TypeData::LocProto { .. }
+            | TypeData::Locsec { .. }
+            | TypeData::Unknown { .. } => join(
                 &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
                 inner,
             ),
@@ -551,6 +598,9 @@ pub fn layout_text(l: &Layout) -> String {
         Layout::Typedef { ty } => ty.clone(),
         Layout::Func { linkage, proto } => format!("{linkage} {proto}"),
         Layout::Var { linkage, ty } => format!("{linkage} {ty}"),
+        Layout::Inline { section, locations } => {
+            format!("in {section} ({})", locations.join(", "))
+        }
     }
 }
 

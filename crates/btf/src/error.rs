@@ -28,14 +28,16 @@ pub enum Error {
         end: u64,
         len: usize,
     },
-    #[error("type [{id}] at offset {offset:#x}: unknown kind {kind}")]
+    #[error("type [{id}] at offset {offset:#x}: unknown kind {kind}, and no layout section describes it")]
     UnknownKind { id: TypeId, offset: usize, kind: u8 },
     #[error("type [{id}] at offset {offset:#x}: vlen {vlen} records run past the type section")]
     RecordsPastEnd {
         id: TypeId,
         offset: usize,
-        vlen: u16,
+        vlen: u32,
     },
+    #[error("layout section: kind {kind}: {reason}")]
+    BadLayout { kind: u8, reason: String },
     #[error("string offset {0:#x} is out of range")]
     StringOffset(u32),
     #[error("string at offset {0:#x} is not terminated")]
@@ -54,4 +56,8 @@ pub enum Error {
     NeedsBase,
     #[error("cannot deduplicate: type [{id}] {reason}")]
     Dedup { id: TypeId, reason: String },
+    #[error("cannot deduplicate: type [{id}] is part of a cycle of reference types that passes through no struct, union or typedef")]
+    DedupCycle { id: TypeId },
+    #[error("cannot distill the base: type [{id}]: {reason}")]
+    Distill { id: TypeId, reason: String },
 }

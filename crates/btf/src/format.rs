@@ -35,30 +35,41 @@ pub const BTF_KIND_FLOAT: u8 = 16;
 pub const BTF_KIND_DECL_TAG: u8 = 17;
 pub const BTF_KIND_TYPE_TAG: u8 = 18;
 pub const BTF_KIND_ENUM64: u8 = 19;
-pub const BTF_KIND_MAX: u8 = BTF_KIND_ENUM64;
+/// The location kinds of bpf-next (2026): how an inlined function's
+/// parameters can be found at each inline site.
+pub const BTF_KIND_LOC_PARAM: u8 = 20;
+pub const BTF_KIND_LOC_PROTO: u8 = 21;
+pub const BTF_KIND_LOCSEC: u8 = 22;
+pub const BTF_KIND_MAX: u8 = BTF_KIND_LOCSEC;
+/// The last kind the Linux 6.18 verifier knows.
+pub const BTF_KIND_MAX_6_18: u8 = BTF_KIND_ENUM64;
 
-/// Bits of `info`: vlen 0-15, kind 24-28, kind_flag 31. Everything else must be 0.
-pub const BTF_INFO_VLEN_MASK: u32 = 0xffff;
+/// Bits of `info` as bpf-next defines them: vlen 0-23, kind 24-30,
+/// kind_flag 31. Linux 6.18 and older use only vlen 0-15 and kind 24-28 and
+/// reject the other bits ([`BTF_INFO_UNUSED_MASK_6_18`]).
+pub const BTF_INFO_VLEN_MASK: u32 = 0x00ff_ffff;
 pub const BTF_INFO_KIND_SHIFT: u32 = 24;
-pub const BTF_INFO_KIND_MASK: u32 = 0x1f;
+pub const BTF_INFO_KIND_MASK: u32 = 0x7f;
 pub const BTF_INFO_KFLAG_SHIFT: u32 = 31;
-pub const BTF_INFO_UNUSED_MASK: u32 = !(BTF_INFO_VLEN_MASK
-    | (BTF_INFO_KIND_MASK << BTF_INFO_KIND_SHIFT)
-    | (1 << BTF_INFO_KFLAG_SHIFT));
+/// The `info` bits Linux 6.18 reserves: vlen 16-23 and kind 29-30.
+pub const BTF_INFO_UNUSED_MASK_6_18: u32 = 0x60ff_0000;
+/// The largest kind number `info` can hold (`BTF_MAX_KIND`).
+pub const BTF_MAX_KIND: u8 = 0x7f;
 
 pub const fn info_kind(info: u32) -> u8 {
     ((info >> BTF_INFO_KIND_SHIFT) & BTF_INFO_KIND_MASK) as u8
 }
-pub const fn info_vlen(info: u32) -> u16 {
-    (info & BTF_INFO_VLEN_MASK) as u16
+pub const fn info_vlen(info: u32) -> u32 {
+    info & BTF_INFO_VLEN_MASK
 }
 pub const fn info_kflag(info: u32) -> bool {
     info >> BTF_INFO_KFLAG_SHIFT != 0
 }
-pub const fn make_info(kind: u8, kind_flag: bool, vlen: u16) -> u32 {
+/// Packs `info`; a vlen past 24 bits is cut to them, as libbpf's BTF_INFO_ENC does.
+pub const fn make_info(kind: u8, kind_flag: bool, vlen: u32) -> u32 {
     ((kind_flag as u32) << BTF_INFO_KFLAG_SHIFT)
-        | ((kind as u32) << BTF_INFO_KIND_SHIFT)
-        | vlen as u32
+        | (((kind as u32) & BTF_INFO_KIND_MASK) << BTF_INFO_KIND_SHIFT)
+        | (vlen & BTF_INFO_VLEN_MASK)
 }
 
 /// INT data word: encoding 24-27, offset 16-23, bits 0-7.
@@ -88,9 +99,9 @@ pub const fn member_bit_offset(offset: u32) -> u32 {
 }
 
 /// FUNC linkage, carried in vlen.
-pub const BTF_FUNC_STATIC: u16 = 0;
-pub const BTF_FUNC_GLOBAL: u16 = 1;
-pub const BTF_FUNC_EXTERN: u16 = 2;
+pub const BTF_FUNC_STATIC: u32 = 0;
+pub const BTF_FUNC_GLOBAL: u32 = 1;
+pub const BTF_FUNC_EXTERN: u32 = 2;
 
 /// VAR linkage.
 pub const BTF_VAR_STATIC: u32 = 0;
@@ -106,11 +117,72 @@ pub const BTF_VAR_LEN: usize = 4;
 pub const BTF_VAR_SECINFO_LEN: usize = 12;
 pub const BTF_DECL_TAG_LEN: usize = 4;
 pub const BTF_ENUM64_LEN: usize = 12;
+/// LOC_PARAM: `u32 flags`, then vlen `u32` values.
+pub const BTF_LOC_PARAM_LEN: usize = 4;
+pub const BTF_LOC_VALUE_LEN: usize = 4;
+/// LOC_PROTO: vlen `u32` LOC_PARAM ids.
+pub const BTF_LOC_PROTO_PARAM_LEN: usize = 4;
+/// LOCSEC: vlen `struct btf_loc { u32 func; u32 loc_proto; u32 offset; }`.
+pub const BTF_LOC_LEN: usize = 12;
+
+/// LOC_PARAM flags (`enum btf_loc_param_flags`).
+pub const BTF_LOC_PARAM_SIGNED: u32 = 0x1;
+pub const BTF_LOC_PARAM_CONST: u32 = 0x2;
+pub const BTF_LOC_PARAM_ADDR: u32 = 0x4;
+pub const BTF_LOC_PARAM_REG: u32 = 0x8;
+pub const BTF_LOC_PARAM_DEREF: u32 = 0x10;
+pub const BTF_LOC_PARAM_OFFSET: u32 = 0x20;
+pub const BTF_LOC_PARAM_FLAGS_MASK: u32 = 0x3f;
+/// The register number that means the frame base (DW_OP_fbreg).
+pub const BTF_LOC_PARAM_FBREG: u32 = 0xffff_ffff;
+
+/// Size of `struct btf_layout { u8 info_sz; u8 elem_sz; u16 flags; }`, the
+/// layout section's record: one per kind, indexed by kind number.
+pub const BTF_LAYOUT_LEN: usize = 4;
+
+/// One kind's entry in the layout section: the bytes that follow its
+/// `struct btf_type` are `info_sz + vlen * elem_sz`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KindLayout {
+    pub info_sz: u8,
+    pub elem_sz: u8,
+    pub flags: u16,
+}
+
+/// The layout of every kind this crate knows, as libbpf writes it
+/// (`layouts[]` in libbpf's btf.c, bpf-next with the location kinds).
+pub const fn known_layout(kind: u8) -> Option<KindLayout> {
+    let (info_sz, elem_sz) = match kind {
+        BTF_KIND_UNKN | BTF_KIND_PTR | BTF_KIND_FWD | BTF_KIND_TYPEDEF | BTF_KIND_VOLATILE
+        | BTF_KIND_CONST | BTF_KIND_RESTRICT | BTF_KIND_FUNC | BTF_KIND_FLOAT
+        | BTF_KIND_TYPE_TAG => (0, 0),
+        BTF_KIND_INT => (4, 0),
+        BTF_KIND_ARRAY => (BTF_ARRAY_LEN, 0),
+        BTF_KIND_STRUCT | BTF_KIND_UNION => (0, BTF_MEMBER_LEN),
+        BTF_KIND_ENUM => (0, BTF_ENUM_LEN),
+        BTF_KIND_FUNC_PROTO => (0, BTF_PARAM_LEN),
+        BTF_KIND_VAR => (BTF_VAR_LEN, 0),
+        BTF_KIND_DATASEC => (0, BTF_VAR_SECINFO_LEN),
+        BTF_KIND_DECL_TAG => (BTF_DECL_TAG_LEN, 0),
+        BTF_KIND_ENUM64 => (0, BTF_ENUM64_LEN),
+        BTF_KIND_LOC_PARAM => (BTF_LOC_PARAM_LEN, BTF_LOC_VALUE_LEN),
+        BTF_KIND_LOC_PROTO => (0, BTF_LOC_PROTO_PARAM_LEN),
+        BTF_KIND_LOCSEC => (0, BTF_LOC_LEN),
+        _ => return None,
+    };
+    Some(KindLayout {
+        info_sz: info_sz as u8,
+        elem_sz: elem_sz as u8,
+        flags: 0,
+    })
+}
 
 /// The kernel's limits (kernel/bpf/btf.c).
 pub const BTF_MAX_TYPE: u32 = 0x000f_ffff;
 pub const BTF_MAX_NAME_OFFSET: u32 = 0x00ff_ffff;
-pub const BTF_MAX_VLEN: u32 = 0xffff;
+/// bpf-next's vlen limit (24 bits); Linux 6.18's is [`BTF_MAX_VLEN_6_18`].
+pub const BTF_MAX_VLEN: u32 = 0x00ff_ffff;
+pub const BTF_MAX_VLEN_6_18: u32 = 0xffff;
 pub const KSYM_NAME_LEN: usize = 512;
 
 /// The name bpftool prints for a kind.
@@ -135,6 +207,122 @@ pub const fn kind_name(kind: u8) -> &'static str {
         BTF_KIND_DECL_TAG => "DECL_TAG",
         BTF_KIND_TYPE_TAG => "TYPE_TAG",
         BTF_KIND_ENUM64 => "ENUM64",
+        BTF_KIND_LOC_PARAM => "LOC_PARAM",
+        BTF_KIND_LOC_PROTO => "LOC_PROTO",
+        BTF_KIND_LOCSEC => "LOCSEC",
+        k if k > BTF_KIND_MAX && k <= BTF_MAX_KIND => {
+            UNKNOWN_KIND_NAMES[(k - BTF_KIND_MAX - 1) as usize]
+        }
         _ => "UNKNOWN",
     }
 }
+
+/// Names for the kinds this crate does not know but a layout section can
+/// describe: `UNKNOWN_KIND_23` up to `UNKNOWN_KIND_127`.
+const UNKNOWN_KIND_NAMES: [&str; (BTF_MAX_KIND - BTF_KIND_MAX) as usize] = [
+    "UNKNOWN_KIND_23",
+    "UNKNOWN_KIND_24",
+    "UNKNOWN_KIND_25",
+    "UNKNOWN_KIND_26",
+    "UNKNOWN_KIND_27",
+    "UNKNOWN_KIND_28",
+    "UNKNOWN_KIND_29",
+    "UNKNOWN_KIND_30",
+    "UNKNOWN_KIND_31",
+    "UNKNOWN_KIND_32",
+    "UNKNOWN_KIND_33",
+    "UNKNOWN_KIND_34",
+    "UNKNOWN_KIND_35",
+    "UNKNOWN_KIND_36",
+    "UNKNOWN_KIND_37",
+    "UNKNOWN_KIND_38",
+    "UNKNOWN_KIND_39",
+    "UNKNOWN_KIND_40",
+    "UNKNOWN_KIND_41",
+    "UNKNOWN_KIND_42",
+    "UNKNOWN_KIND_43",
+    "UNKNOWN_KIND_44",
+    "UNKNOWN_KIND_45",
+    "UNKNOWN_KIND_46",
+    "UNKNOWN_KIND_47",
+    "UNKNOWN_KIND_48",
+    "UNKNOWN_KIND_49",
+    "UNKNOWN_KIND_50",
+    "UNKNOWN_KIND_51",
+    "UNKNOWN_KIND_52",
+    "UNKNOWN_KIND_53",
+    "UNKNOWN_KIND_54",
+    "UNKNOWN_KIND_55",
+    "UNKNOWN_KIND_56",
+    "UNKNOWN_KIND_57",
+    "UNKNOWN_KIND_58",
+    "UNKNOWN_KIND_59",
+    "UNKNOWN_KIND_60",
+    "UNKNOWN_KIND_61",
+    "UNKNOWN_KIND_62",
+    "UNKNOWN_KIND_63",
+    "UNKNOWN_KIND_64",
+    "UNKNOWN_KIND_65",
+    "UNKNOWN_KIND_66",
+    "UNKNOWN_KIND_67",
+    "UNKNOWN_KIND_68",
+    "UNKNOWN_KIND_69",
+    "UNKNOWN_KIND_70",
+    "UNKNOWN_KIND_71",
+    "UNKNOWN_KIND_72",
+    "UNKNOWN_KIND_73",
+    "UNKNOWN_KIND_74",
+    "UNKNOWN_KIND_75",
+    "UNKNOWN_KIND_76",
+    "UNKNOWN_KIND_77",
+    "UNKNOWN_KIND_78",
+    "UNKNOWN_KIND_79",
+    "UNKNOWN_KIND_80",
+    "UNKNOWN_KIND_81",
+    "UNKNOWN_KIND_82",
+    "UNKNOWN_KIND_83",
+    "UNKNOWN_KIND_84",
+    "UNKNOWN_KIND_85",
+    "UNKNOWN_KIND_86",
+    "UNKNOWN_KIND_87",
+    "UNKNOWN_KIND_88",
+    "UNKNOWN_KIND_89",
+    "UNKNOWN_KIND_90",
+    "UNKNOWN_KIND_91",
+    "UNKNOWN_KIND_92",
+    "UNKNOWN_KIND_93",
+    "UNKNOWN_KIND_94",
+    "UNKNOWN_KIND_95",
+    "UNKNOWN_KIND_96",
+    "UNKNOWN_KIND_97",
+    "UNKNOWN_KIND_98",
+    "UNKNOWN_KIND_99",
+    "UNKNOWN_KIND_100",
+    "UNKNOWN_KIND_101",
+    "UNKNOWN_KIND_102",
+    "UNKNOWN_KIND_103",
+    "UNKNOWN_KIND_104",
+    "UNKNOWN_KIND_105",
+    "UNKNOWN_KIND_106",
+    "UNKNOWN_KIND_107",
+    "UNKNOWN_KIND_108",
+    "UNKNOWN_KIND_109",
+    "UNKNOWN_KIND_110",
+    "UNKNOWN_KIND_111",
+    "UNKNOWN_KIND_112",
+    "UNKNOWN_KIND_113",
+    "UNKNOWN_KIND_114",
+    "UNKNOWN_KIND_115",
+    "UNKNOWN_KIND_116",
+    "UNKNOWN_KIND_117",
+    "UNKNOWN_KIND_118",
+    "UNKNOWN_KIND_119",
+    "UNKNOWN_KIND_120",
+    "UNKNOWN_KIND_121",
+    "UNKNOWN_KIND_122",
+    "UNKNOWN_KIND_123",
+    "UNKNOWN_KIND_124",
+    "UNKNOWN_KIND_125",
+    "UNKNOWN_KIND_126",
+    "UNKNOWN_KIND_127",
+];

@@ -11,10 +11,12 @@
 pub mod cdecl;
 pub mod dedup;
 pub mod diff;
+pub mod distill;
 pub mod dump;
 pub mod error;
 pub mod format;
 pub mod kernel;
+pub mod layout;
 mod load;
 mod read;
 mod strings;
@@ -48,7 +50,8 @@ pub struct Header {
     pub type_off: u32,
     pub str_off: u32,
     pub layout_off: u32,
-    /// The raw layout section (hdr_len >= 32), carried through unchanged.
+    /// The raw layout section (hdr_len >= 32), carried through unchanged;
+    /// [`Btf::kind_layouts`] reads it.
     pub layout: Vec<u8>,
 }
 
@@ -128,6 +131,58 @@ impl Btf {
 
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// The layout section as records, indexed by kind: this object's own,
+    /// or for split BTF without one its base's (libbpf shares it so too).
+    /// Empty when neither has one.
+    pub fn kind_layouts(&self) -> Vec<format::KindLayout> {
+        if self.header.layout.is_empty() {
+            return self
+                .base
+                .as_ref()
+                .map(|b| b.kind_layouts())
+                .unwrap_or_default();
+        }
+        self.header
+            .layout
+            .chunks_exact(format::BTF_LAYOUT_LEN)
+            .map(|r| {
+                let flags = [r[2], r[3]];
+                format::KindLayout {
+                    info_sz: r[0],
+                    elem_sz: r[1],
+                    flags: match self.header.endian {
+                        Endian::Little => u16::from_le_bytes(flags),
+                        Endian::Big => u16::from_be_bytes(flags),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Gives this object a layout section describing every kind this crate
+    /// knows (libbpf's `add_layout`), and the 32-byte header that points at
+    /// it; `false` removes it (the header keeps its length).
+    pub fn set_layout(&mut self, on: bool) {
+        self.header.layout.clear();
+        if on {
+            self.header.hdr_len = self.header.hdr_len.max(format::BTF_HEADER_LAYOUT_LEN);
+            let endian = self.header.endian;
+            for kind in 0..=format::BTF_KIND_MAX {
+                let l = format::known_layout(kind).unwrap_or(format::KindLayout {
+                    info_sz: 0,
+                    elem_sz: 0,
+                    flags: 0,
+                });
+                self.header.layout.push(l.info_sz);
+                self.header.layout.push(l.elem_sz);
+                self.header.layout.extend_from_slice(&match endian {
+                    Endian::Little => l.flags.to_le_bytes(),
+                    Endian::Big => l.flags.to_be_bytes(),
+                });
+            }
+        }
     }
 
     pub fn base(&self) -> Option<&Arc<Btf>> {

@@ -139,6 +139,14 @@ impl Btf {
             .map_err(|e| shift_section(e, hdr_len))?;
         let strings = section(body, "string", str_off as u64, str_len as u64)
             .map_err(|e| shift_section(e, hdr_len))?;
+        if layout_len % BTF_LAYOUT_LEN as u32 != 0 {
+            return Err(Error::BadHeader {
+                offset: 28,
+                reason: format!(
+                    "layout_len {layout_len} is not a whole number of {BTF_LAYOUT_LEN}-byte records"
+                ),
+            });
+        }
         let layout = if layout_len > 0 {
             section(body, "layout", layout_off as u64, layout_len as u64)
                 .map_err(|e| shift_section(e, hdr_len))?
@@ -171,6 +179,8 @@ impl Btf {
         };
         let mut btf = Btf::with_header(header, base);
         btf.strings = strings.to_vec();
+        // A split BTF without a layout section shares its base's, as in libbpf.
+        let layouts = btf.kind_layouts();
         let mut cur = Cursor {
             data: types_bytes,
             pos: 0,
@@ -181,7 +191,7 @@ impl Btf {
         btf.types.reserve(types_bytes.len() / 30);
         while cur.remaining() > 0 {
             let id = btf.start_id + btf.types.len() as u32;
-            let t = parse_type(&mut cur, id)?;
+            let t = parse_type(&mut cur, id, &layouts)?;
             btf.types.push(t);
         }
         Ok(btf)
@@ -205,7 +215,7 @@ fn shift_section(e: Error, hdr_len: u32) -> Error {
     }
 }
 
-fn parse_type(cur: &mut Cursor, id: TypeId) -> Result<Type> {
+fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Type> {
     let offset = cur.base + cur.pos;
     let name_off = cur.u32("btf_type")?;
     let info = cur.u32("btf_type")?;
@@ -214,7 +224,7 @@ fn parse_type(cur: &mut Cursor, id: TypeId) -> Result<Type> {
     let vlen = info_vlen(info);
     let kind_flag = info_kflag(info);
     let records = |len: usize, cur: &Cursor| -> Result<()> {
-        if (vlen as usize) * len > cur.remaining() {
+        if (vlen as usize).saturating_mul(len) > cur.remaining() {
             Err(Error::RecordsPastEnd { id, offset, vlen })
         } else {
             Ok(())
@@ -337,7 +347,66 @@ fn parse_type(cur: &mut Cursor, id: TypeId) -> Result<Type> {
                 values,
             }
         }
-        kind => return Err(Error::UnknownKind { id, offset, kind }),
+        BTF_KIND_LOC_PARAM => {
+            let flags = cur.u32("btf_loc_param")?;
+            records(BTF_LOC_VALUE_LEN, cur)?;
+            let values = (0..vlen)
+                .map(|_| cur.u32("btf_loc_param value"))
+                .collect::<Result<Vec<_>>>()?;
+            TypeData::LocParam {
+                size: size_or_type,
+                flags,
+                values,
+            }
+        }
+        BTF_KIND_LOC_PROTO => {
+            records(BTF_LOC_PROTO_PARAM_LEN, cur)?;
+            let params = (0..vlen)
+                .map(|_| cur.u32("btf_loc_proto param"))
+                .collect::<Result<Vec<_>>>()?;
+            TypeData::LocProto { params }
+        }
+        BTF_KIND_LOCSEC => {
+            records(BTF_LOC_LEN, cur)?;
+            let mut locs = Vec::with_capacity(vlen as usize);
+            for _ in 0..vlen {
+                locs.push(Loc {
+                    func: cur.u32("btf_loc")?,
+                    loc_proto: cur.u32("btf_loc")?,
+                    offset: cur.u32("btf_loc")?,
+                });
+            }
+            TypeData::Locsec { locs }
+        }
+        kind => {
+            // A kind from a newer writer: its size comes from the layout section.
+            let l = layouts
+                .get(kind as usize)
+                .ok_or(Error::UnknownKind { id, offset, kind })?;
+            if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
+                return Err(Error::BadLayout {
+                    kind,
+                    reason: format!(
+                        "info_sz {} and elem_sz {} must be multiples of 4",
+                        l.info_sz, l.elem_sz
+                    ),
+                });
+            }
+            let len = (l.info_sz as usize)
+                .saturating_add((vlen as usize).saturating_mul(l.elem_sz as usize));
+            if len > cur.remaining() {
+                return Err(Error::RecordsPastEnd { id, offset, vlen });
+            }
+            let words = (0..len / 4)
+                .map(|_| cur.u32("unknown kind's data"))
+                .collect::<Result<Vec<_>>>()?;
+            TypeData::Unknown {
+                kind,
+                size_or_type,
+                vlen,
+                words,
+            }
+        }
     };
     Ok(Type {
         name_off,

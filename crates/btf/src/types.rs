@@ -62,7 +62,7 @@ pub enum TypeData {
     },
     Func {
         proto: TypeId,
-        linkage: u16,
+        linkage: u32,
     },
     FuncProto {
         ret: TypeId,
@@ -90,6 +90,31 @@ pub enum TypeData {
     Enum64 {
         size: u32,
         values: Vec<Enum64Value>,
+    },
+    /// Where one parameter of an inlined function is found (bpf-next):
+    /// `size` is the parameter's size, `flags` the BTF_LOC_PARAM_* bits
+    /// that say how to read `values` (register numbers, offsets, constants).
+    LocParam {
+        size: u32,
+        flags: u32,
+        values: Vec<u32>,
+    },
+    /// The LOC_PARAM of each parameter at an inline site; 0: no location.
+    LocProto {
+        params: Vec<TypeId>,
+    },
+    /// The inline sites of one ELF section (named e.g. `inline.text`).
+    Locsec {
+        locs: Vec<Loc>,
+    },
+    /// A kind this crate does not know, read through the layout section:
+    /// its words are kept as they are, so that it is written back unchanged.
+    Unknown {
+        kind: u8,
+        size_or_type: u32,
+        vlen: u32,
+        /// `info_sz + vlen * elem_sz` bytes as 32-bit words.
+        words: Vec<u32>,
     },
 }
 
@@ -144,6 +169,15 @@ pub struct Param {
     pub ty: TypeId,
 }
 
+/// One inline site of a LOCSEC: the inlined FUNC, the LOC_PROTO with its
+/// parameters' locations, and the site's offset from the section's base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Loc {
+    pub func: TypeId,
+    pub loc_proto: TypeId,
+    pub offset: u32,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct VarSecinfo {
     pub ty: TypeId,
@@ -182,6 +216,10 @@ impl Type {
             TypeData::DeclTag { .. } => BTF_KIND_DECL_TAG,
             TypeData::TypeTag { .. } => BTF_KIND_TYPE_TAG,
             TypeData::Enum64 { .. } => BTF_KIND_ENUM64,
+            TypeData::LocParam { .. } => BTF_KIND_LOC_PARAM,
+            TypeData::LocProto { .. } => BTF_KIND_LOC_PROTO,
+            TypeData::Locsec { .. } => BTF_KIND_LOCSEC,
+            TypeData::Unknown { kind, .. } => kind,
         }
     }
 
@@ -190,16 +228,21 @@ impl Type {
     }
 
     /// The vlen field as written: the record count, or FUNC linkage.
-    pub fn vlen(&self) -> u16 {
+    /// `info` keeps 24 bits of it.
+    pub fn vlen(&self) -> u32 {
         match &self.data {
             TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
-                members.len() as u16
+                members.len() as u32
             }
-            TypeData::Enum { values, .. } => values.len() as u16,
-            TypeData::Enum64 { values, .. } => values.len() as u16,
-            TypeData::FuncProto { params, .. } => params.len() as u16,
-            TypeData::Datasec { vars, .. } => vars.len() as u16,
+            TypeData::Enum { values, .. } => values.len() as u32,
+            TypeData::Enum64 { values, .. } => values.len() as u32,
+            TypeData::FuncProto { params, .. } => params.len() as u32,
+            TypeData::Datasec { vars, .. } => vars.len() as u32,
             TypeData::Func { linkage, .. } => *linkage,
+            TypeData::LocParam { values, .. } => values.len() as u32,
+            TypeData::LocProto { params } => params.len() as u32,
+            TypeData::Locsec { locs } => locs.len() as u32,
+            TypeData::Unknown { vlen, .. } => *vlen,
             _ => 0,
         }
     }
@@ -217,7 +260,9 @@ impl Type {
             | TypeData::Enum { size, .. }
             | TypeData::Enum64 { size, .. }
             | TypeData::Datasec { size, .. }
+            | TypeData::LocParam { size, .. }
             | TypeData::Float { size } => *size,
+            TypeData::Unknown { size_or_type, .. } => *size_or_type,
             TypeData::Ptr { ty }
             | TypeData::Typedef { ty }
             | TypeData::Volatile { ty }
@@ -228,7 +273,10 @@ impl Type {
             | TypeData::DeclTag { ty, .. } => *ty,
             TypeData::Func { proto, .. } => *proto,
             TypeData::FuncProto { ret, .. } => *ret,
-            TypeData::Array(_) | TypeData::Fwd => 0,
+            TypeData::Array(_)
+            | TypeData::Fwd
+            | TypeData::LocProto { .. }
+            | TypeData::Locsec { .. } => 0,
         }
     }
 
@@ -247,6 +295,12 @@ impl Type {
                 TypeData::Var { .. } => BTF_VAR_LEN,
                 TypeData::Datasec { vars, .. } => vars.len() * BTF_VAR_SECINFO_LEN,
                 TypeData::DeclTag { .. } => BTF_DECL_TAG_LEN,
+                TypeData::LocParam { values, .. } => {
+                    BTF_LOC_PARAM_LEN + values.len() * BTF_LOC_VALUE_LEN
+                }
+                TypeData::LocProto { params } => params.len() * BTF_LOC_PROTO_PARAM_LEN,
+                TypeData::Locsec { locs } => locs.len() * BTF_LOC_LEN,
+                TypeData::Unknown { words, .. } => words.len() * 4,
                 _ => 0,
             }
     }
@@ -283,6 +337,11 @@ impl Type {
                 params.iter().for_each(|p| f(p.ty));
             }
             TypeData::Datasec { vars, .. } => vars.iter().for_each(|v| f(v.ty)),
+            TypeData::LocProto { params } => params.iter().for_each(|&p| f(p)),
+            TypeData::Locsec { locs } => locs.iter().for_each(|l| {
+                f(l.func);
+                f(l.loc_proto);
+            }),
             _ => {
                 if let Some(t) = self.ref_type() {
                     f(t)
@@ -306,6 +365,11 @@ impl Type {
                 params.iter_mut().for_each(|p| f(&mut p.ty));
             }
             TypeData::Datasec { vars, .. } => vars.iter_mut().for_each(|v| f(&mut v.ty)),
+            TypeData::LocProto { params } => params.iter_mut().for_each(f),
+            TypeData::Locsec { locs } => locs.iter_mut().for_each(|l| {
+                f(&mut l.func);
+                f(&mut l.loc_proto);
+            }),
             TypeData::Ptr { ty }
             | TypeData::Typedef { ty }
             | TypeData::Volatile { ty }
@@ -319,7 +383,9 @@ impl Type {
             | TypeData::Enum { .. }
             | TypeData::Enum64 { .. }
             | TypeData::Fwd
-            | TypeData::Float { .. } => {}
+            | TypeData::Float { .. }
+            | TypeData::LocParam { .. }
+            | TypeData::Unknown { .. } => {}
         }
     }
 

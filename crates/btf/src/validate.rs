@@ -16,12 +16,60 @@
 //! [`validate`] judges a parsed [`Btf`]. The parser keeps only what the model
 //! can hold, so [`validate_blob`] checks the raw bytes for what it drops:
 //! unused `info` bits, a `vlen` on kinds that have none, section layout.
+//!
+//! Both judge by the rules of a [`Target`] kernel: Linux 6.18 (what the
+//! running kernel enforces, and the oracle of the tests), or bpf-next of 2026,
+//! which adds the layout section, 24-bit vlen, 7-bit kinds and the location
+//! kinds. The bpf-next rules come from its uapi `btf.h` and libbpf's
+//! `btf_parse_hdr`/`btf_parse_layout_sec`; see [`Target::BpfNext`].
 
 use std::fmt;
 
 use crate::format::*;
 use crate::types::*;
 use crate::{Btf, Endian};
+
+/// The kernel whose verifier rules apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Target {
+    /// Linux 6.18: the classic 24-byte header (longer ones only with zeros),
+    /// 16-bit vlen, kinds up to ENUM64.
+    #[default]
+    Linux6_18,
+    /// bpf-next (2026): a 32-byte header may point at a layout section
+    /// between the type and string sections, vlen has 24 bits, and kinds
+    /// 20-22 (LOC_PARAM, LOC_PROTO, LOCSEC) exist. Their checks follow the
+    /// merged uapi header's definitions: a LOC_PARAM is anonymous, 1, 2, 4
+    /// or 8 bytes, uses only the defined flags, and has the values its flags
+    /// call for (a constant: one word per 4 bytes of size; a register: its
+    /// number, plus an offset with OFFSET or a second register without);
+    /// a LOC_PROTO is anonymous and lists LOC_PARAMs or 0; a LOCSEC has a
+    /// section name and lists FUNCs with LOC_PROTOs.
+    BpfNext,
+}
+
+impl Target {
+    fn max_vlen(self) -> u32 {
+        match self {
+            Target::Linux6_18 => BTF_MAX_VLEN_6_18,
+            Target::BpfNext => BTF_MAX_VLEN,
+        }
+    }
+
+    fn max_kind(self) -> u8 {
+        match self {
+            Target::Linux6_18 => BTF_KIND_MAX_6_18,
+            Target::BpfNext => BTF_KIND_MAX,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Target::Linux6_18 => "Linux 6.18",
+            Target::BpfNext => "bpf-next",
+        }
+    }
+}
 
 /// Which rule a problem breaks, named after the kernel verifier's checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +106,12 @@ pub enum Rule {
     DeclTag,
     /// A loop of references with no pointer in between.
     Loop,
+    /// A kind the target kernel does not know.
+    Kind,
+    /// The layout section (bpf-next).
+    Layout,
+    /// LOC_PARAM flags and values, LOC_PROTO and LOCSEC entries (bpf-next).
+    Location,
     /// More than 32 types to resolve at once (the kernel's MAX_RESOLVE_DEPTH).
     Depth,
     /// TYPE_TAG after a modifier, or a modifier chain longer than 32.
@@ -83,6 +137,9 @@ impl Rule {
             Rule::Datasec => "datasec",
             Rule::DeclTag => "decl-tag",
             Rule::Loop => "loop",
+            Rule::Kind => "kind",
+            Rule::Layout => "layout",
+            Rule::Location => "location",
             Rule::Depth => "depth",
             Rule::TypeTag => "type-tag",
         }
@@ -123,15 +180,21 @@ impl fmt::Display for Problem {
 }
 
 /// Checks `btf` (and, for split BTF, how it refers to its base) against the
-/// kernel verifier's rules. Problems of the base itself are not reported.
+/// Linux 6.18 verifier's rules. Problems of the base itself are not reported.
 pub fn validate(btf: &Btf) -> Vec<Problem> {
-    let mut v = Validator::new(btf);
+    validate_for(btf, Target::Linux6_18)
+}
+
+/// [`validate`] by the rules of `target`.
+pub fn validate_for(btf: &Btf, target: Target) -> Vec<Problem> {
+    let mut v = Validator::new(btf, target);
     v.check_blob();
     for id in 1..v.n {
         v.check_meta(id);
     }
     v.check_all_types();
     v.check_type_tags();
+    v.check_locations();
     v.problems
 }
 
@@ -140,6 +203,11 @@ pub fn validate(btf: &Btf) -> Vec<Problem> {
 /// must have 0 there, INT data bits, and the layout of the sections (no gaps,
 /// no overlap, strings last), as `btf_parse_hdr` and `btf_check_meta` do.
 pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
+    validate_blob_for(blob, btf, Target::Linux6_18)
+}
+
+/// [`validate_blob`] by the rules of `target`.
+pub fn validate_blob_for(blob: &[u8], btf: &Btf, target: Target) -> Vec<Problem> {
     let mut problems = Vec::new();
     let h = btf.header();
     let rd = |off: usize| -> Option<u32> {
@@ -168,12 +236,34 @@ pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
     if btf.base().is_none() && expected_total == 0 {
         blob_problem(&mut problems, "no data after the header".into());
     }
-    // The kernel knows only the type and string sections: sorted by offset
-    // they must tile everything after the header, with nothing left over.
-    let mut secs = [
+    // Linux 6.18 knows only the type and string sections, bpf-next also
+    // the layout section: sorted by offset they must tile everything after
+    // the header, with nothing left over.
+    let layout_len = h.layout.len() as u64;
+    let mut secs = vec![
         ("type", h.type_off as u64, type_len as u64),
         ("string", h.str_off as u64, str_len as u64),
     ];
+    if target == Target::BpfNext && layout_len > 0 {
+        secs.push(("layout", h.layout_off as u64, layout_len));
+        if h.layout_off % 4 != 0 {
+            blob_problem(
+                &mut problems,
+                format!(
+                    "layout section offset {:#x} is not 4-byte aligned",
+                    h.layout_off
+                ),
+            );
+        }
+        if (h.layout_off as u64) < h.type_off as u64 + type_len as u64
+            || h.layout_off as u64 + layout_len > h.str_off as u64
+        {
+            blob_problem(
+                &mut problems,
+                "layout section is not between the type and string sections".into(),
+            );
+        }
+    }
     secs.sort_by_key(|&(_, off, len)| (off, len));
     let mut total = 0u64;
     for (name, off, len) in secs {
@@ -203,6 +293,11 @@ pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
         blob_problem(&mut problems, "string section is not at the end".into());
     }
 
+    let unused_mask = match target {
+        Target::Linux6_18 => BTF_INFO_UNUSED_MASK_6_18,
+        Target::BpfNext => 0,
+    };
+    let layouts = btf.kind_layouts();
     let start = hdr_len + h.type_off as u64;
     let end = start + type_len as u64;
     let mut pos = start;
@@ -227,7 +322,7 @@ pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
                 detail,
             })
         };
-        if info & BTF_INFO_UNUSED_MASK != 0 {
+        if info & unused_mask != 0 {
             raw_problem(
                 Rule::Header,
                 format!("info {info:#010x} sets bits the kernel reserves"),
@@ -242,11 +337,18 @@ pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
                 | BTF_KIND_FUNC_PROTO
                 | BTF_KIND_DATASEC
                 | BTF_KIND_FUNC
-        );
+                | BTF_KIND_LOC_PARAM
+                | BTF_KIND_LOC_PROTO
+                | BTF_KIND_LOCSEC
+        ) || kind > BTF_KIND_MAX;
         if !has_vlen && vlen != 0 {
             raw_problem(Rule::Vlen, format!("vlen {vlen} must be 0 for this kind"));
         }
-        if matches!(kind, BTF_KIND_FWD | BTF_KIND_ARRAY) && size_or_type != 0 {
+        if matches!(
+            kind,
+            BTF_KIND_FWD | BTF_KIND_ARRAY | BTF_KIND_LOC_PROTO | BTF_KIND_LOCSEC
+        ) && size_or_type != 0
+        {
             raw_problem(
                 Rule::Size,
                 format!("size/type word {size_or_type} must be 0 for this kind"),
@@ -274,8 +376,14 @@ pub fn validate_blob(blob: &[u8], btf: &Btf) -> Vec<Problem> {
             BTF_KIND_DECL_TAG => BTF_DECL_TAG_LEN as u64,
             BTF_KIND_PTR | BTF_KIND_FWD | BTF_KIND_TYPEDEF | BTF_KIND_VOLATILE | BTF_KIND_CONST
             | BTF_KIND_RESTRICT | BTF_KIND_FUNC | BTF_KIND_FLOAT | BTF_KIND_TYPE_TAG => 0,
-            // The parser has already refused unknown kinds.
-            _ => break,
+            BTF_KIND_LOC_PARAM => (BTF_LOC_PARAM_LEN + vlen as usize * BTF_LOC_VALUE_LEN) as u64,
+            BTF_KIND_LOC_PROTO => vlen * BTF_LOC_PROTO_PARAM_LEN as u64,
+            BTF_KIND_LOCSEC => vlen * BTF_LOC_LEN as u64,
+            // Kinds the parser read through the layout section.
+            _ => match layouts.get(kind as usize) {
+                Some(l) => l.info_sz as u64 + vlen * l.elem_sz as u64,
+                None => break,
+            },
         };
         pos += BTF_TYPE_LEN as u64 + extra;
         id += 1;
@@ -351,9 +459,19 @@ fn is_struct(k: u8) -> bool {
     matches!(k, BTF_KIND_STRUCT | BTF_KIND_UNION)
 }
 
-/// Kinds that can only start a resolve, never be reached by one.
+/// Kinds that can only start a resolve, never be reached by one. The
+/// location kinds are not C types either: only LOC_PROTO and LOCSEC refer
+/// to them.
 fn is_source_only(k: u8) -> bool {
-    matches!(k, BTF_KIND_VAR | BTF_KIND_DECL_TAG | BTF_KIND_DATASEC)
+    matches!(
+        k,
+        BTF_KIND_VAR
+            | BTF_KIND_DECL_TAG
+            | BTF_KIND_DATASEC
+            | BTF_KIND_LOC_PARAM
+            | BTF_KIND_LOC_PROTO
+            | BTF_KIND_LOCSEC
+    )
 }
 
 fn needs_resolve(k: u8) -> bool {
@@ -434,6 +552,7 @@ type Step = Result<(), Fail>;
 
 struct Validator<'a> {
     btf: &'a Btf,
+    target: Target,
     /// Every type of the chain by id; index 0 (void) is unused.
     types: Vec<Option<&'a Type>>,
     /// Kind of every id; 0 for void.
@@ -458,7 +577,7 @@ fn collect<'a>(btf: &'a Btf, out: &mut Vec<Option<&'a Type>>) {
 }
 
 impl<'a> Validator<'a> {
-    fn new(btf: &'a Btf) -> Validator<'a> {
+    fn new(btf: &'a Btf, target: Target) -> Validator<'a> {
         let mut types = Vec::with_capacity(btf.type_count() as usize);
         types.push(None);
         collect(btf, &mut types);
@@ -466,6 +585,7 @@ impl<'a> Validator<'a> {
         let n = types.len();
         Validator {
             btf,
+            target,
             types,
             kinds,
             n: n as TypeId,
@@ -550,14 +670,23 @@ impl<'a> Validator<'a> {
         if h.flags != 0 {
             self.report_blob(Rule::Header, format!("flags {:#x} must be 0", h.flags));
         }
-        if h.extra.iter().any(|&b| b != 0) {
+        let known_hdr = match self.target {
+            Target::Linux6_18 => BTF_HEADER_LEN,
+            Target::BpfNext => BTF_HEADER_LAYOUT_LEN,
+        };
+        let past_known = (known_hdr - BTF_HEADER_LEN) as usize;
+        if h.extra.iter().skip(past_known).any(|&b| b != 0) {
             self.report_blob(
                 Rule::Header,
                 format!(
-                    "hdr_len {} carries non-zero fields past the {BTF_HEADER_LEN} bytes the kernel knows",
-                    h.hdr_len
+                    "hdr_len {} carries non-zero fields past the {known_hdr} bytes {} knows",
+                    h.hdr_len,
+                    self.target.name()
                 ),
             );
+        }
+        if self.target == Target::BpfNext {
+            self.check_layout_section();
         }
         if h.type_off % 4 != 0 {
             self.report_blob(
@@ -630,6 +759,22 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// `btf_name_valid_section`, for DATASEC and LOCSEC names.
+    fn check_section_name(&mut self, id: TypeId, off: u32) {
+        match self.name(off) {
+            Some(s) if valid_section_name(s) => {}
+            Some(s) => self.report(
+                id,
+                Rule::Name,
+                format!(
+                    "section name '{}' is empty, too long or not printable",
+                    String::from_utf8_lossy(s)
+                ),
+            ),
+            None => {}
+        }
+    }
+
     fn check_anon(&mut self, id: TypeId, t: &Type) {
         if t.name_off != 0 {
             self.report(
@@ -651,12 +796,59 @@ impl<'a> Validator<'a> {
     }
 
     fn check_vlen(&mut self, id: TypeId, len: usize, what: &str) {
-        if len > BTF_MAX_VLEN as usize {
+        let max = self.target.max_vlen();
+        if len > max as usize {
             self.report(
                 id,
                 Rule::Vlen,
-                format!("{len} {what} exceed the vlen limit of {BTF_MAX_VLEN}"),
+                format!(
+                    "{len} {what} exceed {}'s vlen limit of {max}",
+                    self.target.name()
+                ),
             );
+        }
+    }
+
+    /// The layout section (bpf-next): one record per kind, whose sizes for
+    /// the kinds with a fixed layout must be those sizes (a reader that
+    /// trusts the section would otherwise skip the wrong number of bytes),
+    /// and whose flags are unused.
+    fn check_layout_section(&mut self) {
+        for (kind, l) in self.btf.kind_layouts().into_iter().enumerate() {
+            let kind = kind as u8;
+            if let Some(known) = known_layout(kind) {
+                if (l.info_sz, l.elem_sz) != (known.info_sz, known.elem_sz) {
+                    self.report_blob(
+                        Rule::Layout,
+                        format!(
+                            "layout of kind {kind} ({}) says info_sz {} elem_sz {}, not {} and {}",
+                            kind_name(kind),
+                            l.info_sz,
+                            l.elem_sz,
+                            known.info_sz,
+                            known.elem_sz
+                        ),
+                    );
+                }
+            }
+            if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
+                self.report_blob(
+                    Rule::Layout,
+                    format!(
+                        "layout of kind {kind}: info_sz {} and elem_sz {} must be multiples of 4",
+                        l.info_sz, l.elem_sz
+                    ),
+                );
+            }
+            if l.flags != 0 {
+                self.report_blob(
+                    Rule::Layout,
+                    format!(
+                        "layout of kind {kind}: flags {:#x} are unused and must be 0",
+                        l.flags
+                    ),
+                );
+            }
         }
     }
 
@@ -687,6 +879,23 @@ impl<'a> Validator<'a> {
                     t.name_off
                 ),
             );
+        }
+        if t.kind() > self.target.max_kind() || matches!(t.data, TypeData::Unknown { .. }) {
+            let how = if matches!(t.data, TypeData::Unknown { .. }) {
+                " (read through the layout section)"
+            } else {
+                ""
+            };
+            self.report(
+                id,
+                Rule::Kind,
+                format!(
+                    "kind {}{how} is unknown to {}",
+                    t.kind(),
+                    self.target.name()
+                ),
+            );
+            return;
         }
         match &t.data {
             TypeData::Int {
@@ -827,18 +1036,7 @@ impl<'a> Validator<'a> {
                 }
                 self.check_no_kflag(id, t);
                 if name_ok {
-                    match self.name(t.name_off) {
-                        Some(s) if valid_section_name(s) => {}
-                        Some(s) => self.report(
-                            id,
-                            Rule::Name,
-                            format!(
-                                "section name '{}' is empty, too long or not printable",
-                                String::from_utf8_lossy(s)
-                            ),
-                        ),
-                        None => {}
-                    }
+                    self.check_section_name(id, t.name_off);
                 }
                 self.check_vlen(id, vars.len(), "entries");
                 self.check_datasec_meta(id, *size, vars);
@@ -865,6 +1063,122 @@ impl<'a> Validator<'a> {
                         format!("component_idx {component_idx} is below -1"),
                     );
                 }
+            }
+            TypeData::LocParam {
+                size,
+                flags,
+                values,
+            } => {
+                self.check_anon(id, t);
+                self.check_no_kflag(id, t);
+                self.check_loc_param(id, *size, *flags, values.len());
+            }
+            TypeData::LocProto { params } => {
+                self.check_anon(id, t);
+                self.check_no_kflag(id, t);
+                self.check_vlen(id, params.len(), "parameters");
+            }
+            TypeData::Locsec { locs } => {
+                self.check_no_kflag(id, t);
+                if name_ok {
+                    self.check_section_name(id, t.name_off);
+                }
+                self.check_vlen(id, locs.len(), "inline sites");
+            }
+            // Reported above: no kernel knows a kind this crate does not.
+            TypeData::Unknown { .. } => {}
+        }
+    }
+
+    /// A LOC_PARAM's size, flags and number of values, as the bpf-next uapi
+    /// header defines them (see [`Target::BpfNext`]).
+    fn check_loc_param(&mut self, id: TypeId, size: u32, flags: u32, vlen: usize) {
+        if !matches!(size, 1 | 2 | 4 | 8) {
+            self.report(id, Rule::Size, format!("size {size} is not 1, 2, 4 or 8"));
+        }
+        if flags & !BTF_LOC_PARAM_FLAGS_MASK != 0 {
+            self.report(
+                id,
+                Rule::Location,
+                format!("flags {flags:#x} set undefined bits"),
+            );
+            return;
+        }
+        let is_reg = flags & BTF_LOC_PARAM_REG != 0;
+        let is_const = flags & BTF_LOC_PARAM_CONST != 0;
+        let problem = if is_reg == is_const {
+            Some("flags must have exactly one of CONST and REG".to_owned())
+        } else if is_const && flags & (BTF_LOC_PARAM_DEREF | BTF_LOC_PARAM_OFFSET) != 0 {
+            Some("a constant cannot have DEREF or OFFSET".to_owned())
+        } else if is_reg && flags & BTF_LOC_PARAM_ADDR != 0 {
+            Some("ADDR applies only to a constant".to_owned())
+        } else if is_const && vlen != (size as usize).div_ceil(4).max(1) {
+            Some(format!(
+                "a {size}-byte constant needs {} values, has {vlen}",
+                (size as usize).div_ceil(4).max(1)
+            ))
+        } else if is_reg && flags & BTF_LOC_PARAM_OFFSET != 0 && vlen != 2 {
+            Some(format!(
+                "a register with an offset needs 2 values, has {vlen}"
+            ))
+        } else if is_reg && !(1..=2).contains(&vlen) {
+            Some(format!(
+                "a register location needs 1 or 2 values, has {vlen}"
+            ))
+        } else if is_reg
+            && vlen == 2
+            && flags & BTF_LOC_PARAM_OFFSET == 0
+            && flags & BTF_LOC_PARAM_DEREF != 0
+        {
+            Some("a two-register value cannot be dereferenced".to_owned())
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            self.report(id, Rule::Location, format!("flags {flags:#x}: {p}"));
+        }
+    }
+
+    /// What LOC_PROTO and LOCSEC entries refer to: a LOC_PROTO lists
+    /// LOC_PARAMs (or 0, no location), a LOCSEC lists FUNCs with LOC_PROTOs.
+    fn check_locations(&mut self) {
+        for id in self.report_from..self.n {
+            let Some(t) = self.ty(id) else { continue };
+            if self.is_bad(id) {
+                continue;
+            }
+            let mut wrong = Vec::new();
+            match &t.data {
+                TypeData::LocProto { params } => {
+                    for (i, &p) in params.iter().enumerate() {
+                        if p != 0 && self.kind(p) != Some(BTF_KIND_LOC_PARAM) {
+                            wrong.push(format!(
+                                "parameter {i} refers to {}, not a LOC_PARAM",
+                                self.describe(p)
+                            ));
+                        }
+                    }
+                }
+                TypeData::Locsec { locs } => {
+                    for (i, l) in locs.iter().enumerate() {
+                        if self.kind(l.func) != Some(BTF_KIND_FUNC) || l.func == 0 {
+                            wrong.push(format!(
+                                "site {i} refers to {}, not a FUNC",
+                                self.describe(l.func)
+                            ));
+                        }
+                        if self.kind(l.loc_proto) != Some(BTF_KIND_LOC_PROTO) || l.loc_proto == 0 {
+                            wrong.push(format!(
+                                "site {i} refers to {}, not a LOC_PROTO",
+                                self.describe(l.loc_proto)
+                            ));
+                        }
+                    }
+                }
+                _ => continue,
+            }
+            for w in wrong {
+                self.report(id, Rule::Location, w);
             }
         }
     }

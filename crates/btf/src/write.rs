@@ -1,8 +1,9 @@
 //! Serialization: the exact inverse of `read`.
 //!
 //! The header keeps the reader's hdr_len and any trailing header bytes it
-//! did not understand; sections are laid out type, string, layout, in the order
-//! the kernel and pahole write them, so a blob read then written is unchanged.
+//! did not understand; sections are laid out type, layout, string, in the
+//! order libbpf writes them (and requires: the layout section sits between
+//! the other two), so a blob read then written is unchanged.
 
 use crate::format::*;
 use crate::types::*;
@@ -32,7 +33,12 @@ impl Btf {
     pub fn to_bytes(&self) -> Vec<u8> {
         let h = &self.header;
         let type_len = self.types_len();
-        let hdr_len = h.hdr_len.max(BTF_HEADER_LEN) as usize;
+        let min_hdr = if h.layout.is_empty() {
+            BTF_HEADER_LEN
+        } else {
+            BTF_HEADER_LAYOUT_LEN
+        };
+        let hdr_len = h.hdr_len.max(min_hdr) as usize;
         let mut out = Out {
             buf: Vec::with_capacity(hdr_len + type_len + self.strings.len() + h.layout.len()),
             endian: h.endian,
@@ -46,20 +52,20 @@ impl Btf {
         out.buf.push(h.flags);
         out.u32(hdr_len as u32);
         let type_off = 0u32;
-        let str_off = type_len as u32;
+        let str_off = (type_len + h.layout.len()) as u32;
         out.u32(type_off);
         out.u32(type_len as u32);
         out.u32(str_off);
         out.u32(self.strings.len() as u32);
         // Trailing header words we carry but only partly understand. The
-        // layout section, when present, follows the strings.
+        // layout section, when present, follows the types.
         let mut extra = h.extra.clone();
         extra.resize(hdr_len - BTF_HEADER_LEN as usize, 0);
         if extra.len() >= 8 {
             let layout_off = if h.layout.is_empty() {
                 0
             } else {
-                (type_len + self.strings.len()) as u32
+                type_len as u32
             };
             let (off, len) = match h.endian {
                 Endian::Little => (
@@ -78,8 +84,8 @@ impl Btf {
         for t in &self.types {
             write_type(&mut out, t);
         }
-        out.buf.extend_from_slice(&self.strings);
         out.buf.extend_from_slice(&h.layout);
+        out.buf.extend_from_slice(&self.strings);
         out.buf
     }
 }
@@ -135,6 +141,19 @@ fn write_type(out: &mut Out, t: &Type) {
             }
         }
         TypeData::DeclTag { component_idx, .. } => out.u32(*component_idx as u32),
+        TypeData::LocParam { flags, values, .. } => {
+            out.u32(*flags);
+            values.iter().for_each(|&v| out.u32(v));
+        }
+        TypeData::LocProto { params } => params.iter().for_each(|&p| out.u32(p)),
+        TypeData::Locsec { locs } => {
+            for l in locs {
+                out.u32(l.func);
+                out.u32(l.loc_proto);
+                out.u32(l.offset);
+            }
+        }
+        TypeData::Unknown { words, .. } => words.iter().for_each(|&w| out.u32(w)),
         TypeData::Ptr { .. }
         | TypeData::Fwd
         | TypeData::Typedef { .. }

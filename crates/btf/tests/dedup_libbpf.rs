@@ -14,6 +14,10 @@ use btf::format::*;
 use btf::{Btf, Type, TypeData};
 use testkit::{run_ok, Fixture};
 
+#[path = "common/libbpf_oracle.rs"]
+mod libbpf_oracle;
+use libbpf_oracle::{assert_same, concat};
+
 /// Builds the oracle in `fx`, or skips (no cc, no libbpf headers).
 fn oracle(fx: &Fixture) -> Option<PathBuf> {
     testkit::tool_or_skip("cc", "gcc")?;
@@ -21,39 +25,12 @@ fn oracle(fx: &Fixture) -> Option<PathBuf> {
         testkit::skip("libbpf headers are missing: apt-get install libbpf-dev");
         return None;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/libbpf_dedup.c");
-    let exe = fx.path("libbpf_dedup");
-    run_ok(
-        Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .arg("-lbpf"),
-    );
-    Some(exe)
-}
-
-/// Concatenates `inputs` (over `base`, if given) with the oracle into `out`.
-fn concat(oracle: &Path, out: &Path, base: Option<&Path>, inputs: &[&Path]) {
-    let mut cmd = Command::new(oracle);
-    cmd.arg("concat").arg(out);
-    if let Some(b) = base {
-        cmd.arg("--base").arg(b);
-    }
-    cmd.args(inputs);
-    run_ok(&mut cmd);
+    Some(libbpf_oracle::build(fx, None, "libbpf_dedup"))
 }
 
 /// libbpf's dedup of `input`, as bytes.
 fn libbpf_dedup(oracle: &Path, input: &Path, base: Option<&Path>) -> Vec<u8> {
-    let out = input.with_extension("libbpf");
-    let mut cmd = Command::new(oracle);
-    cmd.arg("dedup").arg(&out).arg(input);
-    if let Some(b) = base {
-        cmd.arg("--base").arg(b);
-    }
-    run_ok(&mut cmd);
-    std::fs::read(&out).expect("read libbpf's output")
+    libbpf_oracle::try_dedup(oracle, input, base).expect("libbpf's dedup")
 }
 
 /// Our dedup of `input`, as bytes.
@@ -61,23 +38,6 @@ fn our_dedup(input: &Path, base: Option<&Path>) -> Vec<u8> {
     let mut btf = btf::load_file(input, base).expect("load the concatenated BTF");
     dedup(&mut btf, &DedupOptions::default()).expect("dedup");
     btf.to_bytes()
-}
-
-/// Where two blobs first differ, said in terms of the BTF layout.
-fn assert_same(ours: &[u8], libbpf: &[u8], what: &str) {
-    if ours == libbpf {
-        return;
-    }
-    let at = ours
-        .iter()
-        .zip(libbpf)
-        .position(|(a, b)| a != b)
-        .unwrap_or(ours.len().min(libbpf.len()));
-    panic!(
-        "{what}: our dedup differs from libbpf's at byte {at:#x} (ours {} bytes, libbpf {} bytes)",
-        ours.len(),
-        libbpf.len()
-    );
 }
 
 fn compare(oracle: &Path, input: &Path, base: Option<&Path>, what: &str) {
@@ -227,7 +187,10 @@ fn dedup_matches_libbpf_fixture_objects() {
     cmd.arg("concat-dedup").arg(&in_process).args(&twice);
     run_ok(&mut cmd);
     let mut ours = btf::load_file(&input, None).expect("load");
-    let keep = DedupOptions { keep_strings: true };
+    let keep = DedupOptions {
+        keep_strings: true,
+        ..Default::default()
+    };
     dedup(&mut ours, &keep).expect("dedup keeping strings");
     assert_same(
         &ours.to_bytes(),
@@ -739,7 +702,14 @@ fn dedup_keep_strings_leaves_the_string_section_alone() {
     add_int(&mut btf, "long", 8);
     let strings = btf.string_section().to_vec();
     let mut kept = btf.clone();
-    dedup(&mut kept, &DedupOptions { keep_strings: true }).expect("dedup");
+    dedup(
+        &mut kept,
+        &DedupOptions {
+            keep_strings: true,
+            ..Default::default()
+        },
+    )
+    .expect("dedup");
     assert_eq!(kept.string_section(), &strings[..]);
     assert_eq!(kept.own_types().len(), 2);
     // Without the option, pass 1 drops "unused" and orders by reference.

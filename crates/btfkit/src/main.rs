@@ -44,9 +44,21 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
     /// Print kernel variables of a crash dump or the live kernel by their BTF types
     Inspect(cmd::inspect::InspectArgs),
+    /// pahole's command line (also when run as `pahole`): -J in kernel builds, layouts
+    Pahole(cmd::pahole::PaholeArgs),
+    /// Struct and union layouts with holes and cache lines, as pahole prints them
+    Layout(cmd::layout::LayoutCli),
 }
 
 fn main() -> ExitCode {
+    // Run as `pahole` (a symlink, `make PAHOLE=...`): pahole's command line.
+    let mut args = std::env::args_os();
+    if args
+        .next()
+        .is_some_and(|a| cmd::pahole::invoked_as_pahole(&a))
+    {
+        return finish(cmd::pahole::run_args(&args.collect::<Vec<_>>()), "pahole");
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         None => cmd::report::run(cli.report),
@@ -60,7 +72,14 @@ fn main() -> ExitCode {
         Some(Command::Perf(a)) => cmd::perf::run(a),
         Some(Command::Watch(a)) => cmd::watch::run(a),
         Some(Command::Inspect(a)) => cmd::inspect::run(a),
+        Some(Command::Pahole(a)) => cmd::pahole::run(a),
+        Some(Command::Layout(a)) => cmd::layout::run_cli(a),
     };
+    finish(result, "btfkit")
+}
+
+/// The exit code of a command's result; errors are printed as `NAME: error: ...`.
+fn finish(result: anyhow::Result<ExitCode>, name: &str) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -71,7 +90,10 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("btfkit: error: {e:#}");
+            eprintln!("{name}: error: {e:#}");
+            if cmd::pahole::is_usage(&e) {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }

@@ -18,7 +18,7 @@ use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
-use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str};
+use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str, DW_AT_GNU_ANNOTATION};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, Reader};
 use crate::strings::Strings;
@@ -27,6 +27,17 @@ use crate::strings::Strings;
 const DW_TAG_LLVM_ANNOTATION: dw::DwTag = dw::DwTag(0x6000);
 /// DW_TAG_GNU_annotation, GCC's spelling of the same thing.
 const DW_TAG_GNU_ANNOTATION: dw::DwTag = dw::DwTag(0x6001);
+
+/// What a DW_TAG_GNU_annotation DIE names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Annotation {
+    TypeTag,
+    DeclTag,
+    Other,
+}
+
+/// Chains longer than this are cut (real ones hold a few tags).
+const MAX_ANNOTATION_CHAIN: usize = 64;
 
 /// While walking, a reference field holds either a DIE's unit offset (to be
 /// resolved) or, with this bit set, a local id the converter made itself.
@@ -208,6 +219,8 @@ enum Open {
         idx: usize,
         is_union: bool,
         start: usize,
+        /// GCC's DW_AT_GNU_annotation chain of the struct itself.
+        gnu: Option<u32>,
     },
     Enum {
         idx: usize,
@@ -224,9 +237,12 @@ enum Open {
         nelems: u32,
         dims: u32,
     },
+    /// `tags`: clang's btf_type_tag children, in DIE order; `gnu`: GCC's
+    /// DW_AT_GNU_annotation chain, used when there are no children (pahole).
     Ptr {
         idx: usize,
         tags: Vec<u32>,
+        gnu: Option<u32>,
     },
     Typedef {
         idx: usize,
@@ -460,6 +476,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 (tag == dw::DW_TAG_pointer_type).then_some(Open::Ptr {
                     idx,
                     tags: Vec::new(),
+                    gnu: a.gnu_annotation(),
                 })
             }
             dw::DW_TAG_typedef => {
@@ -499,6 +516,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                         idx,
                         is_union,
                         start: self.members.len(),
+                        gnu: a.gnu_annotation(),
                     })
                 }
             }
@@ -699,6 +717,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 idx,
                 is_union,
                 start,
+                ..
             },
         )) = self.stack.last()
         else {
@@ -739,6 +758,18 @@ impl<'a, 'd> Conv<'a, 'd> {
             ty: a.ty().unwrap_or(0),
             offset: bit_offset as u32,
         });
+        // GCC's decl tags on the member, then clang's (its children).
+        if let Some(first) = a.gnu_annotation() {
+            for (kind, value) in self.gnu_chain(first) {
+                if kind == Annotation::DeclTag {
+                    self.decl_tags.push(DeclTagFix {
+                        target: TypeTarget::Type(idx),
+                        component: member_idx as i32,
+                        value,
+                    });
+                }
+            }
+        }
         // The member may carry btf_decl_tag children.
         if die.has_children {
             let depth = self.stack.last().map_or(0, |(d, _)| *d) + 1;
@@ -853,6 +884,53 @@ impl<'a, 'd> Conv<'a, 'd> {
         }
     }
 
+    /// The DW_TAG_GNU_annotation chain starting at unit offset `first`, as
+    /// GCC 16 writes it for btf_type_tag and btf_decl_tag: each DIE names
+    /// its kind (DW_AT_name) and value (DW_AT_const_value) and points at the
+    /// next with its own DW_AT_GNU_annotation. Values are interned; the walk
+    /// stops at anything else, and after [`MAX_ANNOTATION_CHAIN`] DIEs (a
+    /// chain that loops in corrupt input).
+    fn gnu_chain(&mut self, first: u32) -> Vec<(Annotation, u32)> {
+        let mut out = Vec::new();
+        let mut next = Some(first);
+        while let Some(off) = next.take() {
+            if out.len() >= MAX_ANNOTATION_CHAIN {
+                self.warn_once(format!(
+                    "DIE {off:#x}: DW_AT_GNU_annotation chain longer than {MAX_ANNOTATION_CHAIN}"
+                ));
+                break;
+            }
+            let Ok(mut entries) = self.unit.entries_at_offset(UnitOffset(off as usize)) else {
+                break;
+            };
+            let Ok(Some((_, e))) = entries.next_dfs() else {
+                break;
+            };
+            if e.tag() != DW_TAG_GNU_ANNOTATION {
+                break;
+            }
+            let string = |at: dw::DwAt| -> Option<&'d [u8]> {
+                let v = e.attr_value(at).ok()??;
+                self.dwarf.attr_string(self.unit, v).ok().map(|r| r.slice())
+            };
+            let kind = match string(dw::DW_AT_name) {
+                Some(b"btf_type_tag") => Annotation::TypeTag,
+                Some(b"btf_decl_tag") => Annotation::DeclTag,
+                _ => Annotation::Other,
+            };
+            let Some(value) = string(dw::DW_AT_const_value) else {
+                break;
+            };
+            next = match e.attr_value(DW_AT_GNU_ANNOTATION) {
+                Ok(Some(AttributeValue::UnitRef(r))) => u32::try_from(r.0).ok(),
+                _ => None,
+            };
+            let value = self.b.add_str(value);
+            out.push((kind, value));
+        }
+        out
+    }
+
     fn variable(&mut self, off: u32, a: &Attrs<'d>) -> Option<usize> {
         let mut var = UnitVar {
             name: self.name(a),
@@ -893,7 +971,21 @@ impl<'a, 'd> Conv<'a, 'd> {
             self.member_tags_for = None;
         }
         match open {
-            Open::Struct { idx, start, .. } => {
+            Open::Struct {
+                idx, start, gnu, ..
+            } => {
+                // pahole reads the struct's own GCC chain after its members.
+                if let Some(first) = gnu {
+                    for (kind, value) in self.gnu_chain(first) {
+                        if kind == Annotation::DeclTag {
+                            self.decl_tags.push(DeclTagFix {
+                                target: TypeTarget::Type(idx),
+                                component: -1,
+                                value,
+                            });
+                        }
+                    }
+                }
                 let list = take_from(&mut self.members, start);
                 if let Some(Type {
                     data: TypeData::Struct { members, .. } | TypeData::Union { members, .. },
@@ -942,8 +1034,28 @@ impl<'a, 'd> Conv<'a, 'd> {
                     a.nelems = if dims == 0 { 0 } else { nelems };
                 }
             }
-            Open::Ptr { idx, tags } if !tags.is_empty() => {
-                // ptr -> last tag -> ... -> first tag -> pointee, as pahole.
+            Open::Ptr { idx, tags, gnu } => {
+                // clang's children are in source order: ptr -> last tag ->
+                // ... -> first tag -> pointee, as pahole. GCC's chain starts
+                // at the tag nearest the pointer and goes on up to the last
+                // btf_type_tag: ptr -> first -> ... -> last -> pointee.
+                let tags = if !tags.is_empty() {
+                    tags
+                } else if let Some(first) = gnu {
+                    let mut chain: Vec<u32> = self
+                        .gnu_chain(first)
+                        .into_iter()
+                        .take_while(|&(kind, _)| kind == Annotation::TypeTag)
+                        .map(|(_, value)| value)
+                        .collect();
+                    chain.reverse();
+                    chain
+                } else {
+                    return;
+                };
+                if tags.is_empty() {
+                    return;
+                }
                 let Some(Type {
                     data: TypeData::Ptr { ty },
                     ..

@@ -40,10 +40,15 @@ enum Field {
     Language,
     Sibling,
     AbstractOrigin,
+    GnuAnnotation,
 }
 
 /// Number of [`Field`]s.
-const FIELDS: usize = Field::AbstractOrigin as usize + 1;
+const FIELDS: usize = Field::GnuAnnotation as usize + 1;
+
+/// DW_AT_GNU_annotation (GCC 16): a reference to the first
+/// DW_TAG_GNU_annotation DIE of a chain of btf_type_tag/btf_decl_tag values.
+pub const DW_AT_GNU_ANNOTATION: dw::DwAt = dw::DwAt(0x2139);
 /// A bit of `Attrs::present` past the fields': DW_AT_type is foreign.
 const FOREIGN_TYPE: u32 = 1 << FIELDS;
 
@@ -69,7 +74,8 @@ impl Fields {
             | Field::UpperBound.bit()
             | Field::Location.bit()
             | Field::Specification.bit()
-            | Field::Language.bit(),
+            | Field::Language.bit()
+            | Field::GnuAnnotation.bit(),
     );
     /// What a walk over functions and their parameters reads.
     pub const FUNCS: Fields = Fields(
@@ -111,6 +117,7 @@ impl Field {
             dw::DW_AT_language => Field::Language,
             dw::DW_AT_sibling => Field::Sibling,
             dw::DW_AT_abstract_origin => Field::AbstractOrigin,
+            DW_AT_GNU_ANNOTATION => Field::GnuAnnotation,
             _ => return None,
         })
     }
@@ -308,6 +315,11 @@ impl<'d> Attrs<'d> {
 
     pub fn abstract_origin(&self) -> Option<u32> {
         self.get_u32(Field::AbstractOrigin)
+    }
+
+    /// DW_AT_GNU_annotation: the first annotation DIE of the chain.
+    pub fn gnu_annotation(&self) -> Option<u32> {
+        self.get_u32(Field::GnuAnnotation)
     }
 }
 
@@ -638,7 +650,11 @@ impl<'d> Cursor<'_, 'd> {
         let flag = matches!(f, Field::Declaration | Field::External);
         let reference = matches!(
             f,
-            Field::Type | Field::Specification | Field::Sibling | Field::AbstractOrigin
+            Field::Type
+                | Field::Specification
+                | Field::Sibling
+                | Field::AbstractOrigin
+                | Field::GnuAnnotation
         );
         Some(match form {
             dw::DW_FORM_data1 if plain => Step::U8(f),
@@ -905,7 +921,11 @@ impl<'d> Cursor<'_, 'd> {
                 }
                 return;
             }
-            Field::Type | Field::Specification | Field::Sibling | Field::AbstractOrigin => {
+            Field::Type
+            | Field::Specification
+            | Field::Sibling
+            | Field::AbstractOrigin
+            | Field::GnuAnnotation => {
                 return self.store_ref(a, field, form, &v);
             }
             Field::ConstValue => {

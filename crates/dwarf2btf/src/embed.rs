@@ -1,11 +1,11 @@
-//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (what
-//! `pahole -J` does in place), always written to a temporary file first and
+//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (and a
+//! `.BTF.base` for a distilled base; what `pahole -J` does in place), always written to a temporary file first and
 //! renamed, so that a failed run leaves no half-written file.
 //!
 //! The ELF copy keeps every byte of the input at its offset: the BTF blob,
 //! (if needed) a new section-name table and a new section header table are
 //! appended at the end, and the ELF header is pointed at the new table. An
-//! existing `.BTF` section header is pointed at the new blob instead. The
+//! existing section of the same name is pointed at the new blob instead. The
 //! program headers are untouched, so nothing that is loaded moves.
 
 use std::io::Write;
@@ -41,14 +41,33 @@ fn to_usize(v: u64) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("offset {v:#x} too large"))
 }
 
-fn align(buf: &mut Vec<u8>, to: usize) {
-    while buf.len() % to != 0 {
-        buf.push(0);
-    }
-}
-
 /// A copy of the 64-bit little-endian ELF `elf` with `.BTF` set to `btf`.
 pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
+    embed_sections(elf, &[(".BTF", btf)])
+}
+
+/// A copy of the 64-bit little-endian ELF `elf` with each named section set
+/// to its bytes (`.BTF`, and `.BTF.base` for a module with a distilled base):
+/// existing sections of those names are pointed at the new bytes, the others
+/// are added as non-allocated PROGBITS sections.
+pub fn embed_sections(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>, String> {
+    let e = plan(elf, sections)?;
+    let mut header = [0u8; EHDR_SIZE];
+    Ok(pieces(elf, &e, &mut header).concat())
+}
+
+/// Where the new section table goes, its entry count, and the bytes that
+/// follow the input (section contents, name table, section headers).
+struct Embedding {
+    shoff: u64,
+    shnum: u16,
+    tail: Vec<u8>,
+}
+
+fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
+    if elf.len() < EHDR_SIZE {
+        return Err(format!("ELF truncated at {:#x}", elf.len()));
+    }
     if elf.get(..4) != Some(b"\x7fELF") || elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
         return Err("only 64-bit little-endian ELF can take a .BTF section".into());
     }
@@ -87,41 +106,64 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
         let rest = names.get(off..)?;
         Some(&rest[..rest.iter().position(|&b| b == 0)?])
     };
-    let existing = headers.iter().position(|h| name_of(h) == Some(b".BTF"));
+    let existing: Vec<Option<usize>> = sections
+        .iter()
+        .map(|(name, _)| {
+            headers
+                .iter()
+                .position(|h| name_of(h) == Some(name.as_bytes()))
+        })
+        .collect();
 
-    let mut out = Vec::with_capacity(elf.len() + btf.len() + names.len() + table.len() + 256);
-    out.extend_from_slice(elf);
-    align(&mut out, 8);
-    let btf_off = out.len() as u64;
-    out.extend_from_slice(btf);
-    match existing {
-        Some(i) => {
-            if let Some(h) = headers.get_mut(i) {
-                put(h, 24, &btf_off.to_le_bytes());
-                put(h, 32, &(btf.len() as u64).to_le_bytes());
-            }
+    // Everything new goes after the input's last byte: `tail` starts at
+    // file offset `at`.
+    let at = elf.len();
+    let pos = |tail: &Vec<u8>| (at + tail.len()) as u64;
+    let pad = |tail: &mut Vec<u8>| {
+        while (at + tail.len()) % 8 != 0 {
+            tail.push(0);
         }
-        None => {
-            // A new name table: the old one plus ".BTF".
-            let new_str_off = out.len() as u64;
-            out.extend_from_slice(names);
-            let name = names.len() as u32;
-            out.extend_from_slice(b".BTF\0");
-            if let Some(h) = headers.get_mut(shstrndx as usize) {
-                put(h, 24, &new_str_off.to_le_bytes());
-                put(h, 32, &((names.len() + 5) as u64).to_le_bytes());
+    };
+    let added: usize = sections.iter().map(|(n, b)| n.len() + b.len() + 16).sum();
+    let mut tail = Vec::with_capacity(added + names.len() + table.len() + 256);
+    let mut new_names = names.to_vec();
+    for ((name, bytes), existing) in sections.iter().zip(&existing) {
+        pad(&mut tail);
+        let off = pos(&tail);
+        tail.extend_from_slice(bytes);
+        match existing {
+            Some(i) => {
+                if let Some(h) = headers.get_mut(*i) {
+                    put(h, 24, &off.to_le_bytes());
+                    put(h, 32, &(bytes.len() as u64).to_le_bytes());
+                }
             }
-            let mut h = [0u8; SHDR_SIZE];
-            put(&mut h, 0, &name.to_le_bytes());
-            put(&mut h, 4, &SHT_PROGBITS.to_le_bytes());
-            put(&mut h, 24, &btf_off.to_le_bytes());
-            put(&mut h, 32, &(btf.len() as u64).to_le_bytes());
-            put(&mut h, 48, &4u64.to_le_bytes());
-            headers.push(h);
+            None => {
+                let name_off = u32::try_from(new_names.len())
+                    .map_err(|_| "section name table too large".to_string())?;
+                new_names.extend_from_slice(name.as_bytes());
+                new_names.push(0);
+                let mut h = [0u8; SHDR_SIZE];
+                put(&mut h, 0, &name_off.to_le_bytes());
+                put(&mut h, 4, &SHT_PROGBITS.to_le_bytes());
+                put(&mut h, 24, &off.to_le_bytes());
+                put(&mut h, 32, &(bytes.len() as u64).to_le_bytes());
+                put(&mut h, 48, &4u64.to_le_bytes());
+                headers.push(h);
+            }
         }
     }
-    align(&mut out, 8);
-    let new_shoff = out.len() as u64;
+    if new_names.len() != names.len() {
+        // A new name table: the old one plus the added names.
+        let new_str_off = pos(&tail);
+        tail.extend_from_slice(&new_names);
+        if let Some(h) = headers.get_mut(shstrndx as usize) {
+            put(h, 24, &new_str_off.to_le_bytes());
+            put(h, 32, &(new_names.len() as u64).to_le_bytes());
+        }
+    }
+    pad(&mut tail);
+    let shoff = pos(&tail);
     let count = headers.len() as u64;
     if count >= SHN_LORESERVE {
         if let Some(h0) = headers.first_mut() {
@@ -129,18 +171,63 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     for h in &headers {
-        out.extend_from_slice(h);
+        tail.extend_from_slice(h);
     }
-    put(&mut out, 0x28, &new_shoff.to_le_bytes());
-    let e_shnum = if count >= SHN_LORESERVE {
+    let shnum = if count >= SHN_LORESERVE {
         0
     } else {
         count as u16
     };
-    put(&mut out, 0x3c, &e_shnum.to_le_bytes());
-    debug_assert!(out.len() > EHDR_SIZE);
-    Ok(out)
+    Ok(Embedding { shoff, shnum, tail })
 }
+
+/// `elf` with the new fields of its ELF header, then `tail`: the bytes of
+/// the embedded file in order, without copying `elf`.
+fn pieces<'a>(elf: &'a [u8], e: &'a Embedding, header: &'a mut [u8; EHDR_SIZE]) -> [&'a [u8]; 3] {
+    if let Some(h) = elf.get(..EHDR_SIZE) {
+        header.copy_from_slice(h);
+    }
+    put(header, 0x28, &e.shoff.to_le_bytes());
+    put(header, 0x3c, &e.shnum.to_le_bytes());
+    [
+        &header[..],
+        elf.get(EHDR_SIZE..).unwrap_or_default(),
+        &e.tail,
+    ]
+}
+
+/// Writes the ELF `elf` with `sections` embedded (see [`embed_sections`]) to
+/// `path` as [`write_atomic`] does, streaming from `elf` instead of building
+/// the whole image in memory (a vmlinux is tens of MB).
+pub fn write_embedded(
+    path: &Path,
+    elf: &[u8],
+    sections: &[(&str, &[u8])],
+    perm: Option<std::fs::Permissions>,
+) -> Result<(), EmbedError> {
+    let e = plan(elf, sections).map_err(EmbedError::Elf)?;
+    let mut header = [0u8; EHDR_SIZE];
+    let parts = pieces(elf, &e, &mut header);
+    write_atomic_parts(path, &parts, perm).map_err(EmbedError::Io)
+}
+
+/// Why [`write_embedded`] failed: the input ELF, or writing the output.
+#[derive(Debug)]
+pub enum EmbedError {
+    Elf(String),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for EmbedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmbedError::Elf(e) => f.write_str(e),
+            EmbedError::Io(e) => write!(f, "cannot write: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EmbedError {}
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
 /// and a rename: readers see the old file or the whole new one. `perm`:
@@ -148,6 +235,15 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
 pub fn write_atomic(
     path: &Path,
     bytes: &[u8],
+    perm: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
+    write_atomic_parts(path, &[bytes], perm)
+}
+
+/// [`write_atomic`] of the concatenation of `parts`.
+fn write_atomic_parts(
+    path: &Path,
+    parts: &[&[u8]],
     perm: Option<std::fs::Permissions>,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
@@ -160,8 +256,11 @@ pub fn write_atomic(
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        for part in parts {
+            f.write_all(part)?;
+        }
+        let f = f.into_inner().map_err(|e| e.into_error())?;
         if let Some(perm) = perm {
             f.set_permissions(perm)?;
         }

@@ -38,7 +38,8 @@ pub enum FuncMode {
     /// Every function instance with its true signature (funcs.rs).
     #[default]
     Exact,
-    /// pahole 1.24's choice: the first definition of each ELF function name.
+    /// pahole 1.24's choice of names, each with the prototype of the
+    /// instance the kernel attaches the name to (pahole.rs).
     Pahole,
 }
 
@@ -74,6 +75,10 @@ pub struct EncodeOptions {
     pub keep_rust: bool,
     /// Skip the final dedup (for tests and debugging).
     pub no_dedup: bool,
+    /// Write a layout section (bpf-next's 32-byte header), as pahole's
+    /// `--btf_features=layout`; split BTF gets none, as from pahole, since
+    /// readers use the base's.
+    pub layout: bool,
 }
 
 /// Progress reports from the library; the command line draws them.
@@ -261,6 +266,9 @@ pub fn encode_with<P: FuncPolicy>(
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
         btf = dedup(btf, path, false)?;
+    }
+    if opts.layout && btf.base().is_none() {
+        btf.set_layout(true);
     }
     Ok(Encoded {
         btf,
@@ -460,7 +468,10 @@ fn encode_segment<P: FuncPolicy>(
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
 /// its string section has each string once already.
 fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
-    let opts = btf::dedup::DedupOptions { keep_strings };
+    let opts = btf::dedup::DedupOptions {
+        keep_strings,
+        ..Default::default()
+    };
     btf::dedup::dedup_owned(btf, &opts).map_err(|e| Error::Encode {
         path: path.to_owned(),
         msg: format!("dedup: {e}"),
@@ -683,7 +694,10 @@ pub fn encode(
             let policy = crate::funcs::emit::ExactFuncs::from_elf(elf, opts.addr_tags)?;
             encode_with(elf, base, opts, &policy, progress)
         }
-        FuncMode::Pahole => encode_with(elf, base, opts, &crate::pahole::PaholeFuncs, progress),
+        FuncMode::Pahole => {
+            let policy = crate::pahole::PaholeFuncs::from_elf(elf)?;
+            encode_with(elf, base, opts, &policy, progress)
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod encode;
 pub mod error;
 pub mod funcs;
 pub mod kfuncs;
+pub mod layout;
 pub mod load;
 pub mod pahole;
 pub mod strings;

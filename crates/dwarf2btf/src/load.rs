@@ -173,6 +173,11 @@ fn relocate<'a>(
     };
     let mut out = data.into_owned();
     for (offset, r) in relocs {
+        // R_X86_64_NONE: a relocation the linker voided (lld's `-r` does so
+        // for references to discarded sections, e.g. in clang-built modules).
+        if matches!(r.flags(), object::RelocationFlags::Elf { r_type: 0 }) {
+            continue;
+        }
         let s = match r.target() {
             object::RelocationTarget::Symbol(i) => obj
                 .symbol_by_index(i)

@@ -1,13 +1,20 @@
-//! `--funcs pahole`: the functions pahole 1.24 encodes.
+//! `--funcs pahole`: the functions pahole 1.24 encodes, made safe for fentry.
 //!
 //! pahole 1.24 keeps a DWARF subprogram when it is not a declaration, every
 //! parameter has a name, and its name is exactly the name of an ELF STT_FUNC
 //! symbol; of several such subprograms with one name the first wins. Each
-//! kept one becomes FUNC_PROTO + FUNC with static linkage. Invariant here:
-//! "first" is the first in unit order and DIE order, so the choice does not
-//! depend on threads (pahole's -j made it racy).
+//! kept one becomes FUNC_PROTO + FUNC with static linkage.
+//!
+//! "The first wins" is unsafe: the kernel attaches a FUNC to the
+//! lowest-address symbol of its name (funcs/lookup.rs), and the first
+//! definition in DWARF order is often another function of that name with
+//! another prototype (`state_show`, `wakeup_show`). Here the FUNC of a name
+//! is the first definition (in unit order, then DIE order: independent of
+//! threads) whose code starts at the address the kernel picks for that name;
+//! a name with no such definition (the code there has no DWARF, has an
+//! unnamed parameter, or the name's lowest symbol is data) gets no FUNC.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, UnitOffset};
@@ -16,8 +23,14 @@ use crate::convert::UnitBuilder;
 use crate::dies::{Attrs, DieReader, Fields};
 use crate::encode::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
+use crate::funcs::lookup::KernelLookup;
+use crate::load::ElfFile;
 
-pub struct PaholeFuncs;
+/// The `--funcs pahole` policy.
+pub struct PaholeFuncs {
+    /// Where the kernel attaches each name.
+    lookup: KernelLookup,
+}
 
 /// The functions of one unit that may be encoded. Names and parameters of
 /// all of them share two buffers: a few allocations per unit, not several
@@ -42,6 +55,8 @@ struct Span {
 /// A function of one unit that may be encoded.
 struct Candidate {
     name: Span,
+    /// Where its code starts (None: an abstract or inline-only definition).
+    entry: Option<u64>,
     /// Local ids of the unit.
     ret: TypeId,
     params: Span,
@@ -94,7 +109,33 @@ fn name_and_type<'d>(
     Ok((name, ty))
 }
 
+/// Where the code of the subprogram DIE at `offset` starts: DW_AT_entry_pc,
+/// DW_AT_low_pc, or its first range.
+fn entry_address(cx: &UnitContext<'_, '_>, offset: u64) -> gimli::Result<Option<u64>> {
+    let Ok(offset) = usize::try_from(offset) else {
+        return Ok(None);
+    };
+    let e = cx.unit.entry(UnitOffset(offset))?;
+    for at in [gimli::DW_AT_entry_pc, gimli::DW_AT_low_pc] {
+        if let Some(v) = e.attr_value(at)? {
+            return cx.dwarf.attr_address(cx.unit, v);
+        }
+    }
+    let mut ranges = cx.dwarf.die_ranges(cx.unit, &e)?;
+    Ok(ranges.next()?.map(|r| r.begin))
+}
+
 impl PaholeFuncs {
+    pub fn from_elf(elf: &ElfFile) -> Result<PaholeFuncs> {
+        let obj = elf.object()?;
+        Ok(PaholeFuncs::new(crate::funcs::emit::kernel_lookup(&obj)))
+    }
+
+    /// `lookup`: over every symbol of the ELF file.
+    pub fn new(lookup: KernelLookup) -> PaholeFuncs {
+        PaholeFuncs { lookup }
+    }
+
     /// The unit's top-level function definitions whose name an ELF
     /// function symbol has, with their parameters. Only the unit's top
     /// level and the functions' direct children are read: every other
@@ -118,7 +159,7 @@ impl PaholeFuncs {
             }
         };
         while let Some(die) = dies.next()? {
-            let (depth, tag) = (die.depth, die.tag);
+            let (depth, tag, die_offset) = (die.depth, die.tag, die.offset);
             if depth <= 1 {
                 flush(&mut out, &mut current);
             }
@@ -131,8 +172,10 @@ impl PaholeFuncs {
                     match name.filter(|n| cx.elf.func_names.contains(n)) {
                         Some(name) => {
                             let start = out.params.len() as u32;
+                            let entry = entry_address(cx, die_offset)?;
                             let c = Candidate {
                                 name: out.push_str(name),
+                                entry,
                                 ret: type_of(ret),
                                 params: Span { start, end: start },
                                 varargs: false,
@@ -189,11 +232,26 @@ impl FuncPolicy for PaholeFuncs {
     }
 
     fn finish(&self, units: Vec<(UnitRemap, Candidates)>, btf: &mut Btf) -> Result<()> {
-        let mut done: FxHashSet<&str> = FxHashSet::default();
-        for (remap, cands) in &units {
-            for c in &cands.funcs {
+        // Where each name's FUNC comes from: the first definition at the
+        // address every kernel lookup of the name returns.
+        let mut chosen: FxHashMap<&str, (usize, usize)> = FxHashMap::default();
+        for (u, (_, cands)) in units.iter().enumerate() {
+            for (f, c) in cands.funcs.iter().enumerate() {
                 let name = cands.str(c.name);
-                if !done.insert(name) {
+                let picks = self.lookup.picks(name);
+                let at_pick = c
+                    .entry
+                    .is_some_and(|e| !picks.is_none() && picks.addresses().all(|p| p == e));
+                if at_pick {
+                    chosen.entry(name).or_insert((u, f));
+                }
+            }
+        }
+        let mut done: FxHashSet<&str> = FxHashSet::default();
+        for (u, (remap, cands)) in units.iter().enumerate() {
+            for (f, c) in cands.funcs.iter().enumerate() {
+                let name = cands.str(c.name);
+                if chosen.get(name) != Some(&(u, f)) || !done.insert(name) {
                     continue;
                 }
                 let mut params: Vec<Param> = cands

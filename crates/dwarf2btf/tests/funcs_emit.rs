@@ -1,6 +1,10 @@
-//! `--funcs exact` emission: FUNCs per distinct prototype, addr tags, and
-//! what each tag mode costs. Oracles: `nm` and System.map for addresses,
-//! btf's validator for the format.
+//! `--funcs exact` emission: FUNCs per distinct prototype, addr tags, the
+//! naming rule (the lowest-address instance of a name keeps it, the others
+//! are `<symbol>..<hex address>`), and what each tag mode costs. Oracles:
+//! `nm` and System.map for addresses (the kernel attaches a name at its
+//! lowest address), btf's validator for the format.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,6 +61,23 @@ fn funcs(btf: &Btf) -> BTreeMap<String, Vec<(String, Vec<u64>)>> {
     out
 }
 
+/// The FUNCs of every instance of symbol `name`: the one named `name` and
+/// those named `name..<hex>`, each with its prototype and tags.
+fn instances<'a>(
+    f: &'a BTreeMap<String, Vec<(String, Vec<u64>)>>,
+    name: &str,
+) -> Vec<(&'a str, &'a (String, Vec<u64>))> {
+    f.iter()
+        .filter(|(n, _)| {
+            n.as_str() == name
+                || n.strip_prefix(name)
+                    .and_then(|r| r.strip_prefix(".."))
+                    .is_some_and(|h| u64::from_str_radix(h, 16).is_ok())
+        })
+        .flat_map(|(n, v)| v.iter().map(move |x| (n.as_str(), x)))
+        .collect()
+}
+
 /// libbpf (through bpftool) parses the blob: ids, strings and kinds are sane.
 fn bpftool_accepts(btf: &Btf) {
     let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
@@ -81,61 +102,30 @@ fn tag_bytes(btf: &Btf) -> usize {
     n
 }
 
-fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
-    testkit::tool_or_skip("gcc", "gcc")?;
-    let fx = testkit::Fixture::new();
-    for (n, src) in [
-        ("a.c", include_str!("funcs_fixtures/a.c")),
-        ("b.c", include_str!("funcs_fixtures/b.c")),
-        ("c.c", include_str!("funcs_fixtures/c.c")),
-        ("note.c", include_str!("funcs_fixtures/note.c")),
-    ] {
-        fx.write(n, src);
-    }
-    let cc = |args: &[&str]| {
-        testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
-    };
-    for f in ["a.c", "b.c", "c.c"] {
-        cc(&["-g", "-O2", "-c", f]);
-    }
-    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
-    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
-    cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
-    let exe = fx.path("fx");
-    Some((fx, exe))
-}
-
-fn nm(path: &Path, name: &str) -> Vec<u64> {
-    let out = testkit::run_ok(Command::new("nm").arg(path));
-    let mut v: Vec<u64> = String::from_utf8_lossy(&out)
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
-            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
-        })
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 #[test]
 fn funcs_emit_fixture_two_prototypes_tagged_nm() {
-    let Some((_fx, exe)) = build_fixture() else {
+    let Some((_fx, exe)) = common::build_fixture() else {
         return;
     };
     let btf = encode(&exe, AddrTags::Ambiguous);
     let f = funcs(&btf);
-    let wake = &f["wakeup_show"];
+    let wake = instances(&f, "wakeup_show");
     assert_eq!(wake.len(), 2, "{wake:?}");
-    let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, a)| a.clone()).collect();
+    let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, (_, a))| a.clone()).collect();
     tagged.sort_unstable();
-    assert_eq!(tagged, nm(&exe, "wakeup_show"));
-    assert!(wake.iter().all(|(_, a)| a.len() == 1));
+    let addrs = common::nm(&exe, "wakeup_show");
+    assert_eq!(tagged, addrs);
+    assert!(wake.iter().all(|(_, (_, a))| a.len() == 1));
+    // The lowest address keeps the name; the other is named by its address.
+    assert_eq!(f["wakeup_show"][0].1, vec![addrs[0]]);
+    assert_eq!(
+        f[&format!("wakeup_show..{:x}", addrs[1])][0].1,
+        vec![addrs[1]]
+    );
     // Built twice against different headers: two FUNCs, each with its address.
-    let fill = &f["fill_thread_core_info"];
+    let fill = instances(&f, "fill_thread_core_info");
     assert!(
-        fill.is_empty() || fill.iter().all(|(_, a)| a.len() == 1),
+        fill.is_empty() || fill.iter().all(|(_, (_, a))| a.len() == 1),
         "{fill:?}"
     );
     // The true signature under the symbol-table name.
@@ -150,7 +140,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     assert_eq!(f["a_entry"], vec![(f["a_entry"][0].0.clone(), vec![])]);
     // ...and has one in `all` mode.
     let all = funcs(&encode(&exe, AddrTags::All));
-    assert_eq!(all["a_entry"][0].1, nm(&exe, "a_entry"));
+    assert_eq!(all["a_entry"][0].1, common::nm(&exe, "a_entry"));
     let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
     let all_btf = encode(&exe, AddrTags::All);
     assert_eq!(verify::verify(&model, &all_btf).len(), 0);
@@ -158,7 +148,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     let mut bad = all_btf.clone();
     let wake: Vec<u32> = verify::addr_tags(&bad)
         .into_iter()
-        .filter(|t| t.name == "wakeup_show")
+        .filter(|t| t.name.starts_with("wakeup_show"))
         .map(|t| t.func)
         .collect();
     assert_eq!(wake.len(), 2);
@@ -185,18 +175,7 @@ fn funcs_emit_debian_seed_examples_system_map() {
         return;
     };
     let map = std::fs::read_to_string(&k.system_map).expect("System.map");
-    let addrs = |name: &str| -> Vec<u64> {
-        let mut v: Vec<u64> = map
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let (a, _, n) = (f.next()?, f.next()?, f.next()?);
-                (n == name).then(|| u64::from_str_radix(a, 16).ok())?
-            })
-            .collect();
-        v.sort_unstable();
-        v
-    };
+    let addrs = |name: &str| common::addresses_of(&map, name);
     let mut sizes = Vec::new();
     for mode in [AddrTags::None, AddrTags::Ambiguous, AddrTags::All] {
         let btf = encode(&k.vmlinux, mode);
@@ -208,28 +187,43 @@ fn funcs_emit_debian_seed_examples_system_map() {
             continue;
         }
         let f = funcs(&btf);
+        // kernel/irq/irqdesc.c's has the lower address: it keeps the name.
         let wake = &f["wakeup_show"];
-        assert_eq!(wake.len(), 2);
-        for (proto, a) in wake {
-            assert_eq!(a.len(), 1);
-            if proto.contains("struct kobject *") {
-                assert_eq!(a[0], 0xffffffff81111e90, "kernel/irq/irqdesc.c");
-            } else {
-                assert!(proto.contains("struct device *"), "{proto}");
-                assert_eq!(a[0], 0xffffffff8170ac00, "drivers/base/power/sysfs.c");
-            }
-        }
+        assert_eq!(wake.len(), 1);
+        assert!(wake[0].0.contains("struct kobject *"), "{wake:?}");
+        assert_eq!(wake[0].1, vec![0xffffffff81111e90]);
+        assert_eq!(addrs("wakeup_show")[0], 0xffffffff81111e90);
+        let other = &f["wakeup_show..ffffffff8170ac00"];
+        assert!(other[0].0.contains("struct device *"), "{other:?}");
+        assert_eq!(
+            other[0].1,
+            vec![0xffffffff8170ac00],
+            "drivers/base/power/sysfs.c"
+        );
+        // One prototype for both instances: one FUNC, under the name.
         let detach = &f["bpf_iter_detach_map"];
-        let tagged: Vec<u64> = {
-            let mut v: Vec<u64> = detach.iter().flat_map(|(_, a)| a.clone()).collect();
+        assert_eq!(detach.len(), 1);
+        assert_eq!(detach[0].1, addrs("bpf_iter_detach_map"));
+        for name in [
+            "cpumask_weight",
+            "cpumask_weight.constprop.0",
+            "find_next_bit.constprop.0",
+        ] {
+            let all = addrs(name);
+            let mut v: Vec<u64> = instances(&f, name)
+                .iter()
+                .flat_map(|(_, (_, a))| a.clone())
+                .collect();
             v.sort_unstable();
-            v
-        };
-        assert_eq!(tagged, addrs("bpf_iter_detach_map"));
-        for name in ["cpumask_weight", "cpumask_weight.constprop.0"] {
-            let mut v: Vec<u64> = f[name].iter().flat_map(|(_, a)| a.clone()).collect();
-            v.sort_unstable();
-            assert_eq!(v, addrs(name), "{name}");
+            assert_eq!(v, all, "{name}");
+            // The FUNC under the exact name describes the lowest address.
+            assert!(f[name].iter().any(|(_, a)| a.contains(&all[0])), "{name}");
+            for (n, (_, a)) in instances(&f, name) {
+                if n != name {
+                    assert_eq!(n, format!("{name}..{:x}", a[0]));
+                    assert!(!a.contains(&all[0]));
+                }
+            }
         }
         assert!(f.contains_key("map_create"));
         bpftool_accepts(&btf);

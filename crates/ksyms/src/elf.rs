@@ -10,17 +10,21 @@ use crate::{Error, RawSymbol, Result, Symbols};
 /// Reads the symbol table of an ELF file, mapped rather than read: a
 /// debug vmlinux is over 500 MB and only its symbol table is needed.
 pub fn read(path: &Path) -> Result<Symbols> {
+    parse(&map(path)?, path)
+}
+
+/// Maps an ELF file read-only.
+pub(crate) fn map(path: &Path) -> Result<memmap2::Mmap> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
     // SAFETY: the map is read-only and private; a file changed under us can
     // give wrong symbols but `object` checks every offset it reads.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io {
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
-    })?;
-    parse(&map, path)
+    })
 }
 
 /// The nm type letter of a symbol, from the kind of its section.

@@ -75,6 +75,19 @@
 //!    of reference types alone is an error, as in libbpf. VAR and DATASEC are
 //!    never merged: each is canonical.
 //!
+//!    Go is not C: its types can form cycles of typedefs and function
+//!    prototypes alone (`type F func() F`), which libbpf 1.1 refuses.
+//!    libbpf 1.7 (November 2025, "Fix BTF dedup to support recursive typedef
+//!    definitions", with the base-hash fix of April 2026 in 1.8) moved
+//!    TYPEDEFs from this pass to pass 3: a typedef is hashed by name and
+//!    info only and made equal to a candidate typedef by the same graph
+//!    walk as a struct, in id order among the structs. That changes which
+//!    of several equal typedefs becomes canonical, hence the output bytes,
+//!    so [`Rules::Libbpf1_1`] is kept as the default and a cycle of
+//!    reference types makes [`dedup`] run again by [`Rules::Libbpf1_8`]:
+//!    BTF that libbpf 1.1 deduplicates comes out as from libbpf 1.1, BTF
+//!    that only newer libbpf takes comes out as from libbpf 1.8.
+//!
 //! 6. Compaction: canonical types keep their relative order and get
 //!    consecutive ids; all others are dropped.
 //!
@@ -130,6 +143,20 @@ pub struct DedupOptions {
     /// pahole's output from a BTF built with [`Btf::add_str`]; the strings
     /// must then really be unique, or equal names will not compare equal.
     pub keep_strings: bool,
+    /// Whose rules decide. The default, [`Rules::Libbpf1_1`], falls back to
+    /// [`Rules::Libbpf1_8`] for input that only those deduplicate.
+    pub rules: Rules,
+}
+
+/// Which libbpf's dedup the output is byte-identical to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rules {
+    /// libbpf 1.1; a cycle of reference types (possible only through a
+    /// TYPEDEF, in Go) makes the whole dedup run again by libbpf 1.8's rules.
+    #[default]
+    Libbpf1_1,
+    /// libbpf 1.8: TYPEDEFs deduplicated by the graph walk of structs.
+    Libbpf1_8,
 }
 
 /// What a deduplication did, for reports.
@@ -156,9 +183,22 @@ pub fn dedup(btf: &mut Btf, opts: &DedupOptions) -> Result<()> {
 /// types are copied first; [`dedup_owned`] does without the copy).
 pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats> {
     check_ids(btf)?;
-    let (types, strings, stats) = run(btf, btf.types.clone(), opts)?;
+    let (types, strings, stats) = match run(btf, btf.types.clone(), opts) {
+        Err(Error::DedupCycle { .. }) if opts.rules == Rules::Libbpf1_1 => {
+            run(btf, btf.types.clone(), &newer(opts))?
+        }
+        r => r?,
+    };
     btf.set_contents(types, strings);
     Ok(stats)
+}
+
+/// `opts` with libbpf 1.8's rules, for the second try.
+fn newer(opts: &DedupOptions) -> DedupOptions {
+    DedupOptions {
+        rules: Rules::Libbpf1_8,
+        ..opts.clone()
+    }
 }
 
 /// [`dedup`] of a BTF the caller gives away: its types are deduplicated in
@@ -166,10 +206,62 @@ pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats
 /// on error (half of the allocations when most types are duplicates).
 pub fn dedup_owned(mut btf: Btf, opts: &DedupOptions) -> Result<Btf> {
     check_ids(&btf)?;
+    // The first try works on the types in place; only when it may fail on a
+    // cycle is a copy kept for the second.
     let own = std::mem::take(&mut btf.types);
-    let (types, strings, _) = run(&btf, own, opts)?;
+    let spare = (opts.rules == Rules::Libbpf1_1 && has_ref_cycle(&btf, &own)).then(|| own.clone());
+    let (types, strings, _) = match (run(&btf, own, opts), spare) {
+        (Err(Error::DedupCycle { .. }), Some(spare)) => run(&btf, spare, &newer(opts))?,
+        (r, _) => r?,
+    };
     btf.set_contents(types, strings);
     Ok(btf)
+}
+
+/// Whether some TYPEDEF of `types` (own types of `btf`) reaches itself
+/// through reference types alone, which libbpf 1.1 refuses: a cheap
+/// depth-first walk that follows what pass 5 follows and stops at structs,
+/// unions and base types.
+fn has_ref_cycle(btf: &Btf, types: &[Type]) -> bool {
+    let start = btf.start_id;
+    // 0 unvisited, 1 on the path, 2 done.
+    let mut state = vec![0u8; types.len()];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in 0..types.len() {
+        if state[root] != 0 || types[root].kind() != BTF_KIND_TYPEDEF {
+            continue;
+        }
+        state[root] = 1;
+        stack.push((root, 0));
+        while let Some(&(i, next)) = stack.last() {
+            let t = &types[i];
+            let follows = !matches!(
+                t.kind(),
+                BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_VAR | BTF_KIND_DATASEC
+            );
+            if follows && next < ref_count(t) {
+                if let Some(top) = stack.last_mut() {
+                    top.1 += 1;
+                }
+                let r = ref_at(t, next);
+                let Some(j) = r.checked_sub(start).map(|j| j as usize) else {
+                    continue;
+                };
+                match state.get(j) {
+                    Some(0) => {
+                        state[j] = 1;
+                        stack.push((j, 0));
+                    }
+                    Some(1) => return true,
+                    _ => {}
+                }
+                continue;
+            }
+            state[i] = 2;
+            stack.pop();
+        }
+    }
+    false
 }
 
 /// The passes, on `types` (the own types of `btf`, which `btf` may no
@@ -185,7 +277,7 @@ fn run(
         strings::dedup_strings(btf, &mut types)?
     };
     let stats_in = (types.len() as u32, btf.strings.len() as u32);
-    let mut d = Dedup::new(btf, types, &strings);
+    let mut d = Dedup::new(btf, types, &strings, opts.rules);
     d.prep()?;
     d.prim_types();
     d.struct_types()?;
@@ -208,6 +300,13 @@ fn check_ids(btf: &Btf) -> Result<()> {
     let mut b = Some(btf);
     while let Some(cur) = b {
         for (id, t) in cur.iter() {
+            if let TypeData::Unknown { kind, .. } = t.data {
+                // Its words may hold type ids that renumbering would break.
+                return Err(Error::Dedup {
+                    id,
+                    reason: format!("has kind {kind}, whose type references are unknown"),
+                });
+            }
             let mut bad = None;
             t.for_each_ref(|r| {
                 if r >= count && bad.is_none() {
@@ -267,6 +366,16 @@ fn hash_common(t: &Type) -> i64 {
 
 fn equal_common(a: &Type, b: &Type) -> bool {
     a.name_off == b.name_off && a.info() == b.info() && a.size_or_type() == b.size_or_type()
+}
+
+/// libbpf 1.8's TYPEDEF signature: without the type it names, which pass 3
+/// compares by walking the graph.
+fn hash_typedef(t: &Type) -> i64 {
+    combine(combine(0, t.name_off), t.info())
+}
+
+fn equal_typedef(a: &Type, b: &Type) -> bool {
+    a.name_off == b.name_off && a.info() == b.info()
 }
 
 /// The word after `struct btf_type` of an INT or a DECL_TAG.
@@ -515,6 +624,7 @@ impl EnumIndex {
 }
 
 struct Dedup<'a> {
+    rules: Rules,
     base: Option<&'a Btf>,
     start_id: TypeId,
     /// Own types, modified in pass 5 as their references are resolved.
@@ -545,7 +655,7 @@ struct Dedup<'a> {
 }
 
 impl<'a> Dedup<'a> {
-    fn new(btf: &'a Btf, types: Vec<Type>, strings: &[u8]) -> Dedup<'a> {
+    fn new(btf: &'a Btf, types: Vec<Type>, strings: &[u8], rules: Rules) -> Dedup<'a> {
         let start_id = btf.start_id;
         let count = start_id as usize + types.len();
         let base = btf.base.as_deref();
@@ -557,6 +667,7 @@ impl<'a> Dedup<'a> {
         }
         // VARs and DATASECs are made canonical by pass 2's sweep.
         let mut d = Dedup {
+            rules,
             base,
             start_id,
             types,
@@ -667,15 +778,24 @@ impl<'a> Dedup<'a> {
     /// The hash of any type as it is entered in the table.
     fn hash_of(&self, id: TypeId, t: &Type) -> Option<i64> {
         Some(match t.kind() {
-            BTF_KIND_VAR | BTF_KIND_DATASEC => return None,
+            BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
+            | BTF_KIND_LOCSEC => return None,
             BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
             BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
             BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
             BTF_KIND_ARRAY => hash_array(t),
             BTF_KIND_FUNC_PROTO => hash_fnproto(t),
             BTF_KIND_FUNC => self.hash_func(id, t),
+            BTF_KIND_TYPEDEF if self.rules == Rules::Libbpf1_8 => hash_typedef(t),
             _ => hash_common(t),
         })
+    }
+
+    /// Whether pass 3 deduplicates this kind: structs and unions, and with
+    /// libbpf 1.8's rules typedefs.
+    fn in_struct_pass(&self, kind: u8) -> bool {
+        matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION)
+            || (kind == BTF_KIND_TYPEDEF && self.rules == Rules::Libbpf1_8)
     }
 
     /// A FUNC's hash: libbpf's, mixed with its address tags if it has any.
@@ -759,8 +879,11 @@ impl<'a> Dedup<'a> {
                     }
                     h
                 }
-                BTF_KIND_VAR | BTF_KIND_DATASEC => {
-                    // Never merged, and not entered in the table.
+                BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
+                | BTF_KIND_LOCSEC => {
+                    // Never merged, and not entered in the table. (The
+                    // location kinds too: bpf-next's libbpf merges equal
+                    // LOC_PARAMs and LOC_PROTOs; keeping each is lossless.)
                     self.map[id as usize] = id;
                     continue;
                 }
@@ -1029,15 +1152,23 @@ impl<'a> Dedup<'a> {
                 continue;
             }
             let t = &self.types[i];
-            if !matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) {
+            let kind = t.kind();
+            if !self.in_struct_pass(kind) {
                 continue;
             }
-            let h = hash_struct(t);
+            let is_typedef = kind == BTF_KIND_TYPEDEF;
+            let h = if is_typedef {
+                hash_typedef(t)
+            } else {
+                hash_struct(t)
+            };
             let mut new_id = id;
             for c in table.get(h) {
                 // A FWD under the same hash would look equivalent and
-                // create a FWD <-> struct loop: only structs qualify.
+                // create a FWD <-> struct loop: only structs qualify (and
+                // for a typedef, typedefs).
                 let same = match self.ty(c) {
+                    Some(ct) if is_typedef => equal_typedef(&self.types[i], ct),
                     Some(ct) => shallow_equal_struct(&self.types[i], ct),
                     None => false,
                 };
@@ -1058,7 +1189,9 @@ impl<'a> Dedup<'a> {
             self.map[id as usize] = new_id;
             if new_id == id {
                 table.add(h, id);
-                self.canon_structs.push(id);
+                if !is_typedef {
+                    self.canon_structs.push(id);
+                }
             }
         }
         self.table = table;
@@ -1148,11 +1281,7 @@ impl<'a> Dedup<'a> {
     }
 
     fn loop_error(&self, id: TypeId) -> Error {
-        Error::Dedup {
-            id,
-            reason: "is part of a cycle of reference types that passes through no struct or union"
-                .into(),
-        }
+        Error::DedupCycle { id }
     }
 
     /// The canonical type of own type `i`, whose references are final.

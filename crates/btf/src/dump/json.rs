@@ -6,11 +6,17 @@
 //! member carries `bitfield_size` only when it is a bitfield, a signed
 //! enumerator's `val` is negative where bpftool's is, and DATASEC entries do
 //! not repeat the variable's name as the raw format does.
+//!
+//! The location kinds (bpf-next) carry the raw format's fields under the
+//! same names, their records as `values`, `params` and `locs` arrays; no
+//! bpftool JSON for them was available to compare with.
 
 use std::io::{self, Write};
 
+use super::loc;
 use super::raw::{
-    enum_encoding_name, func_linkage_name, int_encoding_name, name_bytes, var_linkage_name, Sink,
+    enum_encoding_name, func_linkage_name, func_name, int_encoding_name, loc_param_value,
+    name_bytes, var_linkage_name, Sink,
 };
 use crate::{Btf, Type, TypeData, TypeId};
 
@@ -158,6 +164,53 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
             field(s, "type_id", *ty);
             field(s, "component_idx", *component_idx);
         }
+        TypeData::LocParam {
+            size,
+            flags,
+            values,
+        } => {
+            field(s, "size", *size);
+            field(s, "flags", *flags);
+            field(s, "vlen", values.len());
+            s.bytes(b",\"values\":[");
+            for (i, v) in values.iter().enumerate() {
+                if i > 0 {
+                    s.byte(b',');
+                }
+                s.int(*v);
+            }
+            s.byte(b']');
+            str_field(s, "value", &loc::describe(&t.data).unwrap_or_default());
+        }
+        TypeData::LocProto { params } => {
+            field(s, "vlen", params.len());
+            s.bytes(b",\"params\":[");
+            for (i, &p) in params.iter().enumerate() {
+                open_item(s, i);
+                s.bytes(b"\"type_id\":");
+                s.int(p);
+                if let Some(v) = loc_param_value(btf, p) {
+                    str_field(s, "value", &v);
+                }
+                s.byte(b'}');
+            }
+            s.byte(b']');
+        }
+        TypeData::Locsec { locs } => {
+            field(s, "vlen", locs.len());
+            s.bytes(b",\"locs\":[");
+            for (i, l) in locs.iter().enumerate() {
+                open_item(s, i);
+                s.bytes(b"\"name\":");
+                string(s, func_name(btf, l.func));
+                field(s, "func_type_id", l.func);
+                field(s, "loc_proto_type_id", l.loc_proto);
+                field(s, "offset", l.offset);
+                s.byte(b'}');
+            }
+            s.byte(b']');
+        }
+        TypeData::Unknown { .. } => {}
     }
     s.byte(b'}');
 }

@@ -2,4 +2,5 @@
 
 pub mod c;
 pub mod json;
+mod loc;
 pub mod raw;

@@ -12,6 +12,7 @@
 
 use std::io::{self, Write};
 
+use super::loc;
 use crate::format::{BTF_INT_BOOL, BTF_INT_CHAR, BTF_INT_SIGNED};
 use crate::{Btf, Type, TypeData, TypeId};
 
@@ -88,7 +89,7 @@ pub(crate) fn int_encoding_name(encoding: u8) -> &'static str {
 }
 
 /// FUNC linkage (kept in vlen).
-pub(crate) fn func_linkage_name(linkage: u16) -> &'static str {
+pub(crate) fn func_linkage_name(linkage: u32) -> &'static str {
     match linkage {
         0 => "static",
         1 => "global",
@@ -125,6 +126,18 @@ pub(crate) fn datasec_target(btf: &Btf, ty: TypeId) -> Option<(&'static str, &[u
     }
     let t = btf.type_by_id(ty)?;
     Some((t.kind_name(), name_bytes(btf, t.name_off)))
+}
+
+/// What a LOC_PROTO entry's LOC_PARAM describes; `None` for id 0 (no
+/// location) or an id that is not a LOC_PARAM.
+pub(crate) fn loc_param_value(btf: &Btf, id: TypeId) -> Option<String> {
+    loc::describe(&btf.type_by_id(id)?.data)
+}
+
+/// The name of the function an inline site belongs to.
+pub(crate) fn func_name(btf: &Btf, id: TypeId) -> &[u8] {
+    btf.type_by_id(id)
+        .map_or(b"(invalid)".as_slice(), |t| name_bytes(btf, t.name_off))
 }
 
 /// Writes `btf` in bpftool's raw format.
@@ -286,6 +299,50 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
             s.bytes(b" component_idx=");
             s.int(*component_idx);
         }
+        TypeData::LocParam {
+            size,
+            flags,
+            values,
+        } => {
+            s.bytes(b" size=");
+            s.int(*size);
+            s.bytes(b" flags=0x");
+            s.bytes(format!("{flags:x}").as_bytes());
+            s.bytes(b" vlen=");
+            s.int(values.len());
+            s.bytes(b" values='");
+            s.bytes(loc::describe(&t.data).unwrap_or_default().as_bytes());
+            s.byte(b'\'');
+        }
+        TypeData::LocProto { params } => {
+            s.bytes(b" vlen=");
+            s.int(params.len());
+            for &p in params {
+                s.bytes(b"\n\ttype_id=");
+                s.int(p);
+                if let Some(v) = loc_param_value(btf, p) {
+                    s.bytes(b" value='");
+                    s.bytes(v.as_bytes());
+                    s.byte(b'\'');
+                }
+            }
+        }
+        TypeData::Locsec { locs } => {
+            s.bytes(b" vlen=");
+            s.int(locs.len());
+            for l in locs {
+                s.bytes(b"\n\tname='");
+                s.bytes(func_name(btf, l.func));
+                s.bytes(b"' func_type_id=");
+                s.int(l.func);
+                s.bytes(b" loc_proto_type_id=");
+                s.int(l.loc_proto);
+                s.bytes(b" offset=");
+                s.int(l.offset);
+            }
+        }
+        // bpftool prints only the line's head for a kind it does not know.
+        TypeData::Unknown { .. } => {}
     }
     s.byte(b'\n');
 }

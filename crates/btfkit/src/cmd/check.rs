@@ -1,5 +1,7 @@
 //! `btfkit check FILE [--base B] [--kernel]`: the kernel verifier's rules, and
-//! optionally the kernel's verifier itself.
+//! optionally the kernel's verifier itself. `btfkit check --attach BTF
+//! SYMBOLS [--json]`: what fentry does with each FUNC of a vmlinux BTF in an
+//! unmodified kernel (dwarf2btf::funcs::attach); exit 1 on an unsafe FUNC.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +22,15 @@ pub struct CheckArgs {
     /// Also load it into the running kernel with BPF_BTF_LOAD (root or CAP_BPF)
     #[arg(long)]
     pub kernel: bool,
+    /// Audit fentry attach by name against SYMBOLS: the vmlinux ELF (also
+    /// reads its __mcount_loc and DWARF), a System.map or /proc/kallsyms
+    #[arg(long, requires = "symbols")]
+    pub attach: bool,
+    /// With --attach: the kernel's symbols
+    pub symbols: Option<PathBuf>,
+    /// With --attach: every FUNC as JSON
+    #[arg(long, requires = "attach")]
+    pub json: bool,
 }
 
 /// Lines of the kernel's log shown on rejection: the error is at the end,
@@ -27,6 +38,9 @@ pub struct CheckArgs {
 const LOG_TAIL_LINES: usize = 40;
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    if args.attach {
+        return attach(&args);
+    }
     let file = &args.file;
     let blob = btf::read_blob(file)?;
     let base = match btf::default_base(file, args.base.as_deref()) {
@@ -106,5 +120,130 @@ fn load_into_kernel(out: &mut impl Write, btf: &Btf, blob: &[u8]) -> anyhow::Res
             Ok(false)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// `--attach BTF SYMBOLS`.
+fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    use dwarf2btf::funcs::attach::{self, AuditInput, Reach};
+    let Some(symbols_path) = &args.symbols else {
+        anyhow::bail!("--attach needs BTF and SYMBOLS");
+    };
+    let btf = btf::load_file(&args.file, args.base.as_deref())
+        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let (table, is_elf) = load_symbols(symbols_path)?;
+    let symbols = kernel_symbols(&table);
+    let (sites, model) = if is_elf {
+        let sites = fentry_sites(symbols_path);
+        let elf = dwarf2btf::load::ElfFile::open(symbols_path)?;
+        let model = if dwarf2btf::funcs::has_dwarf(&elf) {
+            Some(
+                dwarf2btf::funcs::FuncModel::from_elf(&elf).with_context(|| {
+                    format!(
+                        "cannot build the function model of {}",
+                        symbols_path.display()
+                    )
+                })?,
+            )
+        } else {
+            None
+        };
+        (sites, model)
+    } else {
+        (None, None)
+    };
+    let rows = attach::audit(
+        &btf,
+        &AuditInput {
+            symbols: &symbols,
+            fentry_sites: sites.as_deref(),
+            model: model.as_ref(),
+        },
+    );
+    let counts = attach::counts(&rows);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        for r in rows.iter().filter(|r| r.reach != Reach::Attachable) {
+            writeln!(
+                out,
+                "[{}] {} {}: {}",
+                r.btf_id,
+                r.name,
+                r.reach.as_str(),
+                r.reason
+            )?;
+        }
+        let summary: Vec<String> = Reach::ALL
+            .iter()
+            .map(|k| format!("{} {}", counts.get(k).copied().unwrap_or(0), k.as_str()))
+            .collect();
+        writeln!(
+            out,
+            "{}: {} FUNCs: {}{}",
+            args.file.display(),
+            rows.len(),
+            summary.join(", "),
+            match (&sites, &model) {
+                (None, _) => " (no __mcount_loc: call sites not checked)",
+                (_, None) => " (no DWARF: prototypes checked by addr tags only)",
+                _ => "",
+            }
+        )?;
+    }
+    out.flush()?;
+    Ok(if counts.contains_key(&Reach::Unsafe) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The symbols of SYMBOLS (an ELF, a kallsyms file or a System.map), and
+/// whether it is an ELF.
+pub(crate) fn load_symbols(path: &std::path::Path) -> anyhow::Result<(ksyms::Table, bool)> {
+    let is_elf = std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 4];
+            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic == *b"\x7fELF")
+        })
+        .unwrap_or(false);
+    let raw = if is_elf {
+        ksyms::elf::read(path)?
+    } else if path.to_string_lossy().contains("kallsyms") {
+        ksyms::kallsyms::read(path, ksyms::kallsyms::Hidden::Error)?
+    } else {
+        ksyms::system_map::read(path)?
+    };
+    Ok((ksyms::Table::new(raw), is_elf))
+}
+
+/// The kernel image's symbols as the audit takes them.
+pub(crate) fn kernel_symbols(
+    table: &ksyms::Table,
+) -> Vec<dwarf2btf::funcs::attach::KernelSymbol<'_>> {
+    table
+        .iter()
+        .filter(|s| s.module.is_none())
+        .map(|s| dwarf2btf::funcs::attach::KernelSymbol {
+            name: s.name,
+            address: s.addr,
+            size: s.size.unwrap_or(0),
+            function: matches!(s.type_char, 't' | 'T' | 'w' | 'W'),
+        })
+        .collect()
+}
+
+/// The fentry call sites of a vmlinux, or None (with a warning) when it
+/// has none to read.
+pub(crate) fn fentry_sites(path: &std::path::Path) -> Option<Vec<u64>> {
+    match ksyms::mcount::read(path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("btfkit: warning: fentry call sites not checked: {e}");
+            None
+        }
     }
 }

@@ -20,7 +20,7 @@ pub struct DiffArgs {
     /// Base of B when B is split BTF (a module)
     #[arg(long)]
     base_b: Option<PathBuf>,
-    /// Compare only these, comma-separated: struct,union,enum,typedef,func,var
+    /// Compare only these, comma-separated: struct,union,enum,typedef,func,var,inline
     #[arg(long, value_delimiter = ',', value_parser = parse_category)]
     only: Vec<Category>,
     /// Print the difference as JSON
@@ -30,7 +30,7 @@ pub struct DiffArgs {
 
 fn parse_category(s: &str) -> Result<Category, String> {
     Category::from_name(s)
-        .ok_or_else(|| format!("'{s}' is none of struct, union, enum, typedef, func, var"))
+        .ok_or_else(|| format!("'{s}' is none of struct, union, enum, typedef, func, var, inline"))
 }
 
 fn load(path: &Path, base: Option<&Path>) -> anyhow::Result<btf::Btf> {

@@ -25,11 +25,31 @@ enum Format {
     C,
 }
 
+/// Types of kinds this btfkit does not know were read through the layout
+/// section and are shown as UNKNOWN_KIND_n (kind 0: UNKNOWN) with no
+/// fields: say so once per kind.
+fn warn_unknown_kinds(args: &DumpArgs, btf: &btf::Btf) {
+    let mut counts = std::collections::BTreeMap::new();
+    for (_, t) in btf.iter() {
+        if let btf::TypeData::Unknown { kind, .. } = t.data {
+            *counts.entry(kind).or_insert(0usize) += 1;
+        }
+    }
+    for (kind, n) in counts {
+        eprintln!(
+            "warning: {}: {n} type(s) of kind {kind}, unknown to btfkit, shown as {} without their fields (sized by the layout section)",
+            args.file.display(),
+            btf::format::kind_name(kind)
+        );
+    }
+}
+
 pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     // LoadError's message already names the file and the cause; as an
     // anyhow source it would print the cause a second time.
     let btf = btf::load_file(&args.file, args.base.as_deref())
         .map_err(|e| anyhow::anyhow!("cannot load BTF: {e}"))?;
+    warn_unknown_kinds(&args, &btf);
     let mut stdout = std::io::stdout().lock();
     match args.format {
         // These two stage their output in large chunks themselves: a

@@ -38,6 +38,10 @@ pub struct EncodeArgs {
     /// Encode Rust compilation units too
     #[arg(long)]
     keep_rust: bool,
+    /// Write a layout section (bpf-next's BTF header of 32 bytes) so that
+    /// readers can skip kinds they do not know; not for split BTF (--base)
+    #[arg(long)]
+    layout: bool,
     /// Print each stage's duration and the type counts
     #[arg(short, long)]
     verbose: bool,
@@ -163,6 +167,7 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         },
         keep_rust: args.keep_rust,
         no_dedup: false,
+        layout: args.layout,
     };
     let elf = dwarf2btf::load::ElfFile::open(&args.elf)?;
     let bar = Bar {

@@ -1,7 +1,10 @@
-//! `btfkit funcs FILE [--name N] [--ambiguous] [--json]`: every function
-//! instance with its address, prototype and status; `--verify ELF BTF`
-//! checks a BTF's addr tags against the DWARF.
+//! `btfkit funcs FILE [BTF] [--name N] [--ambiguous] [--json]`: every
+//! function instance with its address, prototype and status, and whether
+//! fentry reaches it by name through a FUNC of BTF (default: FILE's own
+//! .BTF section); `--verify ELF BTF` checks a BTF's addr tags against the
+//! DWARF.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +17,8 @@ use dwarf2btf::load::ElfFile;
 pub struct FuncsArgs {
     /// An ELF with DWARF (vmlinux, a module), or with --verify the ELF whose DWARF is the reference
     file: PathBuf,
-    /// With --verify: the BTF (raw or in an ELF .BTF section) whose addr tags are checked
+    /// The BTF whose FUNCs fentry attaches through (default: FILE's .BTF
+    /// section); with --verify, the BTF whose addr tags are checked
     btf: Option<PathBuf>,
     /// Only instances whose source name or symbol is N
     #[arg(long)]
@@ -49,6 +53,24 @@ struct Row<'a> {
     encoded: bool,
     parent: Option<&'a str>,
     detail: Option<&'a str>,
+    /// What fentry does with this instance's symbol name.
+    fentry: Fentry,
+}
+
+/// How fentry reaches an instance by its symbol name in an unmodified
+/// kernel (the lowest-address symbol of a name wins).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+struct Fentry {
+    /// The kernel attaches this symbol name to this instance.
+    by_name: bool,
+    /// The FUNC a program names to get here by name (None: no FUNC of
+    /// the BTF does, or no BTF).
+    func: Option<u32>,
+    /// The audit's verdict on that FUNC (attachable, unsafe, ...).
+    verdict: Option<&'static str>,
+    /// The FUNC that describes this instance by its addr tag, for tools
+    /// that attach by address (kprobe, kprobe_multi).
+    tagged_func: Option<u32>,
 }
 
 pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
@@ -80,6 +102,7 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let ambiguous = ambiguous_names(&model);
+    let reach = fentry_reach(&args, &model)?;
     let rows: Vec<Row> = model
         .instances
         .iter()
@@ -89,7 +112,7 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
                 .is_none_or(|n| i.name == n || i.symbol == n)
         })
         .filter(|i| !args.ambiguous || ambiguous.contains(i.btf_name()))
-        .map(|i| row(&model, i))
+        .map(|i| row(&model, i, &reach))
         .collect();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &rows)?;
@@ -98,12 +121,13 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
         for r in &rows {
             writeln!(
                 out,
-                "{} {:<32} {:<40} {:>6} {:<22} {}",
+                "{} {:<32} {:<40} {:>6} {:<22} {:<24} {}",
                 r.address,
                 r.symbol,
                 r.location.as_deref().unwrap_or("-"),
                 r.size,
                 r.status,
+                fentry_text(&r.fentry),
                 r.prototype.as_deref().unwrap_or("-"),
             )?;
             if !r.encoded {
@@ -117,8 +141,110 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn row<'a>(model: &'a FuncModel, i: &'a Instance) -> Row<'a> {
+/// `fentry=[ID]` (attachable by name through FUNC ID), `fentry=[ID]:unsafe`
+/// and the like for other verdicts, `fentry=no-func` when the kernel picks
+/// this instance but no FUNC has its name (`fentry=name:no-btf`: no BTF
+/// was read), `fentry=-` when the kernel
+/// attaches the name elsewhere (`fentry=-,tag=[ID]`: FUNC ID describes it
+/// by address).
+fn fentry_text(f: &Fentry) -> String {
+    match (f.by_name, f.func, f.verdict) {
+        (false, _, _) => match f.tagged_func {
+            Some(id) => format!("fentry=-,tag=[{id}]"),
+            None => "fentry=-".into(),
+        },
+        (true, Some(id), Some("attachable")) => format!("fentry=[{id}]"),
+        (true, Some(id), Some(v)) => format!("fentry=[{id}]:{v}"),
+        (true, Some(id), None) => format!("fentry=[{id}]"),
+        (true, None, Some(v)) => format!("fentry=name:{v}"),
+        (true, None, None) => "fentry=no-func".into(),
+    }
+}
+
+/// Per instance address: how fentry reaches it (see [`Fentry`]).
+struct Reach {
+    /// (FUNC name, address the kernel attaches it to) -> (FUNC id, verdict).
+    by_name: HashMap<(String, u64), (u32, &'static str)>,
+    /// Address -> FUNC tagged with it.
+    tagged: HashMap<u64, u32>,
+    /// Whether a BTF was read (else no FUNC ids are known).
+    have_btf: bool,
+    lookup: dwarf2btf::funcs::lookup::KernelLookup,
+}
+
+fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
+    use dwarf2btf::funcs::attach::{self, AuditInput};
+    let table = match super::check::load_symbols(&args.file) {
+        Ok((t, _)) => t,
+        Err(e) => {
+            eprintln!("btfkit: warning: fentry reach not shown: {e:#}");
+            return Ok(Reach {
+                by_name: HashMap::new(),
+                tagged: HashMap::new(),
+                have_btf: false,
+                lookup: Default::default(),
+            });
+        }
+    };
+    let symbols = super::check::kernel_symbols(&table);
+    let lookup = dwarf2btf::funcs::lookup::KernelLookup::new(
+        symbols.iter().map(|s| (s.name, s.address)),
+        false,
+    );
+    let btf = match &args.btf {
+        Some(p) => Some(
+            btf::load_file(p, None)
+                .with_context(|| format!("cannot load BTF from {}", p.display()))?,
+        ),
+        None => btf::load_file(&args.file, None).ok(),
+    };
+    let mut reach = Reach {
+        by_name: HashMap::new(),
+        tagged: HashMap::new(),
+        have_btf: btf.is_some(),
+        lookup,
+    };
+    let Some(btf) = btf else {
+        return Ok(reach);
+    };
+    let sites = ksyms::mcount::read(&args.file).ok();
+    let rows = attach::audit(
+        &btf,
+        &AuditInput {
+            symbols: &symbols,
+            fentry_sites: sites.as_deref(),
+            model: Some(model),
+        },
+    );
+    for r in &rows {
+        if let Some(a) = r.address {
+            reach
+                .by_name
+                .entry((r.name.clone(), a))
+                .or_insert((r.btf_id, r.reach.as_str()));
+        }
+        for &t in &r.tags {
+            reach.tagged.entry(t).or_insert(r.btf_id);
+        }
+    }
+    Ok(reach)
+}
+
+fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
     let c = model.concrete(i);
+    let by_name = reach.lookup.picks(&i.symbol).exact == Some(i.address);
+    let named = reach
+        .by_name
+        .get(&(i.symbol.clone(), i.address))
+        .filter(|_| by_name);
+    let fentry = Fentry {
+        by_name,
+        func: named.map(|n| n.0),
+        verdict: named
+            .map(|n| n.1)
+            .or((by_name && !reach.have_btf).then_some("no-btf")),
+        tagged_func: reach.tagged.get(&i.address).copied(),
+    };
     Row {
         name: &i.name,
         symbol: &i.symbol,
@@ -137,6 +263,7 @@ fn row<'a>(model: &'a FuncModel, i: &'a Instance) -> Row<'a> {
             .and_then(|p| model.instances.get(p))
             .map(|p| p.symbol.as_str()),
         detail: i.detail.as_deref(),
+        fentry,
     }
 }
 

@@ -7,6 +7,8 @@ pub mod dump;
 pub mod encode;
 pub mod funcs;
 pub mod inspect;
+pub mod layout;
+pub mod pahole;
 pub mod perf;
 pub mod report;
 pub mod resolve;

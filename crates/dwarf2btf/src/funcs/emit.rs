@@ -5,6 +5,13 @@
 //! Invariants:
 //! - Only instances whose signature is `Source` or `True` get a FUNC: a
 //!   FUNC never claims parameters the compiled code does not take.
+//! - Safe and attachable (lookup.rs has the naming rule): a FUNC carries
+//!   the exact symbol-table name of its instances only when it describes
+//!   the instance the kernel attaches to for that name (the lowest address,
+//!   under every lookup a kernel may use); every other instance gets a FUNC
+//!   of its own named `<symbol>..<address>`, which no lookup resolves.
+//!   So fentry by name reaches only the instance whose prototype the FUNC
+//!   carries, and every instance keeps a FUNC with its true prototype.
 //! - Instances whose prototypes are the same (same FUNC name, parameter
 //!   names and types, compared by the model's structural fingerprint) share
 //!   one FUNC, decided in `finish` in unit order, so the output does not
@@ -13,8 +20,8 @@
 //!   fingerprint tells apart (a struct declared in one unit, defined in the
 //!   other) get two FUNCs with their own tags: safe, a few bytes larger.
 //! - Tags: `All` tags every FUNC with each of its addresses; `Ambiguous`
-//!   only FUNCs whose name does not pick out one symbol by itself (several
-//!   FUNCs or addresses for the name, or no symbol of exactly that name);
+//!   every FUNC whose name does not pick out one symbol by itself (several
+//!   addresses for the name, and every FUNC that is not the kernel's pick);
 //!   `None` no FUNC.
 
 use std::hash::{Hash, Hasher};
@@ -24,6 +31,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
 use super::collect::{collect_from_unit, Concrete};
+use super::lookup::KernelLookup;
 use super::{names_match, read_symbols, Binding};
 use crate::convert::UnitBuilder;
 use crate::encode::{func_type, AddrTags, FuncPolicy, UnitContext, UnitRemap};
@@ -40,6 +48,8 @@ pub struct ExactFuncs {
     by_addr: FxHashMap<u64, Vec<String>>,
     /// Symbol name -> how many STT_FUNC symbols carry it.
     name_count: FxHashMap<String, usize>,
+    /// Where the kernel attaches each name.
+    lookup: KernelLookup,
 }
 
 /// One encodable instance of a unit, with its prototype in the unit's builder.
@@ -48,15 +58,25 @@ pub struct Candidate {
     address: u64,
     proto: TypeId,
     key: u64,
+    /// Another name of the code of a function that has a symbol of its
+    /// own name there (GCC's identical-code folding, syscall aliases):
+    /// dropped in `finish` when a DWARF function of that name starts there.
+    alias: bool,
 }
 
 impl ExactFuncs {
     pub fn from_elf(elf: &ElfFile, tags: AddrTags) -> Result<ExactFuncs> {
         let obj = elf.object()?;
-        Ok(ExactFuncs::new(read_symbols(&obj), tags))
+        let lookup = kernel_lookup(&obj);
+        Ok(ExactFuncs::new(read_symbols(&obj), lookup, tags))
     }
 
-    pub fn new(symbols: Vec<(String, u64, u64, Binding)>, tags: AddrTags) -> ExactFuncs {
+    /// `symbols`: the STT_FUNC symbols; `lookup`: over every symbol.
+    pub fn new(
+        symbols: Vec<(String, u64, u64, Binding)>,
+        lookup: KernelLookup,
+        tags: AddrTags,
+    ) -> ExactFuncs {
         let mut by_addr: FxHashMap<u64, Vec<String>> = FxHashMap::default();
         let mut name_count: FxHashMap<String, usize> = FxHashMap::default();
         for (name, addr, _, _) in symbols {
@@ -67,6 +87,7 @@ impl ExactFuncs {
             tags,
             by_addr,
             name_count,
+            lookup,
         }
     }
 
@@ -87,26 +108,22 @@ impl ExactFuncs {
             return;
         }
         let src_name = c.name.as_deref().unwrap_or("");
-        // A symbol of another name at this address is an alias (the
-        // syscall stubs) unless the function has a symbol of its own name,
-        // in which case other names belong to other DWARF functions there.
+        // A symbol of another name at this address is another name of this
+        // code (syscall stubs, identical-code folding), unless a DWARF
+        // function of that name starts here too (decided in `finish`).
         let own = symbols.iter().any(|s| names_match(c.name.as_deref(), s));
         for sym in symbols {
-            if own && !names_match(c.name.as_deref(), sym) {
-                continue;
-            }
+            let alias = own && !names_match(c.name.as_deref(), sym);
             let suffix = sym
                 .strip_prefix(src_name)
                 .filter(|s| !src_name.is_empty() && s.starts_with('.'));
             let verdict = analyse(c, suffix);
+            // Named as the symbol table names it, whether or not the
+            // compiler changed the ABI: that is the name kallsyms resolves.
             let name = match &verdict.signature {
-                Signature::Source => src_name,
-                Signature::True { .. } => sym.as_str(),
+                Signature::Source | Signature::True { .. } => sym.as_str(),
                 Signature::Unwritable { .. } | Signature::None => continue,
             };
-            if name.is_empty() {
-                continue;
-            }
             let die_id = |die: Option<u64>| -> Option<TypeId> {
                 match die {
                     None => Some(0),
@@ -182,6 +199,7 @@ impl ExactFuncs {
                 address: c.entry,
                 proto,
                 key,
+                alias,
             });
         }
     }
@@ -214,10 +232,20 @@ impl FuncPolicy for ExactFuncs {
     }
 
     fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
+        // (name, address) that a DWARF function of that name describes.
+        let described: rustc_hash::FxHashSet<(&str, u64)> = units
+            .iter()
+            .flat_map(|(_, cands)| cands.iter())
+            .filter(|c| !c.alias)
+            .map(|c| (c.name.as_str(), c.address))
+            .collect();
         let mut groups: Vec<Group> = Vec::new();
         let mut index: FxHashMap<u64, usize> = FxHashMap::default();
-        for (remap, cands) in units {
+        for (remap, cands) in &units {
             for c in cands {
+                if c.alias && described.contains(&(c.name.as_str(), c.address)) {
+                    continue;
+                }
                 let g = *index.entry(c.key).or_insert_with(|| {
                     groups.push(Group {
                         name: c.name.clone(),
@@ -233,43 +261,75 @@ impl FuncPolicy for ExactFuncs {
                 }
             }
         }
-        let mut funcs_per_name: FxHashMap<&str, usize> = FxHashMap::default();
-        for g in &groups {
-            *funcs_per_name.entry(g.name.as_str()).or_default() += 1;
+        // Which group keeps its name: the one holding every address some
+        // kernel attaches that name to. The others go by address.
+        let mut named: FxHashMap<&str, usize> = FxHashMap::default();
+        for (i, g) in groups.iter().enumerate() {
+            let picks = self.lookup.picks(&g.name);
+            if !picks.is_none() && picks.addresses().all(|p| g.addrs.contains(&p)) {
+                named.entry(g.name.as_str()).or_insert(i);
+            }
         }
-        let mut plan = Vec::with_capacity(groups.len());
-        for g in &groups {
-            let unique = funcs_per_name.get(g.name.as_str()) == Some(&1)
-                && self.name_count.get(&g.name) == Some(&1)
-                && match g.addrs.as_slice() {
-                    [a] => self.by_addr.get(a).is_some_and(|s| s.contains(&g.name)),
-                    _ => false,
+        for (i, g) in groups.iter().enumerate() {
+            let mut addrs = g.addrs.clone();
+            addrs.sort_unstable();
+            if named.get(g.name.as_str()) == Some(&i) {
+                let unique = self.name_count.get(&g.name) == Some(&1)
+                    && match addrs.as_slice() {
+                        [a] => self.by_addr.get(a).is_some_and(|s| s.contains(&g.name)),
+                        _ => false,
+                    };
+                let tag = match self.tags {
+                    AddrTags::All => true,
+                    AddrTags::Ambiguous => !unique,
+                    AddrTags::None => false,
                 };
-            let tag = match self.tags {
-                AddrTags::All => true,
-                AddrTags::Ambiguous => !unique,
-                AddrTags::None => false,
-            };
-            plan.push(tag);
-        }
-        for (g, tag) in groups.iter().zip(plan) {
-            let name = btf.add_str(&g.name);
-            let func = btf.add_type(func_type(name, g.proto));
-            if tag {
-                let mut addrs = g.addrs.clone();
-                addrs.sort_unstable();
+                add_func(btf, &g.name, g.proto, if tag { &addrs } else { &[] });
+            } else {
+                let tag = !matches!(self.tags, AddrTags::None);
                 for a in addrs {
-                    let t = btf.add_str(&format!("{ADDR_TAG_PREFIX}{a:#x}"));
-                    btf.add_type(Type::new(
-                        t,
-                        TypeData::DeclTag {
-                            ty: func,
-                            component_idx: -1,
-                        },
-                    ));
+                    let name = self.lookup.unreachable_name(&g.name, a);
+                    let tags = [a];
+                    add_func(btf, &name, g.proto, if tag { &tags } else { &[] });
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A FUNC with its addr tags.
+fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
+    let name = btf.add_str(name);
+    let func = btf.add_type(func_type(name, proto));
+    for a in addrs {
+        let t = btf.add_str(&format!("{ADDR_TAG_PREFIX}{a:#x}"));
+        btf.add_type(Type::new(
+            t,
+            TypeData::DeclTag {
+                ty: func,
+                component_idx: -1,
+            },
+        ));
+    }
+}
+
+/// The kernel's name lookup over every symbol of an ELF file that
+/// kallsyms would list (functions and data; not sections, files or
+/// undefined ones).
+pub fn kernel_lookup(obj: &object::File<'_>) -> KernelLookup {
+    use object::{Object, ObjectSymbol};
+    let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+    let symbols: Vec<(&str, u64)> = obj
+        .symbols()
+        .filter(|s| {
+            s.section_index().is_some()
+                && !matches!(
+                    s.kind(),
+                    object::SymbolKind::Section | object::SymbolKind::File
+                )
+        })
+        .filter_map(|s| Some((s.name().ok()?, s.address())))
+        .collect();
+    KernelLookup::new(symbols, relocatable)
 }

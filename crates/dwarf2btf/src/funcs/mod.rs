@@ -10,10 +10,12 @@
 //! of the same unit.
 
 pub mod abi;
+pub mod attach;
 pub mod collect;
 pub mod ctype;
 pub mod emit;
 pub mod location;
+pub mod lookup;
 pub mod verify;
 
 use std::collections::BTreeMap;
@@ -71,14 +73,12 @@ impl Instance {
         matches!(self.signature, Signature::Source | Signature::True { .. })
     }
 
-    /// The FUNC name: the source name when the source prototype holds,
-    /// the symbol-table name when the compiler changed the ABI (seed 002:
-    /// the name must say that it changed, and match kallsyms).
+    /// The name of the FUNC when the kernel attaches this name to this
+    /// instance: the symbol-table name, suffix included, whether or not the
+    /// compiler changed the ABI (seed 002: BTF matches kallsyms). Other
+    /// instances' FUNCs are named by `lookup::KernelLookup::unreachable_name`.
     pub fn btf_name(&self) -> &str {
-        match self.signature {
-            Signature::True { .. } => &self.symbol,
-            _ => &self.name,
-        }
+        &self.symbol
     }
 }
 

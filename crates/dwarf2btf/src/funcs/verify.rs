@@ -12,8 +12,10 @@ use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use super::abi::{expected_slots, reg_name, Slot, ARG_REGS};
+use super::ctype::TypeInfo;
 use super::emit::ADDR_TAG_PREFIX;
 use super::location::EntryLoc;
+use super::lookup::parse_unreachable_name;
 use super::{FuncModel, Instance, Signature, Status};
 
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.
@@ -103,6 +105,42 @@ pub fn verify(model: &FuncModel, btf: &Btf) -> Vec<Violation> {
 }
 
 fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result<(), String> {
+    // The symbol's own name, or the unreachable name of this very address
+    // (its symbol part may be cut short).
+    let by_address = parse_unreachable_name(&tag.name)
+        .is_some_and(|(s, a)| a == tag.address && inst.btf_name().starts_with(s));
+    if inst.btf_name() != tag.name && !by_address {
+        return Err(format!(
+            "FUNC is named {}, the symbol is {}",
+            tag.name,
+            inst.btf_name()
+        ));
+    }
+    prototype_matches(model, inst, btf, tag.func, Compare::Names)
+}
+
+/// What identifies a parameter besides its registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    /// Its name (a FUNC made from this DWARF has the DWARF's names).
+    Names,
+    /// Its type's C spelling, whitespace aside (what a program relies on;
+    /// another producer may name parameters otherwise, as pahole names
+    /// `strcpy`'s after a fortified inline copy).
+    Types,
+}
+
+/// Whether the FUNC `func`'s prototype is the one the compiled code of
+/// `inst` takes: as many parameters, each identified as `compare` says and
+/// in the registers the DWARF puts it in at entry. FUNC names are not
+/// compared.
+pub fn prototype_matches(
+    model: &FuncModel,
+    inst: &Instance,
+    btf: &Btf,
+    func: TypeId,
+    compare: Compare,
+) -> Result<(), String> {
     let Some(c) = model.concrete(inst) else {
         return Err("no DWARF".into());
     };
@@ -112,15 +150,8 @@ fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result
             inst.detail.as_deref().unwrap_or(inst.status.as_str())
         ));
     }
-    if inst.btf_name() != tag.name {
-        return Err(format!(
-            "FUNC is named {}, DWARF gives {}",
-            tag.name,
-            inst.btf_name()
-        ));
-    }
-    // (name, registers) of each parameter as the compiled code takes it.
-    let dwarf: Vec<(String, Vec<u16>)> = match &inst.signature {
+    // (name, C type, type, registers) of each parameter as the code takes it.
+    let dwarf: Vec<(String, &str, Option<&TypeInfo>, Vec<u16>)> = match &inst.signature {
         Signature::Source => {
             let slots = expected_slots(&c.ret, &c.params);
             c.params
@@ -143,17 +174,24 @@ fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result
                             .collect(),
                         _ => abi,
                     };
-                    (p.name.clone(), regs)
+                    (p.name.clone(), p.ty.c.as_str(), Some(&p.ty), regs)
                 })
                 .collect()
         }
         Signature::True { params } => params
             .iter()
-            .map(|p| (p.name.clone(), p.reg.into_iter().collect()))
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.c.as_str(),
+                    None,
+                    p.reg.into_iter().collect(),
+                )
+            })
             .collect(),
         Signature::Unwritable { .. } | Signature::None => return Err("no signature".into()),
     };
-    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(tag.func).map(|t| &t.data) else {
+    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(func).map(|t| &t.data) else {
         return Err("not a FUNC".into());
     };
     let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(*proto).map(|t| &t.data) else {
@@ -170,11 +208,31 @@ fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result
             dwarf.len()
         ));
     }
+    let same_type = |id: TypeId, c: &str, info: Option<&TypeInfo>| {
+        same_c_type(&btf::cdecl::type_name(btf, id), c)
+            || info.is_some_and(|i| same_scalar(btf, id, i))
+    };
+    if compare == Compare::Types && !same_type(*ret, &c.ret.c, Some(&c.ret)) {
+        return Err(format!(
+            "returns {} where the code returns {}",
+            btf::cdecl::type_name(btf, *ret),
+            c.ret.c
+        ));
+    }
     let mut next = usize::from(returns_in_memory(btf, *ret));
-    for (p, (dname, dregs)) in named.iter().zip(&dwarf) {
+    for (p, (dname, dtype, dinfo, dregs)) in named.iter().zip(&dwarf) {
         let bname = btf.str_at(p.name_off).unwrap_or("");
-        if bname != dname {
-            return Err(format!("parameter {bname} where DWARF has {dname}"));
+        match compare {
+            Compare::Names if bname != dname => {
+                return Err(format!("parameter {bname} where DWARF has {dname}"));
+            }
+            Compare::Types if !same_type(p.ty, dtype, *dinfo) => {
+                return Err(format!(
+                    "parameter {bname} is {} where the code takes {dtype} {dname}",
+                    btf::cdecl::type_name(btf, p.ty)
+                ));
+            }
+            _ => {}
         }
         let n = match regs_for(btf, p.ty) {
             Some(n) if next + n <= ARG_REGS.len() => n,
@@ -198,28 +256,77 @@ fn check(model: &FuncModel, inst: &Instance, btf: &Btf, tag: &AddrTag) -> Result
     Ok(())
 }
 
-/// Size of a BTF type, through typedefs and modifiers.
-fn size_of(btf: &Btf, mut id: TypeId) -> Option<(u64, bool)> {
+/// Whether a BTF type's C spelling and the model's are one type: the two
+/// spellers differ in whitespace, in `[0]`/`[]` for flexible arrays and in
+/// `(anon)`/`{...}` for anonymous aggregates; an eightbyte the model could
+/// only call `u64` is the encoder's `long unsigned int`; `?` (a type the
+/// model could not name) proves nothing either way. A parameter's
+/// top-level qualifier (`char *const p`) is no part of the type a caller
+/// passes.
+fn same_c_type(btf: &str, model: &str) -> bool {
+    // Qualifiers anywhere: the verifier reads through them (a `const char *`
+    // argument is a `char *` to a program).
+    let norm = |s: &str| {
+        s.split(|c: char| c.is_whitespace() || c == '*')
+            .filter(|w| !matches!(*w, "const" | "volatile" | "restrict" | ""))
+            .collect::<Vec<_>>()
+            .join(" ")
+            + &"*".repeat(s.matches('*').count())
+    };
+    let norm = |s: &str| {
+        norm(s)
+            .replace(' ', "")
+            .replace("[0]", "[]")
+            .replace("(anon)", "{...}")
+    };
+    let (b, m) = (norm(btf), norm(model));
+    b == m || m.contains('?') || (m == "u64" && b == "longunsignedint")
+}
+
+/// Whether both are integers (or enums) of one size under their typedefs
+/// (`__kernel_size_t` and `size_t`): one value in one register.
+fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
+    if model.pointer || model.aggregate || id == 0 {
+        return false;
+    }
+    match skip_modifiers(btf, id) {
+        Some(
+            TypeData::Int { size, .. }
+            | TypeData::Enum { size, .. }
+            | TypeData::Enum64 { size, .. },
+        ) => Some(u64::from(*size)) == model.size,
+        _ => false,
+    }
+}
+
+/// The type under typedefs and qualifiers; None for void or a bad id.
+pub(crate) fn skip_modifiers(btf: &Btf, mut id: TypeId) -> Option<&TypeData> {
     for _ in 0..64 {
         let t = btf.type_by_id(id)?;
         match &t.data {
-            TypeData::Int { size, .. }
-            | TypeData::Enum { size, .. }
-            | TypeData::Enum64 { size, .. } => return Some((u64::from(*size), false)),
-            TypeData::Float { size } => return Some((u64::from(*size), true)),
-            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => {
-                return Some((u64::from(*size), false))
-            }
-            TypeData::Ptr { .. } => return Some((8, false)),
             TypeData::Typedef { ty }
             | TypeData::Const { ty }
             | TypeData::Volatile { ty }
             | TypeData::Restrict { ty }
             | TypeData::TypeTag { ty } => id = *ty,
-            _ => return None,
+            d => return Some(d),
         }
     }
     None
+}
+
+/// Size of a BTF type, through typedefs and modifiers.
+fn size_of(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
+    Some(match skip_modifiers(btf, id)? {
+        TypeData::Int { size, .. }
+        | TypeData::Enum { size, .. }
+        | TypeData::Enum64 { size, .. }
+        | TypeData::Struct { size, .. }
+        | TypeData::Union { size, .. } => (u64::from(*size), false),
+        TypeData::Float { size } => (u64::from(*size), true),
+        TypeData::Ptr { .. } => (8, false),
+        _ => return None,
+    })
 }
 
 /// General-purpose registers a parameter of this BTF type takes (0: memory or SSE).

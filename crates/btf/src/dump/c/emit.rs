@@ -139,7 +139,11 @@ impl<'a> Dumper<'a> {
             | TypeData::Var { .. }
             | TypeData::Datasec { .. }
             | TypeData::Float { .. }
-            | TypeData::DeclTag { .. } => {}
+            | TypeData::DeclTag { .. }
+            | TypeData::LocParam { .. }
+            | TypeData::LocProto { .. }
+            | TypeData::Locsec { .. }
+            | TypeData::Unknown { .. } => {}
         }
         Ok(())
     }
@@ -521,7 +525,11 @@ impl<'a> Dumper<'a> {
                 TypeData::Func { .. }
                 | TypeData::Var { .. }
                 | TypeData::Datasec { .. }
-                | TypeData::DeclTag { .. } => return Ok(()),
+                | TypeData::DeclTag { .. }
+                | TypeData::LocParam { .. }
+                | TypeData::LocProto { .. }
+                | TypeData::Locsec { .. }
+                | TypeData::Unknown { .. } => return Ok(()),
             }
             last_was_ptr = matches!(t.data, TypeData::Ptr { .. });
         }

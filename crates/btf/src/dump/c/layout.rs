@@ -134,7 +134,12 @@ impl Dumper<'_> {
                     nelems *= u64::from(a.nelems);
                     id = a.elem;
                 }
-                TypeData::Func { .. } | TypeData::FuncProto { .. } => return None,
+                TypeData::Func { .. }
+                | TypeData::FuncProto { .. }
+                | TypeData::LocParam { .. }
+                | TypeData::LocProto { .. }
+                | TypeData::Locsec { .. }
+                | TypeData::Unknown { .. } => return None,
             }
         }
         let size = size?;

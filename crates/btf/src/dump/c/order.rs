@@ -95,7 +95,11 @@ impl Dumper<'_> {
             TypeData::Func { .. }
             | TypeData::Var { .. }
             | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. } => {
+            | TypeData::DeclTag { .. }
+            | TypeData::LocParam { .. }
+            | TypeData::LocProto { .. }
+            | TypeData::Locsec { .. }
+            | TypeData::Unknown { .. } => {
                 // Not part of a C header of types.
                 self.state[id as usize].order = OrderState::Ordered;
                 Ok(false)

@@ -1,0 +1,260 @@
+//! pahole's classic layout view: struct and union layouts with offsets,
+//! sizes, holes, bit holes, paddings and cache line boundaries, printed
+//! byte for byte as pahole 1.24 prints them (`pahole -C NAME FILE`,
+//! `pahole FILE`, `--sizes`, `--holes N`).
+//!
+//! [`model`] is what pahole's loaders make of the types, [`print`] the
+//! text. The source is a [`Btf`], or any loader that builds the model
+//! (dwarf2btf's reads DWARF, with its alignment attributes, instead of
+//! pahole's guesses from BTF offsets).
+
+pub mod model;
+pub mod print;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::{Btf, TypeId};
+use model::{Model, Node};
+use print::Printer;
+
+/// pahole's fallback when the CPU does not say (and the usual x86 value).
+pub const DEFAULT_CACHELINE: u32 = 64;
+
+/// The L1 data cache line size, as pahole takes it from sysconf.
+pub fn host_cacheline_size() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    if n > 0 && n <= u16::MAX as libc::c_long {
+        n as u32
+    } else {
+        DEFAULT_CACHELINE
+    }
+}
+
+/// What to print when no names are given (pahole without `-C`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Filter {
+    /// `--holes N`: only structs with at least N holes (unions never).
+    pub min_holes: usize,
+    /// `--sizes`: `name<TAB>size<TAB>holes` lines instead of layouts.
+    pub sizes: bool,
+}
+
+/// Structs already printed in a run, by pahole's identity of a struct
+/// (name, size, and each member's name, bit offset and bit size): pahole
+/// prints each identity once, across units too.
+#[derive(Default)]
+pub struct Seen<'a>(FxHashSet<Identity<'a>>);
+
+type Identity<'a> = (&'a str, u32, Vec<(Option<&'a str>, u32, u8)>);
+
+/// One unit of types as pahole sees it (all of a BTF, or one DWARF
+/// compilation unit). The state pahole's inferences accumulate lives
+/// here, so print in the order pahole does.
+pub struct Layout<'a> {
+    model: Model<'a>,
+    cacheline_size: u32,
+    has_alignment_info: bool,
+    /// First type of each name that `-C` can find.
+    by_name: FxHashMap<&'a str, TypeId>,
+}
+
+impl<'a> Layout<'a> {
+    /// The view of BTF types, with pahole's BTF alignment guesses.
+    pub fn from_btf(btf: &'a Btf, cacheline_size: u32) -> Layout<'a> {
+        Layout::new(Model::new(btf, cacheline_size), cacheline_size, false)
+    }
+
+    /// The view of types a loader built. `has_alignment_info`: the source
+    /// records alignments (DWARF), so pahole spells forced paddings out.
+    pub fn new(model: Model<'a>, cacheline_size: u32, has_alignment_info: bool) -> Layout<'a> {
+        let mut by_name = FxHashMap::default();
+        for id in 1..model.nodes.len() as TypeId {
+            let name = match model.get(id) {
+                Some(Node::Class(c)) if !c.declaration => c.name,
+                Some(Node::Typedef { name, .. } | Node::Enum { name, .. }) => *name,
+                _ => None,
+            };
+            if let Some(n) = name {
+                by_name.entry(n).or_insert(id);
+            }
+        }
+        Layout {
+            model,
+            cacheline_size,
+            has_alignment_info,
+            by_name,
+        }
+    }
+
+    /// pahole's `cu__find_type_by_name`: the first struct, union, typedef
+    /// or enum of that name that is not a declaration.
+    pub fn find(&self, name: &str) -> Option<TypeId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Number of type ids (0 included).
+    pub fn type_count(&self) -> u32 {
+        self.model.nodes.len() as u32
+    }
+
+    /// The layout of one type, as `pahole -C NAME` prints it.
+    pub fn print_type(&mut self, id: TypeId, out: &mut String) {
+        self.model.find_holes(id);
+        let mut p = Printer::new(
+            &mut self.model,
+            self.cacheline_size,
+            self.has_alignment_info,
+        );
+        p.out = std::mem::take(out);
+        p.top_level(id);
+        *out = p.out;
+        out.push('\n');
+    }
+
+    /// Every named struct and union in id order, once per identity, as
+    /// pahole without `-C` prints them.
+    pub fn print_all(&mut self, filter: Filter, seen: &mut Seen<'a>, out: &mut String) {
+        for id in 1..self.type_count() {
+            self.print_one_of_all(id, filter, seen, out);
+        }
+    }
+
+    /// One step of [`Layout::print_all`]: prints `id` if pahole would.
+    fn print_one_of_all(
+        &mut self,
+        id: TypeId,
+        filter: Filter,
+        seen: &mut Seen<'a>,
+        out: &mut String,
+    ) {
+        let Some(c) = self.model.class(id) else {
+            return;
+        };
+        let Some(name) = c.name else { return };
+        if c.declaration || !c.top_level {
+            return;
+        }
+        let is_union = c.is_union;
+        if is_union && filter.min_holes != 0 {
+            return;
+        }
+        if !is_union {
+            self.model.find_holes(id);
+            let nr = self.model.class(id).map_or(0, |c| c.holes.nr_holes) as usize;
+            if nr < filter.min_holes {
+                return;
+            }
+        }
+        let Some(c) = self.model.class(id) else {
+            return;
+        };
+        let identity: Identity<'a> = (
+            name,
+            c.size,
+            c.members
+                .iter()
+                .map(|m| (m.name, m.bit_offset, m.bitfield_size))
+                .collect(),
+        );
+        if !seen.0.insert(identity) {
+            return;
+        }
+        if filter.sizes {
+            let holes = if is_union { 0 } else { c.holes.nr_holes };
+            out.push_str(name);
+            out.push('\t');
+            out.push_str(&(c.size as i32).to_string());
+            out.push('\t');
+            out.push_str(&holes.to_string());
+            out.push('\n');
+            return;
+        }
+        self.print_type(id, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model::infer_alignment;
+    use super::{Filter, Layout, Seen};
+    use crate::{Btf, Member, Param, Type, TypeData};
+
+    /// Reference cycles only bad input has (an anonymous struct holding
+    /// itself, a prototype taking a pointer to itself) print a placeholder
+    /// and end.
+    #[test]
+    fn cycles_end() {
+        let mut b = Btf::new();
+        let name = b.add_str("outer");
+        let m = b.add_str("m");
+        // [1] anonymous struct { [1] m; }, [2] struct outer { [1] m; [4] f; }
+        let anon = b.add_type(Type::new(
+            0,
+            TypeData::Struct {
+                size: 8,
+                members: vec![],
+            },
+        ));
+        let self_member = Member {
+            name_off: m,
+            ty: anon,
+            offset: 0,
+        };
+        if let Some(t) = b.type_by_id_mut(anon) {
+            t.data = TypeData::Struct {
+                size: 8,
+                members: vec![self_member],
+            };
+        }
+        let proto = b.add_type(Type::new(
+            0,
+            TypeData::FuncProto {
+                ret: 0,
+                params: vec![],
+            },
+        ));
+        let ptr = b.add_type(Type::new(0, TypeData::Ptr { ty: proto }));
+        if let Some(t) = b.type_by_id_mut(proto) {
+            t.data = TypeData::FuncProto {
+                ret: ptr,
+                params: vec![Param {
+                    name_off: 0,
+                    ty: ptr,
+                }],
+            };
+        }
+        let f = Member {
+            name_off: m,
+            ty: ptr,
+            offset: 64,
+        };
+        b.add_type(Type::new(
+            name,
+            TypeData::Struct {
+                size: 16,
+                members: vec![self_member, f],
+            },
+        ));
+        let mut layout = Layout::from_btf(&b, 64);
+        let mut out = String::new();
+        layout.print_all(Filter::default(), &mut Seen::default(), &mut out);
+        assert!(out.starts_with("struct outer {"), "{out}");
+        assert!(out.contains("<type cycle>"), "{out}");
+    }
+
+    /// Cases worked by hand from pahole's `class__infer_alignment`.
+    #[test]
+    fn alignment_guess() {
+        // 4-byte gap before an offset-16 member with natural alignment 8:
+        // the power of two above the gap is 8, natural: no attribute.
+        assert_eq!(infer_alignment(64, 16, 8, 12), 0);
+        // A 40-byte gap to offset 64: 64 > 8, and 64 is the cache line.
+        assert_eq!(infer_alignment(64, 64, 8, 24), 64);
+        // A 24-byte gap to offset 128: 32, widened to the cache line.
+        assert_eq!(infer_alignment(64, 128, 8, 104), 64);
+        // Odd offsets never get an alignment; nor do overlaps.
+        assert_eq!(infer_alignment(64, 17, 1, 2), 0);
+        assert_eq!(infer_alignment(64, 0, 4, 8), 0);
+    }
+}

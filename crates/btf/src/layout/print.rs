@@ -1,0 +1,1110 @@
+//! The text of pahole's layout view (its `dwarves_fprintf.c`): struct and
+//! union bodies with offset/size comments, holes, bit holes, paddings,
+//! cache line boundaries and the statistics after each struct.
+//!
+//! Column widths follow pahole's `printf` arithmetic, including its odd
+//! corners (negative widths left-justify, names cut at pahole's buffer
+//! sizes), because the output is compared with pahole's byte for byte.
+
+use std::cell::Cell;
+use std::fmt::Write;
+use std::rc::Rc;
+
+use super::model::{Class, Model, Node};
+use crate::TypeId;
+
+/// pahole's `tabs[]`: at most 16 tabs of indentation.
+const MAX_INDENT: i32 = 16;
+
+/// `struct conf_fprintf`, the parts the layout view uses.
+#[derive(Clone)]
+pub struct Conf {
+    pub suffix: Option<String>,
+    pub indent: i32,
+    pub type_spacing: i32,
+    pub name_spacing: i32,
+    pub emit_stats: bool,
+    pub rel_offset: bool,
+    pub base_offset: u32,
+    pub union_member: bool,
+    pub first_member: bool,
+    pub last_member: bool,
+    /// Index of the shared "current cache line" counter (`cachelinep`).
+    pub cacheline: Option<usize>,
+}
+
+impl Conf {
+    /// pahole's `conf` for a top-level `tag__fprintf` of type `id`.
+    pub fn top(is_union: bool) -> Conf {
+        Conf {
+            suffix: None,
+            indent: 0,
+            type_spacing: 26,
+            name_spacing: if is_union { 21 } else { 23 },
+            emit_stats: true,
+            rel_offset: false,
+            base_offset: 0,
+            union_member: false,
+            first_member: false,
+            last_member: false,
+            cacheline: None,
+        }
+    }
+}
+
+pub struct Printer<'m, 'a> {
+    pub model: &'m mut Model<'a>,
+    pub out: String,
+    pub cacheline_size: u32,
+    /// DWARF has alignment attributes: pahole then prints forced paddings.
+    pub has_alignment_info: bool,
+    cachelines: Vec<u32>,
+    /// Nesting of declarations being printed: only a reference cycle in
+    /// bad input nests deeper than [`MAX_NESTING`].
+    nesting: Rc<Cell<u32>>,
+}
+
+/// One level of nesting, given back when dropped.
+struct Nest(Rc<Cell<u32>>);
+
+impl Drop for Nest {
+    fn drop(&mut self) {
+        let v = self.0.get();
+        let depth = (v & !CYCLE).saturating_sub(1);
+        // Back at the top, the next declaration starts afresh.
+        let cycle = if depth == 0 { 0 } else { v & CYCLE };
+        self.0.set(depth | cycle);
+    }
+}
+
+/// Set in the nesting count once a cycle is seen, until it unwinds: a
+/// prototype refers to others through its return and every parameter, so
+/// without it a cycle would be walked once per path, exponentially.
+const CYCLE: u32 = 1 << 31;
+
+/// Deeper nesting than real types have; beyond it a cycle is assumed.
+const MAX_NESTING: u32 = 64;
+
+fn tabs(out: &mut String, n: i32) {
+    for _ in 0..n.clamp(0, MAX_INDENT) {
+        out.push('\t');
+    }
+}
+
+/// C's `%*s` / `%-*s`: a negative width left-justifies.
+fn pad(out: &mut String, s: &str, width: i32, left: bool) {
+    let (w, left) = if width < 0 {
+        (width.unsigned_abs() as usize, true)
+    } else {
+        (width as usize, left)
+    };
+    let n = w.saturating_sub(s.len());
+    if !left {
+        out.extend(std::iter::repeat_n(' ', n));
+    }
+    out.push_str(s);
+    if left {
+        out.extend(std::iter::repeat_n(' ', n));
+    }
+}
+
+/// What `snprintf` into a buffer of `len` bytes keeps.
+fn cut(mut s: String, len: usize) -> String {
+    if s.len() >= len {
+        let mut end = len - 1;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+fn plural(n: u32) -> &'static str {
+    if n != 1 {
+        "s"
+    } else {
+        ""
+    }
+}
+
+impl<'m, 'a> Printer<'m, 'a> {
+    pub fn new(model: &'m mut Model<'a>, cacheline_size: u32, has_alignment_info: bool) -> Self {
+        Printer {
+            model,
+            out: String::new(),
+            cacheline_size: cacheline_size.max(1),
+            has_alignment_info,
+            cachelines: Vec::new(),
+            nesting: Rc::new(Cell::new(0)),
+        }
+    }
+
+    fn ty(&self, id: TypeId) -> Option<TypeId> {
+        self.model.get(id).map(|_| id)
+    }
+
+    /// Enters one more level of nested declarations; `None` past
+    /// [`MAX_NESTING`] (a reference cycle).
+    fn enter(&self) -> Option<Nest> {
+        let n = self.nesting.get();
+        if n & CYCLE != 0 {
+            return None;
+        }
+        if n > MAX_NESTING {
+            self.nesting.set(n | CYCLE);
+            return None;
+        }
+        self.nesting.set(n + 1);
+        Some(Nest(self.nesting.clone()))
+    }
+
+    fn not_found(&mut self, func: &str, line: u32, id: TypeId) {
+        let _ = writeln!(self.out, "<ERROR({func}:{line}): {id} not found!>");
+    }
+
+    /// `tag__fprintf` of a top-level type, as `pahole -C` and pahole's
+    /// class formatter call it, with the trailing `;` (the caller ends the line).
+    pub fn top_level(&mut self, id: TypeId) {
+        let Some(node) = self.model.get(id) else {
+            return;
+        };
+        let conf = Conf::top(self.model.is_union(id));
+        match node {
+            Node::Class(c) if c.is_union => self.union(id, &conf),
+            Node::Class(_) => self.class(id, &conf),
+            Node::Enum { .. } => self.enumeration(id, &conf),
+            Node::Typedef { .. } => self.typedef(id, &conf),
+            _ => {}
+        }
+        self.out.push(';');
+    }
+
+    /// `typedef__fprintf`.
+    fn typedef(&mut self, id: TypeId, conf: &Conf) {
+        let name = self.model.type_name(id).unwrap_or("(null)");
+        let target = self.model.target(id);
+        if target == 0 {
+            let _ = write!(self.out, "typedef void {name}");
+            return;
+        }
+        let Some(t) = self.ty(target) else {
+            self.out.push_str("typedef ");
+            self.not_found("typedef__fprintf", 317, target);
+            let _ = write!(self.out, " {name}");
+            return;
+        };
+        match self.model.get(t) {
+            Some(Node::Array { .. }) => {
+                self.out.push_str("typedef ");
+                self.array(t, Some(name), conf);
+                return;
+            }
+            Some(Node::Pointer(p)) if *p != 0 => {
+                let p = *p;
+                match self.model.get(p) {
+                    None => {
+                        self.out.push_str("typedef ");
+                        self.not_found("typedef__fprintf", 331, p);
+                        let _ = write!(self.out, " *{name}");
+                        return;
+                    }
+                    Some(Node::FuncProto { .. }) => {
+                        self.out.push_str("typedef ");
+                        let text = self.ftype_text(p, Some(name), false, true, 0, true);
+                        self.out.push_str(&text);
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+            Some(Node::FuncProto { .. }) => {
+                self.out.push_str("typedef ");
+                let text = self.ftype_text(t, Some(name), false, false, 0, true);
+                self.out.push_str(&text);
+                return;
+            }
+            Some(Node::Class(Class {
+                is_union: false,
+                name: tag_name,
+                ..
+            }))
+            | Some(Node::Enum { name: tag_name, .. }) => {
+                let is_enum = self.model.is_enum(t);
+                let kw = if is_enum { "enum" } else { "struct" };
+                if let Some(tn) = tag_name {
+                    let _ = write!(self.out, "typedef {kw} {tn} {name}");
+                    return;
+                }
+                // An anonymous body, printed in full with the typedef's name.
+                let mut tconf = conf.clone();
+                tconf.suffix = Some(name.to_owned());
+                self.out.push_str("typedef ");
+                if is_enum {
+                    self.enumeration(t, &tconf);
+                } else {
+                    self.class(t, &tconf);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let tn = cut(self.tag_name(Some(t)), 512);
+        let _ = write!(self.out, "typedef {tn} {name}");
+    }
+
+    /// `enumeration__fprintf`.
+    fn enumeration(&mut self, id: TypeId, conf: &Conf) {
+        let Some(Node::Enum {
+            name,
+            bits,
+            signed,
+            values,
+        }) = self.model.get(id)
+        else {
+            return;
+        };
+        let max_len = values
+            .iter()
+            .map(|(n, _)| n.map_or(0, |n| n.len()))
+            .max()
+            .unwrap_or(0);
+        let _ = write!(
+            self.out,
+            "enum{}{}",
+            if name.is_some() { " " } else { "" },
+            name.unwrap_or("")
+        );
+        if values.is_empty() {
+            return;
+        }
+        self.out.push_str(" {\n");
+        for (n, v) in values {
+            tabs(&mut self.out, conf.indent);
+            self.out.push('\t');
+            pad(&mut self.out, n.unwrap_or("(null)"), max_len as i32, true);
+            if *signed {
+                let _ = writeln!(self.out, " = {},", *v as i64);
+            } else {
+                let _ = writeln!(self.out, " = {v},");
+            }
+        }
+        tabs(&mut self.out, conf.indent);
+        self.out.push('}');
+        if bits / 8 != 4 {
+            self.out.push_str(" __attribute__((__packed__))");
+        }
+        if let Some(s) = &conf.suffix {
+            let _ = write!(self.out, " {s}");
+        }
+    }
+
+    /// `__tag__name`: a type's name as in a cast, with pahole's spacing
+    /// (`const char *` is "const char  *").
+    pub fn tag_name(&self, id: Option<TypeId>) -> String {
+        self.tag_name_depth(id, 0)
+    }
+
+    fn tag_name_depth(&self, id: Option<TypeId>, depth: u32) -> String {
+        let Some(id) = id else {
+            return "void".to_owned();
+        };
+        if depth > 64 {
+            return "<type loop>".to_owned();
+        }
+        let Some(node) = self.model.get(id) else {
+            return "void".to_owned();
+        };
+        match node {
+            Node::Base {
+                name,
+                is_bool,
+                is_float,
+                ..
+            } => match name {
+                None => "nameless base type!".to_owned(),
+                Some(n) if *is_float => format!("single {n}"),
+                Some(n) => format!("{}{n}", if *is_bool { "bool " } else { "" }),
+            },
+            Node::Func { name } => name.unwrap_or("").to_owned(),
+            Node::Pointer(t) => self.ptr_name(*t, depth),
+            Node::Const(t) | Node::Volatile(t) | Node::Restrict(t) => {
+                let t = *t;
+                let inner = self.ty(t);
+                if inner.is_none() && t != 0 {
+                    return format!("<ERROR(__tag__name:572): {t:#x} not found!>");
+                }
+                let tn = cut(self.tag_name_depth(inner, depth + 1), 128);
+                match node {
+                    Node::Const(_) => format!("const {tn} "),
+                    Node::Volatile(_) => format!("volatile {tn} "),
+                    _ => format!("{tn} restrict "),
+                }
+            }
+            Node::Array { elem, .. } => match self.ty(*elem) {
+                None => format!("<ERROR(__tag__name:590): {elem:#x} not found!>"),
+                Some(e) => self.tag_name_depth(Some(e), depth + 1),
+            },
+            // pahole prints the prototype into a buffer (fmemopen).
+            Node::FuncProto { .. } => cut(self.ftype_text(id, None, false, false, 0, true), 1024),
+            Node::Variable { name } => name.unwrap_or("(null)").to_owned(),
+            Node::Class(c) => {
+                let kw = if c.is_union { "union " } else { "struct " };
+                format!("{kw}{}", c.name.unwrap_or(""))
+            }
+            Node::Enum { name, .. } => format!("enum {}", name.unwrap_or("")),
+            Node::Typedef { name, .. } => name.unwrap_or("").to_owned(),
+        }
+    }
+
+    /// `tag__ptr_name`: `T *`, with `T *const` spelt "T const *".
+    fn ptr_name(&self, target: TypeId, depth: u32) -> String {
+        if target == 0 {
+            return "void *".to_owned();
+        }
+        let Some(mut t) = self.ty(target) else {
+            return format!("<ERROR(tag__ptr_name:496): {target:#x} not found!> *");
+        };
+        let mut const_pointer = "";
+        if let Some(Node::Const(next)) = self.model.get(t) {
+            if let Some(Node::Pointer(_)) = self.model.get(*next) {
+                const_pointer = "const ";
+                t = *next;
+            }
+        }
+        let inner = cut(self.tag_name_depth(Some(t), depth + 1), 1024);
+        format!("{inner} {const_pointer}*")
+    }
+
+    /// `ftype__fprintf` into a string.
+    fn ftype_text(
+        &self,
+        id: TypeId,
+        name: Option<&str>,
+        inlined: bool,
+        is_pointer: bool,
+        type_spacing: i32,
+        is_prototype: bool,
+    ) -> String {
+        let Some(_nest) = self.enter() else {
+            return "<type cycle>".to_owned();
+        };
+        let mut out = String::new();
+        let Some(Node::FuncProto {
+            ret,
+            params,
+            unspec,
+        }) = self.model.get(id)
+        else {
+            return out;
+        };
+        let stype = cut(self.tag_name(self.ty(*ret)), 128);
+        if inlined {
+            out.push_str("inline ");
+        }
+        pad(&mut out, &stype, type_spacing, true);
+        out.push(' ');
+        if is_prototype {
+            out.push('(');
+        }
+        if is_pointer {
+            out.push('*');
+        }
+        out.push_str(name.unwrap_or(""));
+        if is_prototype {
+            out.push(')');
+        }
+        out.push('(');
+        let mut first = true;
+        for (pname, pty) in params {
+            if !first {
+                out.push_str(", ");
+            }
+            first = false;
+            let Some(t) = self.ty(*pty) else {
+                let s = format!("<ERROR: type {pty} not found>");
+                out.push_str(&s);
+                if let Some(n) = pname {
+                    out.push(' ');
+                    out.push_str(n);
+                }
+                continue;
+            };
+            match self.model.get(t) {
+                Some(Node::Pointer(p)) if *p != 0 => {
+                    let p = *p;
+                    match self.model.get(p) {
+                        None => {
+                            let _ =
+                                writeln!(out, "<ERROR(ftype__fprintf_parms:1142): {p} not found!>");
+                            continue;
+                        }
+                        Some(Node::FuncProto { .. }) => {
+                            out.push_str(&self.ftype_text(p, *pname, false, true, 0, true));
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+                Some(Node::FuncProto { .. }) => {
+                    out.push_str(&self.ftype_text(t, *pname, true, false, 0, false));
+                    continue;
+                }
+                _ => {}
+            }
+            let stype = cut(self.tag_name(Some(t)), 128);
+            out.push_str(&stype);
+            if let Some(n) = pname {
+                out.push(' ');
+                out.push_str(n);
+            }
+        }
+        if first {
+            out.push_str("void)");
+        } else if *unspec {
+            out.push_str(", ...)");
+        } else {
+            out.push(')');
+        }
+        out
+    }
+
+    /// `array_type__fprintf`.
+    fn array(&mut self, id: TypeId, name: Option<&str>, conf: &Conf) {
+        let Some(Node::Array { elem, dims }) = self.model.get(id) else {
+            return;
+        };
+        let (elem, dims) = (*elem, dims.clone());
+        let Some(mut t) = self.ty(elem) else {
+            self.not_found("array_type__fprintf", 238, elem);
+            return;
+        };
+        if dims.first() == Some(&0) {
+            if let Some(Node::Const(inner)) = self.model.get(t) {
+                if let Some(i) = self.ty(*inner) {
+                    t = i;
+                }
+            }
+        }
+        self.type_fprintf(Some(t), name, conf);
+        let single_member = conf.last_member && conf.first_member;
+        for n in dims {
+            if n != 0 || !conf.last_member || single_member || conf.union_member {
+                let _ = write!(self.out, "[{n}]");
+            } else {
+                self.out.push_str("[]");
+            }
+        }
+    }
+
+    /// `type__fprintf`: a member's declaration (without `;`), inline
+    /// bodies for anonymous structs, unions and enums.
+    fn type_fprintf(&mut self, ty: Option<TypeId>, name: Option<&str>, conf: &Conf) {
+        let Some(_nest) = self.enter() else {
+            self.out.push_str("<type cycle>");
+            return;
+        };
+        let Some(mut t) = ty else {
+            self.type_not_found(conf, name);
+            return;
+        };
+        let mut tconf = conf.clone();
+        let mut name: Option<String> = name.map(str::to_owned);
+        if self.model.is_struct(t) || self.model.is_union(t) || self.model.is_enum(t) {
+            tconf.suffix = name.clone();
+            tconf.emit_stats = false;
+        }
+        let mut pointer_hops = 0;
+        loop {
+            match self.model.get(t) {
+                Some(Node::Pointer(p)) if *p != 0 => {
+                    let p = *p;
+                    let Some(pn) = self.model.get(p) else {
+                        self.type_not_found(&tconf, name.as_deref());
+                        return;
+                    };
+                    if let Node::FuncProto { .. } = pn {
+                        let s = self.ftype_text(
+                            p,
+                            name.as_deref(),
+                            false,
+                            true,
+                            tconf.type_spacing,
+                            true,
+                        );
+                        self.out.push_str(&s);
+                        return;
+                    }
+                    let anon_aggregate = (self.model.is_struct(p)
+                        || self.model.is_union(p)
+                        || self.model.is_enum(p))
+                        && self.model.type_name(p).is_none();
+                    if anon_aggregate {
+                        pointer_hops += 1;
+                        if pointer_hops > 1 {
+                            self.type_not_found(&tconf, name.as_deref());
+                            return;
+                        }
+                        let n = format!("* {}", name.as_deref().unwrap_or("(null)"));
+                        tconf.rel_offset = true;
+                        name = Some(n);
+                        t = p;
+                        tconf.type_spacing -= 8;
+                        tconf.suffix = name.clone();
+                        tconf.emit_stats = false;
+                        continue;
+                    }
+                    self.default_decl(t, name.as_deref(), &tconf);
+                    return;
+                }
+                Some(Node::FuncProto { .. }) => {
+                    let s =
+                        self.ftype_text(t, name.as_deref(), false, false, tconf.type_spacing, true);
+                    self.out.push_str(&s);
+                    return;
+                }
+                Some(Node::Const(inner)) => {
+                    self.out.push_str("const ");
+                    tconf.type_spacing -= 6;
+                    let inner = *inner;
+                    if self.ty(inner).is_some() {
+                        t = inner;
+                        continue;
+                    }
+                    self.default_decl(t, name.as_deref(), &tconf);
+                    return;
+                }
+                Some(Node::Array { .. }) => {
+                    self.array(t, name.as_deref(), &tconf);
+                    return;
+                }
+                Some(Node::Class(c)) => {
+                    let nm = name.as_deref().unwrap_or("");
+                    if let Some(cn) = c.name {
+                        let kw = if c.is_union { "union " } else { "struct " };
+                        let w = tconf.type_spacing - kw.len() as i32;
+                        self.out.push_str(kw);
+                        pad(&mut self.out, cn, w, true);
+                        self.out.push(' ');
+                        self.out.push_str(nm);
+                    } else if c.is_union {
+                        tconf.type_spacing -= 8;
+                        self.union(t, &tconf);
+                    } else {
+                        self.model.find_holes(t);
+                        tconf.type_spacing -= 8;
+                        self.class(t, &tconf);
+                    }
+                    return;
+                }
+                Some(Node::Enum { name: en, .. }) => {
+                    if let Some(en) = en {
+                        self.out.push_str("enum ");
+                        pad(&mut self.out, en, tconf.type_spacing - 5, true);
+                        self.out.push(' ');
+                        self.out.push_str(name.as_deref().unwrap_or(""));
+                    } else {
+                        self.enumeration(t, &tconf);
+                    }
+                    return;
+                }
+                _ => {
+                    self.default_decl(t, name.as_deref(), &tconf);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn type_not_found(&mut self, conf: &Conf, name: Option<&str>) {
+        pad(&mut self.out, "<ERROR", conf.type_spacing, true);
+        let _ = write!(self.out, "> {}", name.unwrap_or("(null)"));
+    }
+
+    /// `"%-*s %s"`: type name padded to the type column, then the name.
+    fn default_decl(&mut self, t: TypeId, name: Option<&str>, conf: &Conf) {
+        let tn = cut(self.tag_name(Some(t)), 128);
+        pad(&mut self.out, &tn, conf.type_spacing, true);
+        self.out.push(' ');
+        self.out.push_str(name.unwrap_or("(null)"));
+    }
+
+    fn cacheline_boundary(&mut self, conf: &Conf, offset: u32) {
+        let Some(slot) = conf.cacheline else { return };
+        let size = self.cacheline_size;
+        let cacheline = offset / size;
+        if cacheline > self.cachelines[slot] {
+            let pos = offset % size;
+            let bytes = offset - pos;
+            if pos == 0 {
+                let _ = writeln!(
+                    self.out,
+                    "/* --- cacheline {cacheline} boundary ({bytes} bytes) --- */"
+                );
+            } else {
+                let _ = writeln!(
+                    self.out,
+                    "/* --- cacheline {cacheline} boundary ({bytes} bytes) was {pos} byte{} ago --- */",
+                    plural(pos)
+                );
+            }
+            tabs(&mut self.out, conf.indent);
+            self.cachelines[slot] = cacheline;
+        }
+    }
+
+    /// `class_member__fprintf`: one member line with its offset comment.
+    fn member(&mut self, class: TypeId, idx: usize, union_member: bool, ty: TypeId, conf: &Conf) {
+        let Some(m) = self
+            .model
+            .class(class)
+            .and_then(|c| c.members.get(idx))
+            .cloned()
+        else {
+            return;
+        };
+        let size = m.byte_size as i32;
+        let mut sconf = conf.clone();
+        let mut offset = m.byte_offset;
+        if !sconf.rel_offset {
+            offset = offset.wrapping_add(sconf.base_offset);
+            if !union_member {
+                sconf.base_offset = offset;
+            }
+        }
+        if m.bitfield_offset < 0 {
+            offset = offset.wrapping_add(m.byte_size as u32);
+        }
+        self.cacheline_boundary(conf, offset);
+        let start = self.out.len();
+        let aggregate =
+            self.model.is_struct(ty) || self.model.is_union(ty) || self.model.is_enum(ty);
+        if aggregate {
+            self.type_fprintf(Some(ty), None, &sconf);
+            if let Some(n) = m.name {
+                if self.model.type_name(ty).is_none() {
+                    self.out.push(' ');
+                }
+                self.out.push_str(n);
+            }
+        } else {
+            self.type_fprintf(Some(ty), Some(m.name.unwrap_or("(null)")), &sconf);
+        }
+        if m.bitfield_size != 0 {
+            let _ = write!(self.out, ":{}", m.bitfield_size);
+        }
+        let mut alignment_printed = 0;
+        if m.alignment != 0 {
+            let before = self.out.len();
+            let _ = write!(self.out, " __attribute__((__aligned__({})))", m.alignment);
+            alignment_printed = (self.out.len() - before) as i32;
+        }
+        self.out.push(';');
+        let bitfield_offset = if m.bitfield_offset < 0 {
+            (m.byte_size as i32 * 8 + m.bitfield_offset as i32) as u32
+        } else {
+            m.bitfield_offset as u32
+        };
+        if aggregate && self.model.type_name(ty).is_none() {
+            let mut slen = alignment_printed + m.name.map_or(-1, |n| n.len() as i32);
+            if self.model.is_struct(ty) && self.model.class(ty).is_some_and(|c| c.is_packed) {
+                slen += "__attribute__((__packed__))".len() as i32 + 1;
+            }
+            pad(
+                &mut self.out,
+                " ",
+                sconf.type_spacing + sconf.name_spacing - slen - 3,
+                false,
+            );
+            self.offset_comment(offset, &m, bitfield_offset, size);
+        } else {
+            let printed = (self.out.len() - start) as i32;
+            let spacing = sconf.type_spacing + sconf.name_spacing - printed;
+            pad(&mut self.out, " ", spacing.max(0), false);
+            self.offset_comment(offset, &m, bitfield_offset, size);
+        }
+    }
+
+    fn offset_comment(&mut self, offset: u32, m: &super::model::Member, bfo: u32, size: i32) {
+        let _ = write!(self.out, "/* {offset:5}");
+        let mut size_spacing = 5;
+        if m.bitfield_size != 0 {
+            let _ = write!(self.out, ":{bfo:2}");
+            size_spacing -= 3;
+        }
+        let _ = write!(self.out, " {size:size_spacing$} */");
+    }
+
+    /// `union__fprintf`.
+    fn union(&mut self, id: TypeId, conf: &Conf) {
+        let indent = conf.indent.min(MAX_INDENT);
+        let name = self.model.type_name(id);
+        let _ = writeln!(
+            self.out,
+            "union{}{} {{",
+            if name.is_some() { " " } else { "" },
+            name.unwrap_or("")
+        );
+        let mut uconf = conf.clone();
+        uconf.indent = indent + 1;
+        self.model.infer_union_packed(id);
+        let slot = match uconf.cacheline {
+            Some(s) => s,
+            None => {
+                self.cachelines.push(0);
+                self.cachelines.len() - 1
+            }
+        };
+        uconf.cacheline = Some(slot);
+        let initial = self.cachelines[slot];
+        let n = self.model.class(id).map_or(0, |c| c.members.len());
+        for i in 0..n {
+            let Some(ty) = self.model.class(id).map(|c| c.members[i].ty) else {
+                break;
+            };
+            if self.ty(ty).is_none() {
+                tabs(&mut self.out, uconf.indent);
+                self.not_found("union__fprintf", 1077, ty);
+                continue;
+            }
+            uconf.union_member = true;
+            tabs(&mut self.out, uconf.indent);
+            self.member(id, i, true, ty, &uconf);
+            self.out.push('\n');
+            self.cachelines[slot] = initial;
+        }
+        tabs(&mut self.out, indent);
+        self.out.push('}');
+        if let Some(s) = &conf.suffix {
+            let _ = write!(self.out, " {s}");
+        }
+    }
+
+    /// `/* XXX N bytes hole, try to pack */`, indented, without a newline.
+    fn hole_comment(&mut self, indent: i32, n: u32, unit: &str) {
+        tabs(&mut self.out, indent);
+        let _ = write!(
+            self.out,
+            "/* XXX {n} {unit}{} hole, try to pack */",
+            plural(n)
+        );
+    }
+
+    fn newline_once(&mut self, newline: &mut u32) {
+        if *newline == 0 {
+            self.out.push('\n');
+        }
+        *newline += 1;
+    }
+
+    /// `__class__fprintf`: a struct body with holes, paddings and, at the
+    /// top level, the statistics.
+    fn class(&mut self, id: TypeId, conf: &Conf) {
+        let mut cconf = conf.clone();
+        let name = self.model.type_name(id);
+        let _ = write!(
+            self.out,
+            "struct{}{}",
+            if name.is_some() { " " } else { "" },
+            name.unwrap_or("")
+        );
+        let indent = cconf.indent.min(MAX_INDENT);
+        if cconf.cacheline.is_none() {
+            self.cachelines.push(0);
+            cconf.cacheline = Some(self.cachelines.len() - 1);
+        }
+        cconf.indent = indent + 1;
+        self.model.infer_packed(id);
+        self.out.push_str(" {\n");
+
+        let mut newline = 0u32;
+        let mut sum_bytes = 0u32;
+        let mut sum_bits = 0u32;
+        let mut sum_holes = 0u32;
+        let mut sum_bit_holes = 0u32;
+        let mut sum_paddings = 0u32;
+        let mut nr_paddings = 0u16;
+        let mut nr_forced_alignments = 0u16;
+        let mut nr_forced_alignment_holes = 0u16;
+        let mut sum_forced_alignment_holes = 0u32;
+        let mut last_size: u64 = 0;
+        let mut last: Option<usize> = None;
+
+        let Some((holes, n)) = self.model.class(id).map(|c| (c.holes, c.members.len())) else {
+            return;
+        };
+        // Holes before the first member: pahole ends these lines, and
+        // starts the ones after a member.
+        if holes.pre_bit_hole > 0 {
+            self.newline_once(&mut newline);
+            self.hole_comment(cconf.indent, holes.pre_bit_hole as u32, "bit");
+            self.out.push('\n');
+            sum_bit_holes += holes.pre_bit_hole as u32;
+        }
+        if holes.pre_hole > 0 {
+            self.newline_once(&mut newline);
+            self.hole_comment(cconf.indent, holes.pre_hole as u32, "byte");
+            self.out.push('\n');
+            sum_holes += holes.pre_hole as u32;
+        }
+
+        for i in 0..n {
+            let Some(pos) = self.model.class(id).map(|c| c.members[i].clone()) else {
+                break;
+            };
+            let lastm = last.and_then(|l| self.model.class(id).map(|c| c.members[l].clone()));
+            if pos.alignment != 0 {
+                let forced_hole = match &lastm {
+                    Some(l) => l.hole as u32,
+                    None => holes.pre_hole as u32,
+                };
+                if forced_hole != 0 {
+                    nr_forced_alignment_holes += 1;
+                    sum_forced_alignment_holes += forced_hole;
+                }
+                nr_forced_alignments += 1;
+            }
+            if let Some(l) = &lastm {
+                if last_size != 0 {
+                    if l.bit_hole != 0 && pos.bitfield_size != 0 {
+                        let mut bitfield_size = l.bit_hole;
+                        let Some(pt) = self.ty(pos.ty) else {
+                            tabs(&mut self.out, cconf.indent);
+                            self.not_found("__class__fprintf", 1546, pos.ty);
+                            continue;
+                        };
+                        if l.byte_offset != pos.byte_offset {
+                            self.out.push('\n');
+                            tabs(&mut self.out, cconf.indent);
+                            self.out
+                                .push_str("/* Force alignment to the next boundary: */\n");
+                            bitfield_size = 0;
+                        }
+                        tabs(&mut self.out, cconf.indent);
+                        self.type_fprintf(Some(pt), Some(""), &cconf);
+                        let _ = writeln!(self.out, ":{bitfield_size};");
+                    }
+                    if pos.byte_offset < l.byte_offset
+                        || (pos.byte_offset == l.byte_offset
+                            && l.bitfield_size == 0
+                            && pos.bitfield_size != 0)
+                    {
+                        self.newline_once(&mut newline);
+                        tabs(&mut self.out, cconf.indent);
+                        self.out
+                            .push_str("/* Bitfield combined with previous fields */\n");
+                    } else {
+                        let cc_last_size = pos.byte_offset as i64 - l.byte_offset as i64;
+                        if cc_last_size > 0 && (cc_last_size as u64) < last_size {
+                            self.newline_once(&mut newline);
+                            tabs(&mut self.out, cconf.indent);
+                            self.out
+                                .push_str("/* Bitfield combined with next fields */\n");
+                        }
+                    }
+                }
+            }
+            if newline != 0 {
+                self.out.push('\n');
+                newline = 0;
+            }
+            let Some(pt) = self.ty(pos.ty) else {
+                tabs(&mut self.out, cconf.indent);
+                self.not_found("__class__fprintf", 1609, pos.ty);
+                continue;
+            };
+            cconf.last_member = i + 1 == n;
+            cconf.first_member = last.is_none();
+            let size = pos.byte_size;
+            tabs(&mut self.out, cconf.indent);
+            self.member(id, i, false, pt, &cconf);
+
+            if self.model.is_struct(pt) {
+                self.model.find_holes(pt);
+                self.model.infer_packed(pt);
+                let padding = self.model.class(pt).map_or(0, |c| c.holes.padding);
+                if padding > 0 {
+                    nr_paddings = nr_paddings.wrapping_add(1);
+                    sum_paddings += padding as u32;
+                    self.newline_once(&mut newline);
+                    self.out.push('\n');
+                    tabs(&mut self.out, cconf.indent);
+                    let _ = write!(
+                        self.out,
+                        "/* XXX last struct has {padding} byte{} of padding */",
+                        plural(padding as u32)
+                    );
+                }
+            }
+            // Holes after this member, as find_holes left them.
+            let (hole, bit_hole) = self
+                .model
+                .class(id)
+                .map_or((0, 0), |c| (c.members[i].hole, c.members[i].bit_hole));
+            if bit_hole != 0 {
+                self.newline_once(&mut newline);
+                self.out.push('\n');
+                self.hole_comment(cconf.indent, bit_hole as u32, "bit");
+                sum_bit_holes += bit_hole as u32;
+            }
+            if hole > 0 {
+                self.newline_once(&mut newline);
+                self.out.push('\n');
+                self.hole_comment(cconf.indent, hole as u32, "byte");
+                sum_holes += hole as u32;
+            }
+            self.out.push('\n');
+
+            if pos.bitfield_size != 0 {
+                sum_bits += pos.bitfield_size as u32;
+            } else {
+                sum_bytes = sum_bytes.wrapping_add(pos.byte_size as u32);
+            }
+            // The size of the storage the next member may share: reset on
+            // the first member, after a zero-sized one, at a new offset, and
+            // where a bitfield starts inside a plain member's bytes.
+            let new_storage = match &lastm {
+                None => true,
+                Some(l) => {
+                    last_size == 0
+                        || l.byte_offset != pos.byte_offset
+                        || (l.bitfield_size == 0 && pos.bitfield_size != 0)
+                }
+            };
+            if new_storage {
+                last_size = size;
+            }
+            last = Some(i);
+        }
+
+        let Some(c) = self.model.class(id).cloned() else {
+            return;
+        };
+        let holes = c.holes;
+        // Only DWARF says which alignments were forced: with it, pahole
+        // spells trailing padding after a power-of-two-sized member as
+        // explicit bitfields.
+        if holes.padding != 0 && c.alignment == 0 && self.has_alignment_info {
+            if let Some(l) = last {
+                let lty = c.members[l].ty;
+                let size = if self.ty(lty).is_some() {
+                    self.model.size(lty)
+                } else {
+                    u64::MAX
+                };
+                if size.is_power_of_two() && holes.padding as u32 > self.model.addr_size {
+                    self.out.push('\n');
+                    tabs(&mut self.out, cconf.indent);
+                    self.out.push_str("/* Force padding: */\n");
+                    let bit_size = size * 8;
+                    let mut added = 0u64;
+                    while added < holes.padding as u64 {
+                        tabs(&mut self.out, cconf.indent);
+                        self.type_fprintf(self.ty(lty), Some(""), &cconf);
+                        let _ = writeln!(self.out, ":{bit_size};");
+                        added += size;
+                    }
+                }
+            }
+        }
+
+        if cconf.emit_stats {
+            let cachelines = self.model.size(id).div_ceil(self.cacheline_size as u64);
+            self.out.push('\n');
+            tabs(&mut self.out, cconf.indent);
+            let _ = writeln!(
+                self.out,
+                "/* size: {}, cachelines: {cachelines}, members: {} */",
+                c.size as i32,
+                c.members.len() as u16
+            );
+            if sum_holes > 0 || sum_bit_holes > 0 {
+                if sum_bytes > 0 {
+                    tabs(&mut self.out, cconf.indent);
+                    let _ = write!(self.out, "/* sum members: {sum_bytes}");
+                    if sum_holes > 0 {
+                        let _ = write!(
+                            self.out,
+                            ", holes: {}, sum holes: {sum_holes}",
+                            holes.nr_holes
+                        );
+                    }
+                    self.out.push_str(" */\n");
+                }
+                if sum_bits > 0 {
+                    tabs(&mut self.out, cconf.indent);
+                    let _ = write!(self.out, "/* sum bitfield members: {sum_bits} bits");
+                    if sum_bit_holes > 0 {
+                        let _ = write!(
+                            self.out,
+                            ", bit holes: {}, sum bit holes: {sum_bit_holes} bits",
+                            holes.nr_bit_holes
+                        );
+                    } else {
+                        let _ = write!(self.out, " ({} bytes)", sum_bits / 8);
+                    }
+                    self.out.push_str(" */\n");
+                }
+            }
+            if holes.padding > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = writeln!(self.out, "/* padding: {} */", holes.padding);
+            }
+            if nr_paddings > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = writeln!(
+                    self.out,
+                    "/* paddings: {nr_paddings}, sum paddings: {sum_paddings} */"
+                );
+            }
+            if holes.bit_padding > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = writeln!(self.out, "/* bit_padding: {} bits */", holes.bit_padding);
+            }
+            if nr_forced_alignments != 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = write!(self.out, "/* forced alignments: {nr_forced_alignments}");
+                if nr_forced_alignment_holes != 0 {
+                    let _ = write!(
+                        self.out,
+                        ", forced holes: {nr_forced_alignment_holes}, sum forced holes: {sum_forced_alignment_holes}"
+                    );
+                }
+                self.out.push_str(" */\n");
+            }
+            let last_cacheline = cconf.base_offset.wrapping_add(c.size) % self.cacheline_size;
+            if last_cacheline != 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = writeln!(self.out, "/* last cacheline: {last_cacheline} bytes */");
+            }
+            let size_diff = (c.size as i64) * 8
+                - (sum_bytes as i64 * 8
+                    + sum_bits as i64
+                    + sum_holes as i64 * 8
+                    + sum_bit_holes as i64
+                    + holes.padding as i64 * 8
+                    + holes.bit_padding as i64);
+            let size_diff = size_diff as i32;
+            if size_diff != 0 && !c.members.is_empty() {
+                self.out.push('\n');
+                tabs(&mut self.out, cconf.indent);
+                let _ = writeln!(
+                    self.out,
+                    "/* BRAIN FART ALERT! {} bytes != {sum_bytes} (member bytes) + {sum_bits} (member bits) + {sum_holes} (byte holes) + {sum_bit_holes} (bit holes), diff = {size_diff} bits */",
+                    c.size as i32
+                );
+            }
+        }
+        tabs(&mut self.out, indent);
+        self.out.push('}');
+        if c.is_packed {
+            self.out.push_str(" __attribute__((__packed__))");
+        }
+        if let Some(s) = &cconf.suffix {
+            let _ = write!(self.out, " {s}");
+        }
+        if c.alignment != 0 && !c.is_packed {
+            let _ = write!(self.out, " __attribute__((__aligned__({})))", c.alignment);
+        }
+    }
+}

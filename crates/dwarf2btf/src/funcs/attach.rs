@@ -1,0 +1,511 @@
+//! The fentry audit (`btfkit check --attach BTF SYMBOLS`): for every FUNC
+//! of a vmlinux BTF, what an unmodified kernel does when a tracing program
+//! names it, predicted from the kernel's own rules (lookup.rs for the name,
+//! `btf_distill_func_proto` for the prototype, ftrace for the call site).
+//!
+//! Invariant: a FUNC is `Attachable` only when the kernel resolves its name
+//! to a function whose entry has an fentry call site (when the table of
+//! sites is known) and something proves that the FUNC's prototype is the
+//! one of the code there: an `addr=` tag at that address, the DWARF of that
+//! instance, or the name having a single function symbol and a single FUNC.
+//! A FUNC whose tags or DWARF say it describes other code is `Unsafe`;
+//! one where nothing says which instance it describes is `Unverified`.
+
+use btf::{Btf, TypeData, TypeId};
+use rustc_hash::FxHashMap;
+
+use super::lookup::{parse_unreachable_name, KernelLookup, Picks};
+use super::verify::{addr_tags, prototype_matches, skip_modifiers, Compare};
+use super::{FuncModel, Status};
+
+/// One symbol of the kernel image (System.map, /proc/kallsyms, ELF).
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSymbol<'a> {
+    pub name: &'a str,
+    pub address: u64,
+    /// Bytes of code or data; 0 when unknown.
+    pub size: u64,
+    /// A text symbol (`t`, `T`, `W`, STT_FUNC).
+    pub function: bool,
+}
+
+/// What the audit knows besides the BTF.
+pub struct AuditInput<'a> {
+    /// Every symbol of the kernel image.
+    pub symbols: &'a [KernelSymbol<'a>],
+    /// Addresses of the fentry call sites (`__mcount_loc`), sorted; None
+    /// when the symbol source does not have them.
+    pub fentry_sites: Option<&'a [u64]>,
+    /// The function model of the same kernel, when its DWARF is at hand.
+    pub model: Option<&'a FuncModel>,
+}
+
+/// What happens when a tracing program attaches to a FUNC by its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reach {
+    /// Attaches to the code whose prototype the FUNC carries.
+    Attachable,
+    /// Attaches to code whose prototype is not the FUNC's.
+    Unsafe,
+    /// Nothing says whether the FUNC describes the code the kernel picks.
+    Unverified,
+    /// The verifier refuses the prototype for trampolines.
+    UnsupportedPrototype,
+    /// `kallsyms_lookup_name` finds nothing ("cannot be found").
+    NotASymbol,
+    /// The lowest symbol of that name is not code.
+    NotAFunction,
+    /// The code has no fentry call site (notrace, noinstr): attach fails.
+    NoFentrySite,
+}
+
+impl Reach {
+    pub const ALL: [Reach; 7] = [
+        Reach::Attachable,
+        Reach::Unsafe,
+        Reach::Unverified,
+        Reach::UnsupportedPrototype,
+        Reach::NotASymbol,
+        Reach::NotAFunction,
+        Reach::NoFentrySite,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reach::Attachable => "attachable",
+            Reach::Unsafe => "unsafe",
+            Reach::Unverified => "unverified",
+            Reach::UnsupportedPrototype => "unsupported-prototype",
+            Reach::NotASymbol => "not-a-symbol",
+            Reach::NotAFunction => "not-a-function",
+            Reach::NoFentrySite => "no-fentry-site",
+        }
+    }
+}
+
+/// The audit of one FUNC.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FuncReach {
+    pub btf_id: TypeId,
+    pub name: String,
+    pub reach: Reach,
+    /// Where the kernel attaches the name (the exact-match lookup's address).
+    pub address: Option<u64>,
+    /// Whether that code has an fentry call site (None: not known).
+    pub fentry_site: Option<bool>,
+    /// The FUNC's addr tags.
+    pub tags: Vec<u64>,
+    /// Argument registers the prototype takes (x86-64; 6.1's trampolines
+    /// take at most 6, later kernels pass more on the stack).
+    pub arg_regs: u32,
+    /// Why it is not attachable (empty when it is).
+    pub reason: String,
+}
+
+/// Largest number of arguments the verifier takes (MAX_BPF_FUNC_ARGS).
+const MAX_BPF_FUNC_ARGS: usize = 12;
+
+/// Audits every FUNC of `btf` (own types; a split BTF's base is not).
+pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
+    let lookup = KernelLookup::new(input.symbols.iter().map(|s| (s.name, s.address)), false);
+    // Function symbols by name, and sizes by address.
+    let mut functions: FxHashMap<&str, Vec<u64>> = FxHashMap::default();
+    let mut size_at: FxHashMap<u64, u64> = FxHashMap::default();
+    for s in input.symbols.iter().filter(|s| s.function) {
+        functions.entry(s.name).or_default().push(s.address);
+        let e = size_at.entry(s.address).or_default();
+        *e = (*e).max(s.size);
+    }
+    let mut tags_of: FxHashMap<TypeId, Vec<u64>> = FxHashMap::default();
+    for t in addr_tags(btf) {
+        tags_of.entry(t.func).or_default().push(t.address);
+    }
+    let mut funcs_named: FxHashMap<&str, Vec<TypeId>> = FxHashMap::default();
+    for (id, t) in btf.iter() {
+        if matches!(t.data, TypeData::Func { .. }) {
+            funcs_named
+                .entry(btf.name_of(t).unwrap_or(""))
+                .or_default()
+                .push(id);
+        }
+    }
+    let mut instances_at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+    if let Some(model) = input.model {
+        for (n, i) in model.instances.iter().enumerate() {
+            if i.status != Status::Fragment && i.concrete.is_some() {
+                instances_at.entry(i.address).or_default().push(n);
+            }
+        }
+    }
+    let cx = Context {
+        btf,
+        input,
+        functions: &functions,
+        funcs_named: &funcs_named,
+        tags_of: &tags_of,
+        instances_at: &instances_at,
+    };
+    let mut out = Vec::new();
+    for (id, t) in btf.iter() {
+        let TypeData::Func { proto, .. } = t.data else {
+            continue;
+        };
+        let name = btf.name_of(t).unwrap_or("");
+        let mut tags = tags_of.get(&id).cloned().unwrap_or_default();
+        tags.sort_unstable();
+        let picks = lookup.picks(name);
+        let mut row = FuncReach {
+            btf_id: id,
+            name: name.to_owned(),
+            reach: Reach::Attachable,
+            address: picks.exact.or(picks.stripped),
+            fentry_site: None,
+            tags,
+            arg_regs: arg_regs(btf, proto),
+            reason: String::new(),
+        };
+        if let Some(a) = row.address {
+            row.fentry_site = input
+                .fentry_sites
+                .map(|sites| has_site(sites, a, size_at.get(&a).copied().unwrap_or(0)));
+        }
+        (row.reach, row.reason) = cx.judge(id, proto, name, picks, &row);
+        out.push(row);
+    }
+    out
+}
+
+struct Context<'a, 'b> {
+    btf: &'a Btf,
+    input: &'a AuditInput<'b>,
+    functions: &'a FxHashMap<&'b str, Vec<u64>>,
+    funcs_named: &'a FxHashMap<&'a str, Vec<TypeId>>,
+    tags_of: &'a FxHashMap<TypeId, Vec<u64>>,
+    /// Model instances (with DWARF, not fragments) by address.
+    instances_at: &'a FxHashMap<u64, Vec<usize>>,
+}
+
+impl Context<'_, '_> {
+    /// The verdict, in the kernel's order: prototype, name, then the code.
+    fn judge(
+        &self,
+        id: TypeId,
+        proto: TypeId,
+        name: &str,
+        picks: Picks,
+        row: &FuncReach,
+    ) -> (Reach, String) {
+        if let Err(why) = distill(self.btf, proto) {
+            return (Reach::UnsupportedPrototype, why);
+        }
+        if picks.is_none() {
+            let why = match parse_unreachable_name(name) {
+                Some((sym, a)) => format!(
+                    "named for the instance of {sym} at {a:#x}, which the kernel does not pick for {sym}"
+                ),
+                None => format!("no symbol is named {name}"),
+            };
+            return (Reach::NotASymbol, why);
+        }
+        for p in picks.addresses() {
+            if !self.functions.get(name).is_some_and(|v| v.contains(&p)) {
+                return (
+                    Reach::NotAFunction,
+                    format!("the lowest symbol {name} ({p:#x}) is not code"),
+                );
+            }
+        }
+        if let Some((reach, why)) = self.safety(id, name, picks, &row.tags) {
+            return (reach, why);
+        }
+        if row.fentry_site == Some(false) {
+            return (
+                Reach::NoFentrySite,
+                format!(
+                    "{name} at {:#x} has no __mcount_loc entry (notrace/noinstr)",
+                    row.address.unwrap_or(0)
+                ),
+            );
+        }
+        (Reach::Attachable, String::new())
+    }
+
+    /// None when the FUNC's prototype is the one of every instance the
+    /// kernel picks for its name.
+    fn safety(
+        &self,
+        id: TypeId,
+        name: &str,
+        picks: Picks,
+        tags: &[u64],
+    ) -> Option<(Reach, String)> {
+        let addrs: Vec<u64> = picks.addresses().collect();
+        if !tags.is_empty() {
+            if let Some(p) = addrs.iter().find(|p| !tags.contains(p)) {
+                return Some((
+                    Reach::Unsafe,
+                    format!(
+                        "tagged for {}, but the kernel attaches {name} at {p:#x}",
+                        hex_list(tags)
+                    ),
+                ));
+            }
+        }
+        let mut proven = !tags.is_empty();
+        if let Some(model) = self.input.model {
+            for &p in &addrs {
+                let insts: Vec<_> = self
+                    .instances_at
+                    .get(&p)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|&n| model.instances.get(n))
+                    .collect();
+                if insts.is_empty() {
+                    continue;
+                }
+                let mut problems = Vec::new();
+                for inst in &insts {
+                    match prototype_matches(model, inst, self.btf, id, Compare::Types) {
+                        Ok(()) => problems.clear(),
+                        Err(e) => problems.push(format!("{}: {e}", inst.symbol)),
+                    }
+                    if problems.is_empty() {
+                        break;
+                    }
+                }
+                if !problems.is_empty() {
+                    return Some((
+                        Reach::Unsafe,
+                        format!(
+                            "the kernel attaches {name} at {p:#x}, whose code takes another prototype ({})",
+                            problems.join("; ")
+                        ),
+                    ));
+                }
+                proven = true;
+            }
+        }
+        if proven {
+            return None;
+        }
+        // Neither tags nor DWARF: another FUNC of the name tagged at the
+        // pick describes it; a name of one function and one FUNC is clear.
+        let others = self.funcs_named.get(name).map_or(&[][..], Vec::as_slice);
+        if let Some(o) = others.iter().find(|&&o| {
+            o != id
+                && self
+                    .tags_of
+                    .get(&o)
+                    .is_some_and(|t| addrs.iter().all(|p| t.contains(p)))
+        }) {
+            return Some((
+                Reach::Unsafe,
+                format!("FUNC [{o}] of the same name describes the code the kernel attaches to"),
+            ));
+        }
+        let instances = self.functions.get(name).map_or(0, Vec::len);
+        if instances == 1 && others.len() == 1 {
+            return None;
+        }
+        Some((
+            Reach::Unverified,
+            format!(
+                "{instances} function symbols and {} FUNCs are named {name}; no addr tag or DWARF says which one this FUNC describes",
+                others.len()
+            ),
+        ))
+    }
+}
+
+/// Whether a call site lies in [start, start + size) (the kernel's
+/// `ftrace_location` looks there for a symbol's start; with IBT the call
+/// follows an `endbr64`).
+fn has_site(sites: &[u64], start: u64, size: u64) -> bool {
+    let i = sites.partition_point(|&s| s < start);
+    sites
+        .get(i)
+        .is_some_and(|&s| s == start || s < start.saturating_add(size.max(1)))
+}
+
+fn hex_list(a: &[u64]) -> String {
+    a.iter()
+        .map(|a| format!("{a:#x}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The kernel's `__get_type_size`: (size, aggregate). Void has size 0;
+/// pointers, integers, enums, structs and unions have a size; anything
+/// else is refused (None).
+fn type_size(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
+    if id == 0 {
+        return Some((0, false));
+    }
+    Some(match skip_modifiers(btf, id)? {
+        TypeData::Ptr { .. } => (8, false),
+        TypeData::Int { size, .. }
+        | TypeData::Enum { size, .. }
+        | TypeData::Enum64 { size, .. } => (u64::from(*size), false),
+        TypeData::Struct { size, .. } | TypeData::Union { size, .. } => (u64::from(*size), true),
+        _ => return None,
+    })
+}
+
+/// The checks of the kernel's `btf_distill_func_proto` (6.1 to 6.12).
+fn distill(btf: &Btf, proto: TypeId) -> Result<(), String> {
+    let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(proto).map(|t| &t.data) else {
+        return Err("no FUNC_PROTO".into());
+    };
+    if params.len() > MAX_BPF_FUNC_ARGS {
+        return Err(format!(
+            "{} arguments, the verifier takes {MAX_BPF_FUNC_ARGS}",
+            params.len()
+        ));
+    }
+    match type_size(btf, *ret) {
+        Some((_, false)) => {}
+        _ => return Err("the return type is not a scalar or pointer".into()),
+    }
+    for (i, p) in params.iter().enumerate() {
+        if p.ty == 0 && i + 1 == params.len() {
+            return Err("variable arguments".into());
+        }
+        match type_size(btf, p.ty) {
+            Some((1..=16, _)) => {}
+            Some((0, _)) => return Err(format!("argument {i} is void")),
+            _ => {
+                return Err(format!(
+                    "argument {i} ({}) is not a scalar, pointer or aggregate of at most 16 bytes",
+                    btf::cdecl::type_name(btf, p.ty)
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Argument registers a prototype takes (aggregates of 9-16 bytes take two).
+fn arg_regs(btf: &Btf, proto: TypeId) -> u32 {
+    let Some(TypeData::FuncProto { params, .. }) = btf.type_by_id(proto).map(|t| &t.data) else {
+        return 0;
+    };
+    params
+        .iter()
+        .map(|p| match type_size(btf, p.ty) {
+            Some((9..=16, true)) => 2,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// What a kernel does with a fentry program on a FUNC, as the boot
+/// tests' guest reports it (`FENTRY <id> <name> ok|load <errno>|attach <errno>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Loads and attaches.
+    Ok,
+    /// BPF_PROG_LOAD fails with this errno.
+    Load(i32),
+    /// Loads; attaching fails (any errno).
+    Attach,
+}
+
+/// Functions the verifier refuses to trace whatever their BTF (6.1 and
+/// 6.12 kernel/bpf/verifier.c `btf_id_deny`, under their configs).
+const DENIED: [&str; 7] = [
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
+
+const ENOENT: i32 = 2;
+const EINVAL: i32 = 22;
+
+/// The outcome the audit predicts for a FUNC on an x86-64 kernel of
+/// `version` (major, minor): the verifier's checks in its order, then the
+/// trampoline's (before 6.5, x86-64 trampolines take arguments in the six
+/// argument registers only), then ftrace's call site. An `unsafe` FUNC
+/// attaches: that is what makes it unsafe.
+pub fn predict(row: &FuncReach, version: (u32, u32)) -> Outcome {
+    match row.reach {
+        Reach::UnsupportedPrototype => Outcome::Load(EINVAL),
+        Reach::NotASymbol => Outcome::Load(ENOENT),
+        _ if DENIED.contains(&row.name.as_str()) => Outcome::Load(EINVAL),
+        Reach::NoFentrySite | Reach::NotAFunction => Outcome::Attach,
+        _ if version < (6, 5) && row.arg_regs > 6 => Outcome::Attach,
+        Reach::Attachable | Reach::Unsafe | Reach::Unverified => Outcome::Ok,
+    }
+}
+
+/// Counts per verdict.
+pub fn counts(rows: &[FuncReach]) -> std::collections::BTreeMap<Reach, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for r in rows {
+        *m.entry(r.reach).or_default() += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, reach: Reach, arg_regs: u32) -> FuncReach {
+        FuncReach {
+            btf_id: 1,
+            name: name.into(),
+            reach,
+            address: Some(0x1000),
+            fentry_site: Some(true),
+            tags: Vec::new(),
+            arg_regs,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn predictions_follow_the_kernels_order() {
+        let v61 = (6, 1);
+        let v612 = (6, 12);
+        assert_eq!(predict(&row("f", Reach::Attachable, 3), v61), Outcome::Ok);
+        assert_eq!(predict(&row("f", Reach::Unsafe, 3), v61), Outcome::Ok);
+        assert_eq!(
+            predict(&row("f", Reach::Attachable, 7), v61),
+            Outcome::Attach
+        );
+        assert_eq!(predict(&row("f", Reach::Attachable, 7), v612), Outcome::Ok);
+        assert_eq!(
+            predict(&row("f..10", Reach::NotASymbol, 1), v612),
+            Outcome::Load(2)
+        );
+        assert_eq!(
+            predict(&row("f", Reach::UnsupportedPrototype, 1), v61),
+            Outcome::Load(22)
+        );
+        assert_eq!(
+            predict(&row("migrate_disable", Reach::Attachable, 0), v61),
+            Outcome::Load(22)
+        );
+        assert_eq!(
+            predict(&row("f", Reach::NoFentrySite, 1), v61),
+            Outcome::Attach
+        );
+    }
+
+    #[test]
+    fn call_site_inside_the_function() {
+        let sites = [0x1000, 0x2004, 0x3000];
+        assert!(has_site(&sites, 0x1000, 0x10));
+        assert!(has_site(&sites, 0x2000, 0x10), "after endbr64");
+        assert!(!has_site(&sites, 0x2010, 0x10));
+        assert!(!has_site(&sites, 0x4000, 0x10));
+        assert!(!has_site(&sites, 0x2000, 0));
+    }
+}

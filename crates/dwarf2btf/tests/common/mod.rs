@@ -1,0 +1,48 @@
+//! Shared by the function tests: the two-unit fixture program and `nm`.
+
+use std::path::Path;
+use std::process::Command;
+
+pub fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
+    testkit::tool_or_skip("gcc", "gcc")?;
+    let fx = testkit::Fixture::new();
+    for (n, src) in [
+        ("a.c", include_str!("../funcs_fixtures/a.c")),
+        ("b.c", include_str!("../funcs_fixtures/b.c")),
+        ("c.c", include_str!("../funcs_fixtures/c.c")),
+        ("note.c", include_str!("../funcs_fixtures/note.c")),
+    ] {
+        fx.write(n, src);
+    }
+    let cc = |args: &[&str]| {
+        testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
+    };
+    for f in ["a.c", "b.c", "c.c"] {
+        cc(&["-g", "-O2", "-c", f]);
+    }
+    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
+    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
+    cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
+    let exe = fx.path("fx");
+    Some((fx, exe))
+}
+
+/// The addresses of `name` in the ELF at `path`, sorted (`nm`).
+pub fn nm(path: &Path, name: &str) -> Vec<u64> {
+    let out = testkit::run_ok(Command::new("nm").arg(path));
+    addresses_of(&String::from_utf8_lossy(&out), name)
+}
+
+/// The addresses of `name` in `nm` output or a System.map, sorted.
+pub fn addresses_of(text: &str, name: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}

@@ -1,0 +1,43 @@
+//! pahole's layout view on arbitrary bytes: taken as BTF (every struct,
+//! --sizes, --holes) and, for ELF input, as DWARF (every struct and a -C
+//! lookup). It may refuse the input; it may not panic or recurse without end.
+
+#![no_main]
+
+use std::path::Path;
+
+use btf::layout::{Filter, Layout, Seen};
+use dwarf2btf::load::ElfFile;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.starts_with(b"\x7fELF") {
+        let Ok(elf) = ElfFile::from_bytes(Path::new("fuzz.o"), data) else {
+            return;
+        };
+        let _ = dwarf2btf::layout::print_elf(&elf, &[], Filter::default(), 64);
+        let names = ["s".to_owned(), "list".to_owned()];
+        let _ = dwarf2btf::layout::print_elf(&elf, &names, Filter::default(), 64);
+        return;
+    }
+    let Ok(btf) = btf::Btf::parse(data) else {
+        return;
+    };
+    for filter in [
+        Filter::default(),
+        Filter {
+            sizes: true,
+            min_holes: 1,
+        },
+    ] {
+        let mut layout = Layout::from_btf(&btf, 64);
+        let mut out = String::new();
+        layout.print_all(filter, &mut Seen::default(), &mut out);
+    }
+    let mut layout = Layout::from_btf(&btf, 64);
+    let mut out = String::new();
+    for id in 1..layout.type_count() {
+        layout.print_type(id, &mut out);
+        out.clear();
+    }
+});
