@@ -312,6 +312,17 @@ fn expressions(
     out
 }
 
+/// How many System.map lines carry each name.
+fn symbol_counts(system_map: &std::path::Path) -> std::collections::HashMap<String, usize> {
+    let mut seen = std::collections::HashMap::new();
+    for l in std::fs::read_to_string(system_map).unwrap().lines() {
+        if let Some(n) = l.split(' ').nth(2) {
+            *seen.entry(n.to_owned()).or_insert(0) += 1;
+        }
+    }
+    seen
+}
+
 #[test]
 fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
     let Some(d) = dumps::dumps_or_skip() else {
@@ -341,15 +352,7 @@ fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
         modules.len()
     );
     // Names kallsyms has more than once (statics of different files).
-    let mut seen = std::collections::HashMap::new();
-    for l in std::fs::read_to_string(&d.kernel.system_map)
-        .unwrap()
-        .lines()
-    {
-        if let Some(n) = l.split(' ').nth(2) {
-            *seen.entry(n.to_owned()).or_insert(0) += 1;
-        }
-    }
+    let seen = symbol_counts(&d.kernel.system_map);
     let ambiguous = seen
         .into_iter()
         .filter(|(_, c)| *c > 1)
@@ -466,15 +469,7 @@ fn inspect_text_equals_drgn_str() {
     }
     let btf_path = vars_btf(&d.kernel.vmlinux);
     let btf = btf::load_file(&btf_path, None).unwrap();
-    let mut seen = std::collections::HashMap::new();
-    for l in std::fs::read_to_string(&d.kernel.system_map)
-        .unwrap()
-        .lines()
-    {
-        if let Some(n) = l.split(' ').nth(2) {
-            *seen.entry(n.to_owned()).or_insert(0) += 1;
-        }
-    }
+    let seen = symbol_counts(&d.kernel.system_map);
     let mut names = Vec::new();
     for (_, t) in btf.iter() {
         let TypeData::Datasec { vars, .. } = &t.data else {

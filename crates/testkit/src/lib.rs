@@ -69,6 +69,16 @@ pub fn debian_kernel_or_skip() -> Option<DebianKernel> {
     k
 }
 
+/// Debian's kernel with its bootable image (QEMU tests), or a skip.
+pub fn debian_vmlinuz_or_skip() -> Option<DebianKernel> {
+    let k = debian_kernel_or_skip()?;
+    if !k.vmlinuz.is_file() {
+        skip("no vmlinuz in the cache: rerun scripts/fetch-debian-kernel.sh");
+        return None;
+    }
+    Some(k)
+}
+
 /// The path of a tool on PATH, or a skip saying which package provides it.
 pub fn tool_or_skip(name: &str, package: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {

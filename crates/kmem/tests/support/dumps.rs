@@ -50,11 +50,7 @@ impl Dumps {
 
 pub fn dumps_or_skip() -> Option<Dumps> {
     qemu_or_skip()?;
-    let kernel = testkit::debian_kernel_or_skip()?;
-    if !kernel.vmlinuz.is_file() {
-        testkit::skip("no vmlinuz in the cache: rerun scripts/fetch-debian-kernel.sh");
-        return None;
-    }
+    let kernel = testkit::debian_vmlinuz_or_skip()?;
     let version = std::fs::read_to_string(kernel.dir.join("VERSION"))
         .unwrap_or_default()
         .trim()
