@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --release --workspace "$@" 2>&1 | tee "$log"
+cargo test --release --workspace --no-fail-fast "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # A test that skips (testkit::skip prints "SKIP: why") passes in cargo's
 # count; here it is counted as skipped, together with ignored tests.

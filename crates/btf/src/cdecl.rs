@@ -10,6 +10,12 @@ use crate::{Btf, TypeData, TypeId};
 /// Nested declarators deeper than this are taken for a reference cycle.
 const MAX_DEPTH: usize = 64;
 
+/// Parameters written in one declaration at most, nested ones included. Bad
+/// BTF can fan out exponentially (a prototype whose every parameter points
+/// to one prototype whose every parameter points to another ...), and no
+/// real declaration comes near this.
+const MAX_PARAMS: usize = 1024;
+
 /// The C name of a type, as in a cast: `const char *`, `struct sk_buff`,
 /// `int (*)(void *)`, `u8 [16]`.
 pub fn type_name(btf: &Btf, id: TypeId) -> String {
@@ -19,7 +25,7 @@ pub fn type_name(btf: &Btf, id: TypeId) -> String {
 /// A declaration of `name` with type `id`: `struct rq runqueues`,
 /// `char *buf`, `void (*fn)(int)`.
 pub fn declaration(btf: &Btf, id: TypeId, name: &str) -> String {
-    declare(btf, id, name.to_owned(), 0)
+    declare(btf, id, name.to_owned(), &mut MAX_PARAMS.clone())
 }
 
 /// The C prototype of a FUNC: `ssize_t wakeup_show(struct kobject *kobj,
@@ -28,7 +34,7 @@ pub fn func_prototype(btf: &Btf, func_id: TypeId) -> String {
     match btf.type_by_id(func_id).map(|t| (t, &t.data)) {
         Some((t, TypeData::Func { proto, .. })) => {
             let name = btf.name_of(t).unwrap_or("?");
-            declare(btf, *proto, name.to_owned(), 0)
+            declare(btf, *proto, name.to_owned(), &mut MAX_PARAMS.clone())
         }
         _ => type_name(btf, func_id),
     }
@@ -49,7 +55,8 @@ fn join(base: &str, inner: &str) -> String {
 
 /// Walks from the declared name outwards: each pointer, array or function
 /// wraps the declarator built so far, until a named base type ends it.
-fn declare(btf: &Btf, mut id: TypeId, mut inner: String, depth: usize) -> String {
+/// `budget` is how many more parameters may be written (then `...`).
+fn declare(btf: &Btf, mut id: TypeId, mut inner: String, budget: &mut usize) -> String {
     // Qualifiers met directly above a base type, written before it
     // (`const char`) rather than after it.
     let mut prefix = String::new();
@@ -109,11 +116,7 @@ fn declare(btf: &Btf, mut id: TypeId, mut inner: String, depth: usize) -> String
                 if inner.starts_with('*') {
                     inner = format!("({inner})");
                 }
-                let list = if depth >= MAX_DEPTH {
-                    "...".to_owned()
-                } else {
-                    param_list(btf, params, depth)
-                };
+                let list = param_list(btf, params, budget);
                 inner = format!("{inner}({list})");
                 id = *ret;
             }
@@ -155,22 +158,27 @@ fn qualifies_base(btf: &Btf, mut id: TypeId) -> bool {
     true
 }
 
-fn param_list(btf: &Btf, params: &[crate::Param], depth: usize) -> String {
+fn param_list(btf: &Btf, params: &[crate::Param], budget: &mut usize) -> String {
     if params.is_empty() {
         return "void".to_owned();
     }
-    params
-        .iter()
-        .map(|p| {
-            // A last parameter of type void without a name is `...`.
-            if p.ty == 0 && p.name_off == 0 {
-                "...".to_owned()
-            } else {
-                declare(btf, p.ty, named(btf, p.name_off).to_owned(), depth + 1)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut list = Vec::with_capacity(params.len().min(*budget + 1));
+    for p in params {
+        // A last parameter of type void without a name is `...`, and so is
+        // what is left when the budget runs out.
+        if *budget == 0 || (p.ty == 0 && p.name_off == 0) {
+            list.push("...".to_owned());
+            break;
+        }
+        *budget -= 1;
+        list.push(declare(
+            btf,
+            p.ty,
+            named(btf, p.name_off).to_owned(),
+            budget,
+        ));
+    }
+    list.join(", ")
 }
 
 #[cfg(test)]
@@ -325,5 +333,22 @@ mod tests {
         }
         assert!(type_name(&b, cyc).starts_with("<type cycle>"));
         assert_eq!(type_name(&b, 9999), "<invalid type 9999>");
+    }
+
+    /// Forty levels of prototypes whose two parameters both point to the
+    /// next level would be 2^40 parameters: the budget writes `...` instead
+    /// (found by the `attach` fuzz target as a 14-second input).
+    #[test]
+    fn exponential_prototypes_are_cut() {
+        let mut b = Btf::new();
+        let mut next = int(&mut b, "int", 4);
+        for _ in 0..40 {
+            let p = ty(&mut b, TypeData::Ptr { ty: next });
+            let params = vec![param(&mut b, "a", p), param(&mut b, "b", p)];
+            next = ty(&mut b, TypeData::FuncProto { ret: 0, params });
+        }
+        let text = type_name(&b, next);
+        assert!(text.contains("..."), "{text}");
+        assert!(text.len() < 1 << 20, "{} bytes", text.len());
     }
 }

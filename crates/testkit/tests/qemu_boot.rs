@@ -38,7 +38,8 @@ fn debian_kernel_boots_runs_script_and_answers_qmp() {
     fs.script("echo BTFKIT-RESULT ready yes; sleep 600");
     fs.write(&initrd).unwrap();
     let mut vm = q.spawn().unwrap();
-    vm.wait_for("BTFKIT-RESULT ready", Duration::from_secs(180))
+    // The whole line: `quit` right after a prefix could cut the rest off.
+    vm.wait_for("BTFKIT-RESULT ready yes", Duration::from_secs(180))
         .unwrap();
     let status = vm
         .qmp(serde_json::json!({ "execute": "query-status" }))
