@@ -243,6 +243,52 @@ mod tests {
         assert!(out.contains("<type cycle>"), "{out}");
     }
 
+    /// A member whose CONST is its own target, and a struct claiming four
+    /// gigabytes of tail padding of `char` (both found by the layout fuzz
+    /// target as hangs): the first ends in `<type cycle>`, the second gets
+    /// no "Force padding" lines.
+    #[test]
+    fn const_cycles_and_huge_padding_end() {
+        let mut b = Btf::new();
+        let m = b.add_str("m");
+        let c = b.add_type(Type::new(0, TypeData::Const { ty: 1 }));
+        let ch_name = b.add_str("char");
+        let ch = b.add_type(Type::new(
+            ch_name,
+            TypeData::Int {
+                size: 1,
+                encoding: 1,
+                offset: 0,
+                bits: 8,
+            },
+        ));
+        let name = b.add_str("s");
+        b.add_type(Type::new(
+            name,
+            TypeData::Struct {
+                size: u32::MAX,
+                members: vec![
+                    Member {
+                        name_off: m,
+                        ty: c,
+                        offset: 0,
+                    },
+                    Member {
+                        name_off: m,
+                        ty: ch,
+                        offset: 64,
+                    },
+                ],
+            },
+        ));
+        let mut layout = Layout::from_btf(&b, 64);
+        let mut out = String::new();
+        layout.print_all(Filter::default(), &mut Seen::default(), &mut out);
+        assert!(out.contains("<type cycle>"), "{out}");
+        assert!(!out.contains("Force padding"), "{out}");
+        assert!(out.len() < 1 << 16, "{} bytes", out.len());
+    }
+
     /// Cases worked by hand from pahole's `class__infer_alignment`.
     #[test]
     fn alignment_guess() {

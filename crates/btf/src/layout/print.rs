@@ -515,7 +515,15 @@ impl<'m, 'a> Printer<'m, 'a> {
             tconf.emit_stats = false;
         }
         let mut pointer_hops = 0;
+        // Each turn follows one qualifier or pointer; a chain longer than
+        // any real one (a CONST that is its own target) is a cycle.
+        let mut turns = 0;
         loop {
+            turns += 1;
+            if turns > MAX_NESTING {
+                self.out.push_str("<type cycle>");
+                return;
+            }
             match self.model.get(t) {
                 Some(Node::Pointer(p)) if *p != 0 => {
                     let p = *p;
@@ -992,7 +1000,12 @@ impl<'m, 'a> Printer<'m, 'a> {
                 } else {
                     u64::MAX
                 };
-                if size.is_power_of_two() && holes.padding as u32 > self.model.addr_size {
+                // A line per `size` bytes of padding, as pahole; corrupt BTF
+                // can claim gigabytes of it, so past a page's worth none.
+                if size.is_power_of_two()
+                    && holes.padding as u32 > self.model.addr_size
+                    && (holes.padding as u64) / size <= 4096
+                {
                     self.out.push('\n');
                     tabs(&mut self.out, cconf.indent);
                     self.out.push_str("/* Force padding: */\n");
