@@ -323,16 +323,23 @@ fn symbol_counts(system_map: &std::path::Path) -> std::collections::HashMap<Stri
     seen
 }
 
-#[test]
-fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
-    let Some(d) = dumps::dumps_or_skip() else {
-        return;
-    };
+/// The dumps, the BTF with every variable (path and loaded), when drgn is
+/// there to compare with; else a skip.
+fn dumps_with_drgn() -> Option<(dumps::Dumps, PathBuf, btf::Btf)> {
+    let d = dumps::dumps_or_skip()?;
     if !drgn::drgn_or_skip() {
-        return;
+        return None;
     }
     let btf_path = vars_btf(&d.kernel.vmlinux);
     let btf = btf::load_file(&btf_path, None).unwrap();
+    Some((d, btf_path, btf))
+}
+
+#[test]
+fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
+    let Some((d, btf_path, btf)) = dumps_with_drgn() else {
+        return;
+    };
     // The tasks and modules, walked by btfkit itself (and compared below).
     let walk = |e: &str| -> Vec<u64> {
         let v = inspect_json(&d.elf, &btf_path, &[e.to_owned()]);
@@ -461,14 +468,9 @@ fn inspect_with_system_map_equals_kallsyms_in_memory() {
 #[test]
 fn inspect_text_equals_drgn_str() {
     use btf::TypeData;
-    let Some(d) = dumps::dumps_or_skip() else {
+    let Some((d, btf_path, btf)) = dumps_with_drgn() else {
         return;
     };
-    if !drgn::drgn_or_skip() {
-        return;
-    }
-    let btf_path = vars_btf(&d.kernel.vmlinux);
-    let btf = btf::load_file(&btf_path, None).unwrap();
     let seen = symbol_counts(&d.kernel.system_map);
     let mut names = Vec::new();
     for (_, t) in btf.iter() {
