@@ -125,6 +125,7 @@ pub fn encode_with<P: FuncPolicy>(
     let copts = ConvertOptions {
         collect_vars: opts.vars != VarsMode::None,
         keep_rust: opts.keep_rust,
+        subprograms: P::SUBPROGRAMS,
     };
 
     let mut warnings = Vec::new();
@@ -440,6 +441,7 @@ fn encode_unit<'d, P: FuncPolicy>(
         mut builder,
         types,
         vars: unit_vars,
+        subprograms,
         warnings,
     }) = converted
     else {
@@ -450,6 +452,7 @@ fn encode_unit<'d, P: FuncPolicy>(
         dwarf,
         unit: &unit,
         types: &types,
+        subprograms: &subprograms,
         elf: info,
         opts,
     };

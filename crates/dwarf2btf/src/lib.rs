@@ -15,6 +15,7 @@ pub mod options;
 pub mod pahole;
 pub mod policy;
 pub mod strings;
+pub mod subprograms;
 pub mod vars;
 
 pub use encode::{encode, encode_with, EncodeOptions, Encoded, FuncPolicy, Progress};

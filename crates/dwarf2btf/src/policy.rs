@@ -10,6 +10,7 @@ use crate::convert::{UnitBuilder, UnitTypes};
 use crate::error::Result;
 use crate::load::{Dwarf, ElfInfo, Reader};
 use crate::options::EncodeOptions;
+use crate::subprograms::Subprograms;
 
 /// What a function policy sees of one compilation unit.
 pub struct UnitContext<'a, 'd> {
@@ -18,6 +19,9 @@ pub struct UnitContext<'a, 'd> {
     pub unit: &'a gimli::Unit<Reader<'d>>,
     /// Local type id of every type DIE of the unit (ids of `out`).
     pub types: &'a UnitTypes,
+    /// The unit's subprograms, recorded by the converter's pass when the
+    /// policy asks ([`FuncPolicy::SUBPROGRAMS`]), else empty.
+    pub subprograms: &'a Subprograms<'d>,
     pub elf: &'a ElfInfo<'d>,
     pub opts: &'a EncodeOptions,
 }
@@ -61,6 +65,9 @@ impl UnitRemap {
 /// all units are merged into `btf` and before dedup.
 pub trait FuncPolicy: Sync {
     type Unit: Send;
+    /// Whether `unit` reads [`UnitContext::subprograms`] (recording them
+    /// costs the converter's pass a little).
+    const SUBPROGRAMS: bool = false;
     fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Self::Unit>;
     /// Local ids of types the policy did not add itself (the converter's)
     /// that `finish` will look up through [`UnitRemap`].

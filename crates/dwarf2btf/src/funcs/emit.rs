@@ -216,12 +216,16 @@ struct Group {
 impl FuncPolicy for ExactFuncs {
     type Unit = Vec<Candidate>;
 
+    const SUBPROGRAMS: bool = true;
+
     fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
         let offset = cx.types.unit_offset().0 as u64;
-        let concretes = collect_from_unit(cx.dwarf, cx.unit).map_err(|source| Error::Dwarf {
-            path: cx.path.to_owned(),
-            offset,
-            source,
+        let concretes = collect_from_unit(cx.dwarf, cx.unit, cx.subprograms).map_err(|source| {
+            Error::Dwarf {
+                path: cx.path.to_owned(),
+                offset,
+                source,
+            }
         })?;
         let mut found = Vec::new();
         let mut u64_id = None;
