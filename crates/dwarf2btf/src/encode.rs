@@ -84,15 +84,35 @@ pub fn encode_with<P: FuncPolicy>(
     let info = ElfInfo::new(&obj);
     let sections = DwarfSections::load(elf, &obj)?;
     let dwarf = sections.dwarf();
-    // Where .debug_info lies in the mapped file, when it is read in place
+    // Where a section lies in the mapped file, when it is read in place
     // (not compressed, not relocated): segments release their pages.
-    let info_file_offset = (!info.relocatable)
-        .then(|| obj.section_by_name(".debug_info"))
-        .flatten()
-        .and_then(|s| match s.compressed_file_range() {
-            Ok(r) if r.format == object::CompressionFormat::None => usize::try_from(r.offset).ok(),
-            _ => None,
-        });
+    let in_place = |name: &str| {
+        (!info.relocatable)
+            .then(|| obj.section_by_name(name))
+            .flatten()
+            .and_then(|s| match s.compressed_file_range() {
+                Ok(r) if r.format == object::CompressionFormat::None => Some((
+                    usize::try_from(r.offset).ok()?,
+                    usize::try_from(r.offset + r.compressed_size).ok()?,
+                )),
+                _ => None,
+            })
+    };
+    let info_range = in_place(".debug_info");
+    let info_file_offset = info_range.map(|r| r.0);
+    // The location and range lists the function policy reads: each segment
+    // reads its own units' lists, so its pages are released with the
+    // segment's DIEs (another segment's that are dropped come back from the
+    // page cache).
+    let lists_file_ranges = [
+        ".debug_loclists",
+        ".debug_loc",
+        ".debug_rnglists",
+        ".debug_ranges",
+    ]
+    .into_iter()
+    .filter_map(in_place)
+    .collect();
     let dwarf_err = |e: gimli::Error, offset: u64| Error::Dwarf {
         path: path.to_owned(),
         offset,
@@ -113,6 +133,12 @@ pub fn encode_with<P: FuncPolicy>(
             Ok(None) => break,
             Err(e) => return Err(dwarf_err(e, at)),
         }
+    }
+    // Reading the headers faulted in pages all over .debug_info (the kernel
+    // maps the neighbours of each faulting page too): drop them until each
+    // segment reads its own.
+    if let Some((start, end)) = info_range {
+        elf.release(start, end);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs)
@@ -143,6 +169,7 @@ pub fn encode_with<P: FuncPolicy>(
         progress,
         elf,
         info_file_offset,
+        lists_file_ranges,
         // One segment is the whole input: its single dedup is the final
         // one. (Deduplicating twice is not always a no-op for split BTF:
         // the second pass can map to the base what libbpf's one pass keeps.)
@@ -263,6 +290,8 @@ struct SegmentContext<'a, 'd> {
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
     info_file_offset: Option<usize>,
+    /// File ranges of the location and range list sections read in place.
+    lists_file_ranges: Vec<(usize, usize)>,
     /// Deduplicate each segment before the final dedup.
     dedup: bool,
 }
@@ -335,6 +364,9 @@ fn encode_segment<P: FuncPolicy>(
         if let (Some(start), Some(end)) = (start, end) {
             cx.elf.release(file_off + start, file_off + end);
         }
+    }
+    for &(start, end) in &cx.lists_file_ranges {
+        cx.elf.release(start, end);
     }
     let btf = if !cx.dedup {
         sink.into_btf()
