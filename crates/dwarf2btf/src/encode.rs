@@ -93,7 +93,7 @@ pub fn encode_with<P: FuncPolicy>(
             .and_then(|s| match s.compressed_file_range() {
                 Ok(r) if r.format == object::CompressionFormat::None => Some((
                     usize::try_from(r.offset).ok()?,
-                    usize::try_from(r.offset + r.compressed_size).ok()?,
+                    usize::try_from(r.offset.checked_add(r.compressed_size)?).ok()?,
                 )),
                 _ => None,
             })
