@@ -11,7 +11,9 @@ pub mod funcs;
 pub mod kfuncs;
 pub mod layout;
 pub mod load;
+pub mod options;
 pub mod pahole;
+pub mod policy;
 pub mod strings;
 pub mod vars;
 

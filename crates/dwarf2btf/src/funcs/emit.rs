@@ -34,9 +34,10 @@ use super::collect::{collect_from_unit, Concrete};
 use super::lookup::KernelLookup;
 use super::{names_match, read_symbols, Binding};
 use crate::convert::UnitBuilder;
-use crate::encode::{func_type, AddrTags, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
 use crate::load::ElfFile;
+use crate::options::AddrTags;
+use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The prefix of the DECL_TAG names that tie a FUNC to an address.
 pub const ADDR_TAG_PREFIX: &str = "addr=";
