@@ -8,6 +8,7 @@
 // Library code handles bytes from files: a panic there is a bug.
 #![warn(clippy::unwrap_used)]
 
+mod bytes;
 pub mod cdecl;
 pub mod dedup;
 pub mod diff;
@@ -77,8 +78,9 @@ pub struct Btf {
     base: Option<Arc<Btf>>,
     /// Own types; the type with id `start_id + i` is `types[i]`.
     types: Vec<Type>,
-    /// Own string section, starting at global offset `start_str_off`.
-    strings: Vec<u8>,
+    /// Own string section, starting at global offset `start_str_off`
+    /// (mapped from the file it was loaded from, when it could be).
+    strings: bytes::Bytes,
     start_id: TypeId,
     start_str_off: u32,
     /// An index of the own strings, built on the first lookup
@@ -98,7 +100,7 @@ impl Btf {
     /// An empty base BTF with only the empty string.
     pub fn new() -> Btf {
         let mut btf = Btf::with_header(Header::default(), None);
-        btf.strings.push(0);
+        btf.strings.to_mut().push(0);
         btf
     }
 
@@ -107,7 +109,7 @@ impl Btf {
         let mut btf = Btf::with_header(Header::default(), Some(base));
         // libbpf and pahole start a split string section with "" too, so that
         // offset `start_str_off` is a valid empty name.
-        btf.strings.push(0);
+        btf.strings.to_mut().push(0);
         btf
     }
 
@@ -120,7 +122,7 @@ impl Btf {
             header,
             base,
             types: Vec::new(),
-            strings: Vec::new(),
+            strings: bytes::Bytes::default(),
             start_id,
             start_str_off,
             str_index: OnceLock::new(),
@@ -295,7 +297,7 @@ impl Btf {
             .str_index
             .take()
             .unwrap_or_else(|| StringIndex::build(&self.strings));
-        let off = index.intern(&mut self.strings, s.as_bytes());
+        let off = index.intern(self.strings.to_mut(), s.as_bytes());
         self.str_index = OnceLock::from(index);
         off + self.start_str_off
     }
@@ -329,13 +331,13 @@ impl Btf {
     /// This object's own types and string section, taken out (the inverse
     /// of [`Btf::set_contents`]).
     pub fn into_contents(self) -> (Vec<Type>, Vec<u8>) {
-        (self.types, self.strings)
+        (self.types, self.strings.into_vec())
     }
 
     /// Replaces this object's types and strings wholesale (dedup's output).
     pub fn set_contents(&mut self, types: Vec<Type>, strings: Vec<u8>) {
         self.types = types;
-        self.strings = strings;
+        self.strings = strings.into();
         self.str_index = OnceLock::new();
     }
 }

@@ -272,7 +272,7 @@ fn run(
     opts: &DedupOptions,
 ) -> Result<(Vec<Type>, Vec<u8>, DedupStats)> {
     let strings = if opts.keep_strings {
-        btf.strings.clone()
+        btf.strings.to_vec()
     } else {
         strings::dedup_strings(btf, &mut types)?
     };
