@@ -808,6 +808,7 @@ impl<'a> Dedup<'a> {
 
     /// Split BTF: enter the base's types as canonical candidates.
     fn prep(&mut self) -> Result<()> {
+        self.table.reserve(self.start_id as usize);
         for id in 1..self.start_id {
             let Some(t) = self.ty(id) else {
                 return Err(Error::TypeId(id));
