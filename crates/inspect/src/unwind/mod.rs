@@ -67,6 +67,25 @@ enum Stack {
     Other(u64),
 }
 
+/// The stacks a task's frames may be on: its own and the CPUs' IRQ stacks.
+#[derive(Clone, Debug, Default)]
+pub struct Stacks {
+    pub task: u64,
+    pub irq: Vec<(u64, u64)>,
+}
+
+impl Stacks {
+    fn of(&self, sp: u64) -> Stack {
+        if sp.wrapping_sub(self.task) < STACK_SIZE {
+            return Stack::Task;
+        }
+        if let Some(i) = self.irq.iter().position(|&(lo, hi)| sp >= lo && sp < hi) {
+            return Stack::Irq(i);
+        }
+        Stack::Other(sp >> 12)
+    }
+}
+
 /// Everything unwinding needs that is the same for every task: read once.
 pub struct Unwinder {
     pub tables: orc::Tables,
@@ -123,7 +142,13 @@ impl Unwinder {
     /// The backtrace of a task.
     pub fn task_trace(&self, prog: &Program, t: &Task) -> Trace {
         match registers::start(prog, t, self.running_on(t.addr), &self.cpus) {
-            Ok(s) => self.unwind(prog, t.stack, s),
+            Ok(s) => {
+                let stacks = Stacks {
+                    task: t.stack,
+                    irq: self.irq_stacks.clone(),
+                };
+                unwind(prog, &self.tables, &stacks, s)
+            }
             Err(why) => Trace {
                 frames: Vec::new(),
                 end: End {
@@ -134,153 +159,139 @@ impl Unwinder {
             },
         }
     }
+}
 
-    fn stack_of(&self, task_stack: u64, sp: u64) -> Stack {
-        if sp.wrapping_sub(task_stack) < STACK_SIZE {
-            return Stack::Task;
+/// Unwinds from `start` with `tables`, on `stacks`.
+pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Start) -> Trace {
+    let mut frames = vec![Frame {
+        pc: start.ip,
+        sp: start.sp,
+        regs: start.regs,
+        interrupted: start.signal,
+        guessed: false,
+    }];
+    let (mut ip, mut sp, mut bp) = (start.ip, start.sp, start.bp);
+    let (mut regs, mut signal) = (start.regs, start.signal);
+    let end = |ok: bool, why: String, at: u64| End { ok, why, at };
+    let mem = prog.memory();
+    let read = |a: u64, what: &str| {
+        mem.read_u64(a)
+            .map_err(|e| end(false, format!("{what} unreadable: {e}"), a))
+    };
+    let result: Result<(), End> = (|| loop {
+        if frames.len() >= MAX_FRAMES {
+            return Err(end(false, format!("more than {MAX_FRAMES} frames"), sp));
         }
-        if let Some(i) = self
-            .irq_stacks
-            .iter()
-            .position(|&(lo, hi)| sp >= lo && sp < hi)
-        {
-            return Stack::Irq(i);
-        }
-        Stack::Other(sp >> 12)
-    }
-
-    /// Unwinds from `start` on the stack of a task whose stack base is `task_stack`.
-    pub fn unwind(&self, prog: &Program, task_stack: u64, start: Start) -> Trace {
-        let mut frames = vec![Frame {
-            pc: start.ip,
-            sp: start.sp,
-            regs: start.regs,
-            interrupted: start.signal,
-            guessed: false,
-        }];
-        let (mut ip, mut sp, mut bp) = (start.ip, start.sp, start.bp);
-        let (mut regs, mut signal) = (start.regs, start.signal);
-        let end = |ok: bool, why: String, at: u64| End { ok, why, at };
-        let mem = prog.memory();
-        let read = |a: u64, what: &str| {
-            mem.read_u64(a)
-                .map_err(|e| end(false, format!("{what} unreadable: {e}"), a))
+        let lookup = if signal { ip } else { ip.wrapping_sub(1) };
+        let (entry, guessed) = if ip == 0 {
+            // A call through a NULL pointer: the return address is at sp.
+            (NULL_ENTRY, false)
+        } else {
+            match tables.find(prog, lookup) {
+                Found::Entry(e) => (e, false),
+                Found::NoTable => (FP_ENTRY, true),
+                Found::Bad(why) => return Err(end(false, why, ip)),
+            }
         };
-        let result: Result<(), End> = (|| loop {
-            if frames.len() >= MAX_FRAMES {
-                return Err(end(false, format!("more than {MAX_FRAMES} frames"), sp));
+        match entry.kind {
+            Kind::EndOfStack => return Err(end(true, "end of stack".into(), sp)),
+            Kind::Undefined => {
+                return Err(end(false, format!("no unwind information for {ip:#x}"), ip))
             }
-            let lookup = if signal { ip } else { ip.wrapping_sub(1) };
-            let (entry, guessed) = if ip == 0 {
-                // A call through a NULL pointer: the return address is at sp.
-                (NULL_ENTRY, false)
-            } else {
-                match self.tables.find(prog, lookup) {
-                    Found::Entry(e) => (e, false),
-                    Found::NoTable => (FP_ENTRY, true),
-                    Found::Bad(why) => return Err(end(false, why, ip)),
-                }
-            };
-            match entry.kind {
-                Kind::EndOfStack => return Err(end(true, "end of stack".into(), sp)),
-                Kind::Undefined => {
-                    return Err(end(false, format!("no unwind information for {ip:#x}"), ip))
-                }
-                Kind::Unknown(t) => {
-                    return Err(end(false, format!("ORC entry of unknown type {t}"), ip))
-                }
-                _ => {}
+            Kind::Unknown(t) => {
+                return Err(end(false, format!("ORC entry of unknown type {t}"), ip))
             }
-            let reg = |word: usize, name: &str| {
-                regs.get(prog, word)
-                    .ok_or_else(|| end(false, format!("{name} unknown at {ip:#x}"), ip))
-            };
-            let off = i64::from(entry.sp_offset);
-            let cfa = match entry.sp_reg {
-                orc::REG_SP => sp.wrapping_add_signed(off),
-                orc::REG_BP => bp.wrapping_add_signed(off),
-                orc::REG_SP_INDIRECT => read(sp, "indirect sp")?.wrapping_add_signed(off),
-                orc::REG_BP_INDIRECT => read(bp.wrapping_add_signed(off), "indirect sp")?,
-                orc::REG_R10 => reg(registers::R10, "r10")?,
-                orc::REG_R13 => reg(registers::R13, "r13")?,
-                orc::REG_DI => reg(registers::DI, "rdi")?,
-                orc::REG_DX => reg(registers::DX, "rdx")?,
-                r => return Err(end(false, format!("ORC sp register {r} unknown"), ip)),
-            };
-            let user_mode =
-                |pt: u64| read(pt + registers::CS as u64 * 8, "pt_regs cs").map(|cs| cs & 3 != 0);
-            let next_ip;
-            let mut new_sp = cfa;
-            match entry.kind {
-                Kind::Regs => {
-                    if user_mode(new_sp)? {
-                        return Err(end(true, "user-mode registers (pt_regs)".into(), new_sp));
-                    }
-                    next_ip = read(new_sp + registers::IP as u64 * 8, "pt_regs ip")?;
-                    regs = Known::PtRegs {
-                        addr: new_sp,
-                        full: true,
-                    };
-                    new_sp = read(new_sp + registers::SP as u64 * 8, "pt_regs sp")?;
-                    signal = true;
+            _ => {}
+        }
+        let reg = |word: usize, name: &str| {
+            regs.get(prog, word)
+                .ok_or_else(|| end(false, format!("{name} unknown at {ip:#x}"), ip))
+        };
+        let off = i64::from(entry.sp_offset);
+        let cfa = match entry.sp_reg {
+            orc::REG_SP => sp.wrapping_add_signed(off),
+            orc::REG_BP => bp.wrapping_add_signed(off),
+            orc::REG_SP_INDIRECT => read(sp, "indirect sp")?.wrapping_add_signed(off),
+            orc::REG_BP_INDIRECT => read(bp.wrapping_add_signed(off), "indirect sp")?,
+            orc::REG_R10 => reg(registers::R10, "r10")?,
+            orc::REG_R13 => reg(registers::R13, "r13")?,
+            orc::REG_DI => reg(registers::DI, "rdi")?,
+            orc::REG_DX => reg(registers::DX, "rdx")?,
+            r => return Err(end(false, format!("ORC sp register {r} unknown"), ip)),
+        };
+        let user_mode =
+            |pt: u64| read(pt + registers::CS as u64 * 8, "pt_regs cs").map(|cs| cs & 3 != 0);
+        let next_ip;
+        let mut new_sp = cfa;
+        match entry.kind {
+            Kind::Regs => {
+                if user_mode(new_sp)? {
+                    return Err(end(true, "user-mode registers (pt_regs)".into(), new_sp));
                 }
-                Kind::RegsPartial => {
-                    let pt = new_sp.wrapping_sub(registers::IRET_FRAME_OFFSET);
-                    if user_mode(pt)? {
-                        return Err(end(true, "user-mode registers (iret frame)".into(), new_sp));
-                    }
-                    next_ip = read(new_sp, "iret frame ip")?;
-                    regs = Known::PtRegs {
-                        addr: pt,
-                        full: false,
-                    };
-                    new_sp = read(pt + registers::SP as u64 * 8, "iret frame sp")?;
-                    signal = true;
-                }
-                _ => {
-                    next_ip = read(new_sp.wrapping_sub(8), "return address")?;
-                    regs = Known::None;
-                    signal = entry.signal && self.tables.format() == orc::Format::V3;
-                }
+                next_ip = read(new_sp + registers::IP as u64 * 8, "pt_regs ip")?;
+                regs = Known::PtRegs {
+                    addr: new_sp,
+                    full: true,
+                };
+                new_sp = read(new_sp + registers::SP as u64 * 8, "pt_regs sp")?;
+                signal = true;
             }
-            let prev_sp = sp;
-            let prev_stack = self.stack_of(task_stack, sp);
-            bp = match entry.bp_reg {
-                orc::REG_UNDEFINED => regs.get(prog, registers::BP).unwrap_or(bp),
-                orc::REG_PREV_SP => read(
-                    cfa.wrapping_add_signed(i64::from(entry.bp_offset)),
-                    "saved bp",
-                )?,
-                orc::REG_BP => read(
-                    bp.wrapping_add_signed(i64::from(entry.bp_offset)),
-                    "saved bp",
-                )?,
-                r => return Err(end(false, format!("ORC bp register {r} unknown"), ip)),
-            };
-            ip = next_ip;
-            sp = new_sp;
-            if self.stack_of(task_stack, sp) == prev_stack && sp <= prev_sp {
-                return Err(end(
-                    false,
-                    format!("stack going in the wrong direction (sp {sp:#x} after {prev_sp:#x})"),
-                    ip,
-                ));
+            Kind::RegsPartial => {
+                let pt = new_sp.wrapping_sub(registers::IRET_FRAME_OFFSET);
+                if user_mode(pt)? {
+                    return Err(end(true, "user-mode registers (iret frame)".into(), new_sp));
+                }
+                next_ip = read(new_sp, "iret frame ip")?;
+                regs = Known::PtRegs {
+                    addr: pt,
+                    full: false,
+                };
+                new_sp = read(pt + registers::SP as u64 * 8, "iret frame sp")?;
+                signal = true;
             }
-            frames.push(Frame {
-                pc: ip,
-                sp,
-                regs,
-                interrupted: signal,
-                guessed,
-            });
-        })();
-        let end = result.err().unwrap_or(End {
-            ok: false,
-            why: "unwinding stopped".into(),
-            at: sp,
+            _ => {
+                next_ip = read(new_sp.wrapping_sub(8), "return address")?;
+                regs = Known::None;
+                signal = entry.signal && tables.format() == orc::Format::V3;
+            }
+        }
+        let prev_sp = sp;
+        let prev_stack = stacks.of(sp);
+        bp = match entry.bp_reg {
+            orc::REG_UNDEFINED => regs.get(prog, registers::BP).unwrap_or(bp),
+            orc::REG_PREV_SP => read(
+                cfa.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            orc::REG_BP => read(
+                bp.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            r => return Err(end(false, format!("ORC bp register {r} unknown"), ip)),
+        };
+        ip = next_ip;
+        sp = new_sp;
+        if stacks.of(sp) == prev_stack && sp <= prev_sp {
+            return Err(end(
+                false,
+                format!("stack going in the wrong direction (sp {sp:#x} after {prev_sp:#x})"),
+                ip,
+            ));
+        }
+        frames.push(Frame {
+            pc: ip,
+            sp,
+            regs,
+            interrupted: signal,
+            guessed,
         });
-        Trace { frames, end }
-    }
+    })();
+    let end = result.err().unwrap_or(End {
+        ok: false,
+        why: "unwinding stopped".into(),
+        at: sp,
+    });
+    Trace { frames, end }
 }
 
 /// The kernel's entry for ip 0: the caller's return address is at sp.
