@@ -108,7 +108,7 @@ pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
     let init = prog.symbol("init_task").ok_or("no init_task symbol")?;
     let mut walk = Walk::default();
     let mut seen = FxHashSet::default();
-    let head = init + l.tasks;
+    let head = init.wrapping_add(l.tasks);
     let mut node = head;
     loop {
         node = match read_u64(prog, node) {
@@ -136,8 +136,8 @@ pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
 
 /// The threads of a process (its leader first, as the kernel lists them).
 fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Result<(), String> {
-    let signal = read_u64(prog, leader + l.signal)?;
-    let head = signal + l.thread_head;
+    let signal = read_u64(prog, leader.wrapping_add(l.signal))?;
+    let head = signal.wrapping_add(l.thread_head);
     let mut node = head;
     let mut seen = FxHashSet::default();
     loop {
@@ -175,23 +175,23 @@ pub fn state_char(state: u32, exit_state: u32) -> char {
 pub fn task(prog: &Program, l: &Layout, addr: u64) -> Result<Task, String> {
     let comm = prog
         .memory()
-        .read_cstr(addr + l.comm, 16)
+        .read_cstr(addr.wrapping_add(l.comm), 16)
         .map_err(|e| format!("task {addr:#x}: {e}"))?;
-    let parent = read_u64(prog, addr + l.real_parent)?;
+    let parent = read_u64(prog, addr.wrapping_add(l.real_parent))?;
     Ok(Task {
         addr,
-        pid: read_u32(prog, addr + l.pid)?,
-        tgid: read_u32(prog, addr + l.tgid)?,
-        ppid: read_u32(prog, parent + l.tgid)?,
-        cpu: read_u32(prog, addr + l.cpu)?,
+        pid: read_u32(prog, addr.wrapping_add(l.pid))?,
+        tgid: read_u32(prog, addr.wrapping_add(l.tgid))?,
+        ppid: read_u32(prog, parent.wrapping_add(l.tgid))?,
+        cpu: read_u32(prog, addr.wrapping_add(l.cpu))?,
         state: state_char(
-            read_u32(prog, addr + l.state)?,
-            read_u32(prog, addr + l.exit_state)?,
+            read_u32(prog, addr.wrapping_add(l.state))?,
+            read_u32(prog, addr.wrapping_add(l.exit_state))?,
         ),
         comm: String::from_utf8_lossy(&comm).into_owned(),
-        stack: read_u64(prog, addr + l.stack)?,
-        thread_sp: read_u64(prog, addr + l.thread_sp)?,
-        on_cpu: read_u32(prog, addr + l.on_cpu)? != 0,
+        stack: read_u64(prog, addr.wrapping_add(l.stack))?,
+        thread_sp: read_u64(prog, addr.wrapping_add(l.thread_sp))?,
+        on_cpu: read_u32(prog, addr.wrapping_add(l.on_cpu))? != 0,
     })
 }
 
@@ -207,7 +207,7 @@ pub fn cpu_curr(prog: &Program) -> Result<Vec<u64>, String> {
             let (off, _) = prog
                 .member_offset("struct pcpu_hot", "current_task")
                 .ok_or("the BTF has no struct pcpu_hot member current_task")?;
-            hot + off
+            hot.wrapping_add(off)
         }
     };
     let nr = prog
@@ -227,7 +227,7 @@ pub fn find_pid(prog: &Program, l: &Layout, tasks: &[u64], pid: u32) -> Option<u
     tasks
         .iter()
         .copied()
-        .find(|&t| read_u32(prog, t + l.pid).is_ok_and(|p| p == pid))
+        .find(|&t| read_u32(prog, t.wrapping_add(l.pid)).is_ok_and(|p| p == pid))
 }
 
 #[cfg(test)]

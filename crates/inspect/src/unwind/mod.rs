@@ -219,8 +219,9 @@ pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Star
             orc::REG_DX => reg(registers::DX, "rdx")?,
             r => return Err(end(false, format!("ORC sp register {r} unknown"), ip)),
         };
-        let user_mode =
-            |pt: u64| read(pt + registers::CS as u64 * 8, "pt_regs cs").map(|cs| cs & 3 != 0);
+        let user_mode = |pt: u64| {
+            read(pt.wrapping_add(registers::CS as u64 * 8), "pt_regs cs").map(|cs| cs & 3 != 0)
+        };
         let next_ip;
         let mut new_sp = cfa;
         match entry.kind {
@@ -228,12 +229,12 @@ pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Star
                 if user_mode(new_sp)? {
                     return Err(end(true, "user-mode registers (pt_regs)".into(), new_sp));
                 }
-                next_ip = read(new_sp + registers::IP as u64 * 8, "pt_regs ip")?;
+                next_ip = read(new_sp.wrapping_add(registers::IP as u64 * 8), "pt_regs ip")?;
                 regs = Known::PtRegs {
                     addr: new_sp,
                     full: true,
                 };
-                new_sp = read(new_sp + registers::SP as u64 * 8, "pt_regs sp")?;
+                new_sp = read(new_sp.wrapping_add(registers::SP as u64 * 8), "pt_regs sp")?;
                 signal = true;
             }
             Kind::RegsPartial => {
@@ -246,7 +247,7 @@ pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Star
                     addr: pt,
                     full: false,
                 };
-                new_sp = read(pt + registers::SP as u64 * 8, "iret frame sp")?;
+                new_sp = read(pt.wrapping_add(registers::SP as u64 * 8), "iret frame sp")?;
                 signal = true;
             }
             _ => {
@@ -319,7 +320,10 @@ pub fn kernel_release(prog: &Program) -> Option<String> {
     let ns = prog.symbol("init_uts_ns")?;
     let (name, _) = prog.member_offset("struct uts_namespace", "name")?;
     let (release, _) = prog.member_offset("struct new_utsname", "release")?;
-    let b = prog.memory().read_cstr(ns + name + release, 65).ok()?;
+    let b = prog
+        .memory()
+        .read_cstr(ns.wrapping_add(name + release), 65)
+        .ok()?;
     Some(String::from_utf8_lossy(&b).into_owned())
 }
 
@@ -329,7 +333,7 @@ fn irq_stacks(prog: &Program, cpus: usize) -> Vec<(u64, u64)> {
     let var = prog.symbol("hardirq_stack_ptr").or_else(|| {
         let hot = prog.symbol("pcpu_hot")?;
         let (off, _) = prog.member_offset("struct pcpu_hot", "hardirq_stack_ptr")?;
-        Some(hot + off)
+        Some(hot.wrapping_add(off))
     });
     let Some(var) = var else { return Vec::new() };
     (0..cpus as u64)

@@ -64,15 +64,16 @@ pub fn read(prog: &Program) -> (Vec<ModuleText>, Option<String>) {
             return (out, Some(format!("module list loops at {node:#x}")));
         }
         let m = node.wrapping_sub(list);
-        let read = |o: u64| mem.read_u64(m + o);
+        let read = |o: u64| mem.read_u64(m.wrapping_add(o));
         let fields = (|| -> kmem::Result<ModuleText> {
             Ok(ModuleText {
-                name: String::from_utf8_lossy(&mem.read_cstr(m + name, 56)?).into_owned(),
+                name: String::from_utf8_lossy(&mem.read_cstr(m.wrapping_add(name), 56)?)
+                    .into_owned(),
                 base: read(base)?,
-                size: u64::from(mem.read_u32(m + size)?),
+                size: u64::from(mem.read_u32(m.wrapping_add(size))?),
                 orc_ip: read(ip)?,
                 orc_entries: read(entries)?,
-                num_orcs: u64::from(mem.read_u32(m + num)?),
+                num_orcs: u64::from(mem.read_u32(m.wrapping_add(num))?),
             })
         })();
         match fields {

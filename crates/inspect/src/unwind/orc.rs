@@ -229,7 +229,7 @@ impl Tables {
                             "orc_lookup block {idx} of {blocks} for {ip:#x}"
                         ));
                     }
-                    let read = |i: u64| prog.memory().read_u32(lookup + i * 4);
+                    let read = |i: u64| prog.memory().read_u32(lookup.wrapping_add(i * 4));
                     let (Ok(start), Ok(stop)) = (read(idx), read(idx + 1)) else {
                         return Found::Bad(format!("orc_lookup unreadable at block {idx}"));
                     };
@@ -241,8 +241,8 @@ impl Tables {
                         ));
                     }
                     let sub = Table {
-                        ip: t.ip + start * 4,
-                        entries: t.entries + start * ENTRY_SIZE,
+                        ip: t.ip.wrapping_add(start * 4),
+                        entries: t.entries.wrapping_add(start.wrapping_mul(ENTRY_SIZE)),
                         len: stop - start,
                     };
                     return self.search(prog, sub, ip);
@@ -269,7 +269,7 @@ impl Tables {
     }
 
     fn ip_at(&self, prog: &Program, t: Table, i: u64) -> Option<u64> {
-        let at = t.ip + i * 4;
+        let at = t.ip.wrapping_add(i.wrapping_mul(4));
         let rel = prog.memory().read_u32(at).ok()? as i32;
         Some(at.wrapping_add_signed(i64::from(rel)))
     }
@@ -286,7 +286,7 @@ impl Tables {
             let Some(at) = self.ip_at(prog, t, mid as u64) else {
                 return Found::Bad(format!(
                     "ORC ip table unreadable at {:#x}",
-                    t.ip + mid as u64 * 4
+                    t.ip.wrapping_add(mid as u64 * 4)
                 ));
             };
             if at <= ip {
@@ -296,7 +296,7 @@ impl Tables {
                 last = mid - 1;
             }
         }
-        let addr = t.entries + found * ENTRY_SIZE;
+        let addr = t.entries.wrapping_add(found.wrapping_mul(ENTRY_SIZE));
         let mut b = [0u8; 6];
         match prog.memory().read_virt(addr, &mut b) {
             Ok(()) => Found::Entry(decode(b, self.format)),

@@ -58,7 +58,9 @@ impl Known {
                 if !full && word < IP {
                     return None;
                 }
-                prog.memory().read_u64(addr + word as u64 * 8).ok()
+                prog.memory()
+                    .read_u64(addr.wrapping_add(word as u64 * 8))
+                    .ok()
             }
         }
     }
