@@ -4,7 +4,7 @@
 # 0.3 with Debian's DWARF vmlinux (a Python loop over for_each_task printing
 # each prog.stack_trace) on the same dump: every task's backtrace. Each tool
 # runs RUNS times in alternation under GNU time (wall, peak RSS), after a
-# warm-up round; the ratio is the median of per-round ratios.
+# warm-up round (bench/paired.sh); the ratio is the median of per-round ratios.
 #
 # Usage: bench/bt.sh [VMCORE]   (default: the cached QEMU ELF dump the
 # inspect tests make, see crates/kmem/tests/support/dumps.rs; needs drgn and
@@ -41,21 +41,9 @@ echo "drgn: $(python3 -c 'import drgn; print(drgn.__version__)'); btfkit: $(git 
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-run() { # name, command...
-  local name=$1; shift
-  /usr/bin/time -q -f "%e %M" -o "$tmp/$name.time" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err" || true
-  tail -1 "$tmp/$name.time"
-}
-ratios=()
-printf '%-6s %-18s %-18s %s\n' round "btfkit wall s/KiB" "drgn wall s/KiB" "wall ratio"
-for r in $(seq 0 "$runs"); do
-  read -r dw dm < <(run drgn python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux")
-  read -r ow om < <(run ours "$ours" inspect "$dump" --btf "$tmp/vmlinux.btf" 'bt -a')
-  ratio=$(echo "scale=4; $ow / $dw" | bc)
-  if [ "$r" -gt 0 ]; then ratios+=("$ratio"); fi
-  printf '%-6s %-18s %-18s %s%s\n' "$r" "$ow / $om" "$dw / $dm" "$ratio" "$([ "$r" = 0 ] && echo ' (warm-up)')"
-done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-echo
-echo "btfkit/drgn wall, median of $runs rounds: $median; peak RSS btfkit/drgn: $(echo "scale=3; $om / $dm" | bc)"
-echo "tasks: btfkit $(grep -c '^PID:' "$tmp/ours.out"), drgn $(grep -c '^[0-9]' "$tmp/drgn.out"); frames: btfkit $(grep -c '^ #' "$tmp/ours.out"), drgn $(grep -c '^#' "$tmp/drgn.out")"
+export tmp dump vmlinux ours
+ours() { "$ours" inspect "$dump" --btf "$tmp/vmlinux.btf" 'bt -a'; }
+theirs() { python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux"; }
+. bench/paired.sh
+paired_rounds btfkit drgn
+echo "tasks: btfkit $(grep -c '^PID:' "$tmp/ours.out"), drgn $(grep -c '^[0-9]' "$tmp/theirs.out"); frames: btfkit $(grep -c '^ #' "$tmp/ours.out"), drgn $(grep -c '^#' "$tmp/theirs.out")"

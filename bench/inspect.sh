@@ -53,21 +53,9 @@ echo "drgn: $(python3 -c 'import drgn; print(drgn.__version__)'); btfkit: $(git 
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-run() { # name, command...
-  local name=$1; shift
-  /usr/bin/time -q -f "%e %M" -o "$tmp/$name.time" "$@" < "$tmp/names" > "$tmp/$name.out" 2> "$tmp/$name.err" || true
-  tail -1 "$tmp/$name.time"
-}
-ratios=()
-printf '%-6s %-18s %-18s %s\n' round "btfkit wall s/KiB" "drgn wall s/KiB" "wall ratio"
-for r in $(seq 0 "$runs"); do
-  read -r dw dm < <(run drgn python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux")
-  read -r ow om < <(run ours "$ours" inspect "$dump" --btf "$tmp/vars.btf")
-  ratio=$(echo "scale=4; $ow / $dw" | bc)
-  if [ "$r" -gt 0 ]; then ratios+=("$ratio"); fi
-  printf '%-6s %-18s %-18s %s%s\n' "$r" "$ow / $om" "$dw / $dm" "$ratio" "$([ "$r" = 0 ] && echo ' (warm-up)')"
-done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-echo
-echo "btfkit/drgn wall, median of $runs rounds: $median; peak RSS btfkit/drgn: $(echo "scale=3; $om / $dm" | bc)"
-echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/drgn.out") (errors $(wc -l < "$tmp/drgn.err"))"
+export tmp dump vmlinux ours
+ours() { "$ours" inspect "$dump" --btf "$tmp/vars.btf" < "$tmp/names"; }
+theirs() { python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux" < "$tmp/names"; }
+. bench/paired.sh
+paired_rounds btfkit drgn
+echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/theirs.out") (errors $(wc -l < "$tmp/theirs.err"))"

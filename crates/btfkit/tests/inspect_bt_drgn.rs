@@ -80,6 +80,18 @@ fn inspect(dump: &Path, btf: &Path, lines: &[&str]) -> Vec<Json> {
         .collect()
 }
 
+/// btfkit's tasks by pid from `bt -a` or `ps` (which must report no problem).
+fn tasks_by_pid(dump: &Path, btf: &Path, line: &str, format: &str) -> BTreeMap<u64, Json> {
+    let v = inspect(dump, btf, &[line]).remove(0);
+    assert_eq!(v["problems"], Json::Array(vec![]), "{format}: {line}");
+    v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["pid"].as_u64().unwrap(), t.clone()))
+        .collect()
+}
+
 /// drgn's tasks by pid.
 fn drgn_tasks(dump: &Path, vmlinux: &Path) -> BTreeMap<u64, Json> {
     drgn::run(dump, vmlinux, &[], DRGN_SCRIPT, "")
@@ -117,15 +129,7 @@ fn bt_every_task_equals_drgn_stack_trace() {
     };
     let theirs = drgn_tasks(&d.elf, &d.kernel.vmlinux);
     for (format, dump) in d.all() {
-        let ours = inspect(dump, &btf, &["bt -a"]);
-        let ours = &ours[0];
-        assert_eq!(ours["problems"], Json::Array(vec![]), "{format}");
-        let ours: BTreeMap<u64, &Json> = ours["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| (t["pid"].as_u64().unwrap(), t))
-            .collect();
+        let ours = tasks_by_pid(dump, &btf, "bt -a", format);
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),
             theirs.keys().collect::<Vec<_>>(),
@@ -133,7 +137,7 @@ fn bt_every_task_equals_drgn_stack_trace() {
         );
         let mut frames = 0;
         for (pid, t) in &theirs {
-            let o = ours[pid];
+            let o = &ours[pid];
             let want: Vec<&Json> = t["frames"]
                 .as_array()
                 .unwrap()
@@ -194,18 +198,14 @@ fn ps_equals_drgn_for_each_task() {
     };
     let theirs = drgn_tasks(&d.elf, &d.kernel.vmlinux);
     for (format, dump) in d.all() {
-        let ours = inspect(dump, &btf, &["ps"]);
-        assert_eq!(ours[0]["problems"], Json::Array(vec![]), "{format}");
-        let ours: BTreeMap<u64, Json> = ours[0]["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
+        let ours: BTreeMap<u64, Json> = tasks_by_pid(dump, &btf, "ps", format)
+            .into_iter()
+            .map(|(pid, t)| {
                 let row = serde_json::json!({
                     "pid": t["pid"], "ppid": t["ppid"], "cpu": t["cpu"],
                     "state": t["state"], "comm": t["comm"], "task": t["task"],
                 });
-                (t["pid"].as_u64().unwrap(), row)
+                (pid, row)
             })
             .collect();
         let theirs: BTreeMap<u64, Json> = theirs
