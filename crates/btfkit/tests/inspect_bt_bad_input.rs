@@ -3,7 +3,9 @@
 //! into unmapped memory, a bad return address, a task list that loops.
 //! The oracle is the same dump uncorrupted: every task the corruption does
 //! not touch unwinds as before; the ones it touches say what went wrong
-//! and where; nothing panics or hangs.
+//! and where; nothing panics or hangs. And a CPU's registers set at a
+//! function's first instruction: `bt` shows the argument registers by the
+//! names of the function's BTF prototype.
 
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
@@ -20,6 +22,8 @@ use support::dumps;
 struct Patched {
     inner: Kernel,
     patches: Vec<(u64, Vec<u8>)>,
+    /// Notes in place of the dump's, when set.
+    notes: Option<Vec<Note>>,
 }
 
 impl Memory for Patched {
@@ -40,16 +44,27 @@ impl Memory for Patched {
         Ok(())
     }
     fn notes(&self) -> &[Note] {
-        self.inner.notes()
+        self.notes.as_deref().unwrap_or(self.inner.notes())
     }
 }
 
 fn open(dump: &Path, patches: Vec<(u64, Vec<u8>)>) -> Program {
+    open_with_notes(dump, patches, None)
+}
+
+fn open_with_notes(dump: &Path, patches: Vec<(u64, Vec<u8>)>, notes: Option<Vec<Note>>) -> Program {
     let opts = Options {
         vmcore: Some(dump.to_owned()),
         ..Options::default()
     };
-    inspect::open::open_wrapped(&opts, |inner| Box::new(Patched { inner, patches })).unwrap()
+    inspect::open::open_wrapped(&opts, |inner| {
+        Box::new(Patched {
+            inner,
+            patches,
+            notes,
+        })
+    })
+    .unwrap()
 }
 
 fn run(prog: &mut Program, line: &str) -> Json {
@@ -197,4 +212,52 @@ fn ps_and_bt_with_a_task_list_that_loops_stop_and_say_where() {
     let bt = run(&mut bad, "bt -a");
     assert_eq!(bt["tasks"].as_array().unwrap().len(), 10);
     assert!(bt["problems"].to_string().contains("task list loops"));
+}
+
+#[test]
+fn bt_at_a_function_entry_shows_argument_registers_by_btf_prototype() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let clean = open(&d.elf, Vec::new());
+    let entry = clean.symbol("do_nanosleep").unwrap();
+    // CPU 1's note, its rip at do_nanosleep's first instruction and its
+    // first two argument registers (rdi, rsi) set.
+    let mut notes = clean.memory().notes().to_vec();
+    let cpu1 = notes
+        .iter_mut()
+        .filter(|n| n.name == "CORE" && n.ntype == kmem::prstatus::NT_PRSTATUS)
+        .nth(1)
+        .unwrap();
+    let mut set = |word: usize, v: u64| {
+        cpu1.desc[112 + word * 8..120 + word * 8].copy_from_slice(&v.to_le_bytes())
+    };
+    set(16, entry);
+    set(14, 0xffff_8880_1234_5678);
+    set(13, 1);
+    let mut prog = open_with_notes(&d.elf, Vec::new(), Some(notes));
+    let ps = run(&mut prog, "ps");
+    let running = ps["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["running"] == true && t["cpu"] == 1)
+        .expect("the task CPU 1 runs");
+    let bt = run(&mut prog, &format!("bt {}", running["pid"]));
+    let f0 = &bt["tasks"][0]["frames"][0];
+    assert_eq!(f0["symbol"], "do_nanosleep", "{bt}");
+    assert_eq!(f0["offset"], 0);
+    let proto = f0["prototype"].as_str().unwrap();
+    assert!(
+        proto.contains("do_nanosleep(struct hrtimer_sleeper *t, enum hrtimer_mode mode)"),
+        "{proto}"
+    );
+    assert_eq!(
+        f0["arguments"],
+        serde_json::json!({ "t": 0xffff_8880_1234_5678u64, "mode": 1 })
+    );
+    let text = inspect::command::run_line(&mut prog, &format!("bt {}", running["pid"]))
+        .unwrap()
+        .text;
+    assert!(text.contains("(t=0xffff888012345678, mode=0x1)"), "{text}");
 }
