@@ -225,3 +225,68 @@ fn ps_equals_drgn_for_each_task() {
         }
     }
 }
+
+/// The modules' text and ORC tables the unwinder reads (its own walk of
+/// `modules`) against drgn's `for_each_module` (DWARF types); and each
+/// module's ORC lookup finds, for every entry's address, that entry.
+#[test]
+fn module_orc_tables_equal_drgn_for_each_module() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    if !drgn::drgn_or_skip() {
+        return;
+    }
+    let script = r#"
+import json
+from drgn.helpers.linux.module import for_each_module
+for m in for_each_module(prog):
+    print(json.dumps([m.name.string_().decode(), m.core_layout.base.value_(),
+        m.core_layout.text_size.value_(), m.arch.orc_unwind_ip.value_(),
+        m.arch.orc_unwind.value_(), m.arch.num_orcs.value_()]))
+"#;
+    let mut theirs: Vec<Json> = drgn::run(&d.elf, &d.kernel.vmlinux, &[], script, "")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let opts = inspect::open::Options {
+        vmcore: Some(d.elf.clone()),
+        ..Default::default()
+    };
+    let prog = inspect::open::open(&opts).unwrap();
+    let (mods, problem) = inspect::unwind::modules::read(&prog);
+    assert_eq!(problem, None);
+    let mut ours: Vec<Json> = mods
+        .iter()
+        .map(|m| serde_json::json!([m.name, m.base, m.size, m.orc_ip, m.orc_entries, m.num_orcs]))
+        .collect();
+    theirs.sort_by_key(|v| v.to_string());
+    ours.sort_by_key(|v| v.to_string());
+    assert_eq!(ours, theirs);
+    assert!(ours.iter().any(|m| m[0] == "dummy"), "{ours:?}");
+    let format = inspect::unwind::orc::Format::for_release("6.1").unwrap();
+    let tables = inspect::unwind::orc::Tables::read(&prog, format, mods.clone());
+    let mut checked = 0;
+    for m in &mods {
+        // Each distinct address's last entry (the kernel's rightmost match).
+        let mut by_ip = BTreeMap::new();
+        for i in 0..m.num_orcs {
+            let at = m.orc_ip + i * 4;
+            let rel = prog.memory().read_u32(at).unwrap() as i32;
+            let ip = at.wrapping_add_signed(i64::from(rel));
+            let mut b = [0u8; 6];
+            prog.memory()
+                .read_virt(m.orc_entries + i * 6, &mut b)
+                .unwrap();
+            by_ip.insert(ip, inspect::unwind::orc::decode(b, format));
+        }
+        for (ip, want) in by_ip.into_iter().filter(|&(ip, _)| m.contains(ip)) {
+            match tables.find(&prog, ip) {
+                inspect::unwind::orc::Found::Entry(e) => assert_eq!(e, want, "{} {ip:#x}", m.name),
+                _ => panic!("{} {ip:#x}: no entry", m.name),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked}");
+}
