@@ -12,17 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cache=${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}
-dump=${1:-$(ls "$cache"/dumps/*/vmcore.elf | head -1)}
-vmlinux=$cache/vmlinux
-runs=${RUNS:-5}
-command -v /usr/bin/time >/dev/null || { echo "missing GNU time" >&2; exit 1; }
-python3 -c 'import drgn' || { echo "missing drgn (pip install drgn)" >&2; exit 1; }
-
-cargo build --release -q -p btfkit
-ours="${CARGO_TARGET_DIR:-target}/release/btfkit"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. bench/paired.sh
+drgn_dump_setup "$@"
 "$ours" encode "$vmlinux" -o "$tmp/vmlinux.btf"
 
 cat > "$tmp/bench_drgn.py" <<'PY'
@@ -44,6 +35,5 @@ echo
 export tmp dump vmlinux ours
 ours() { "$ours" inspect "$dump" --btf "$tmp/vmlinux.btf" 'bt -a'; }
 theirs() { python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux"; }
-. bench/paired.sh
 paired_rounds btfkit drgn
 echo "tasks: btfkit $(grep -c '^PID:' "$tmp/ours.out"), drgn $(grep -c '^[0-9]' "$tmp/theirs.out"); frames: btfkit $(grep -c '^ #' "$tmp/ours.out"), drgn $(grep -c '^#' "$tmp/theirs.out")"

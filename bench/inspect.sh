@@ -12,19 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cache=${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}
-dump=${1:-$(ls "$cache"/dumps/*/vmcore.elf | head -1)}
-vmlinux=$cache/vmlinux
-runs=${RUNS:-5}
-for t in /usr/bin/time bpftool python3; do
-  command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }
-done
-python3 -c 'import drgn' || { echo "missing drgn (pip install drgn)" >&2; exit 1; }
-
-cargo build --release -q -p btfkit
-ours="${CARGO_TARGET_DIR:-target}/release/btfkit"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. bench/paired.sh
+drgn_dump_setup "$@"
+command -v bpftool >/dev/null || { echo "missing bpftool" >&2; exit 1; }
 [ -n "${KEEP:-}" ] && trap - EXIT && echo "work dir: $tmp"
 "$ours" encode "$vmlinux" --vars all -o "$tmp/vars.btf"
 
@@ -56,6 +46,5 @@ echo
 export tmp dump vmlinux ours
 ours() { "$ours" inspect "$dump" --btf "$tmp/vars.btf" < "$tmp/names"; }
 theirs() { python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux" < "$tmp/names"; }
-. bench/paired.sh
 paired_rounds btfkit drgn
 echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/theirs.out") (errors $(wc -l < "$tmp/theirs.err"))"
