@@ -5,14 +5,17 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod command;
+pub mod commands;
 mod error;
 pub mod eval;
 pub mod format;
+pub mod kernel;
 pub mod open;
 pub mod parse;
 pub mod program;
 pub mod prompt;
 pub mod types;
+pub mod unwind;
 
 pub use error::{Error, Result};
 pub use eval::{Evaluated, Loc, Value};

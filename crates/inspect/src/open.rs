@@ -24,6 +24,16 @@ fn setup(e: impl std::fmt::Display) -> Error {
 }
 
 pub fn open(opts: &Options) -> Result<Program> {
+    open_wrapped(opts, |k| Box::new(k))
+}
+
+/// Like [`open`], with the program reading memory through `wrap` (tests
+/// put corrupted bytes in front of a real dump); symbols and BTF are read
+/// from the kernel itself.
+pub fn open_wrapped(
+    opts: &Options,
+    wrap: impl FnOnce(Kernel) -> Box<dyn kmem::Memory>,
+) -> Result<Program> {
     let kernel = match &opts.vmcore {
         Some(p) => Kernel::open(p),
         None => Kernel::live(),
@@ -46,7 +56,7 @@ pub fn open(opts: &Options) -> Result<Program> {
             kmem::btf::read(&kernel, start, stop).map_err(setup)?
         }
     };
-    Ok(Program::new(Box::new(kernel), btf, syms))
+    Ok(Program::new(wrap(kernel), btf, syms))
 }
 
 fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {

@@ -1,0 +1,3 @@
+//! The kernel's own data structures, read through BTF.
+
+pub mod task;
