@@ -14,14 +14,19 @@
  *   fentry vmlinux NAME...          attach to these functions of vmlinux
  *   fentry module MOD NAME...       of module MOD (its /sys/kernel/btf/MOD)
  *   fentry all vmlinux|MOD          every FUNC, one line each:
- *       FENTRY <btf_id> <name> ok
- *       FENTRY <btf_id> <name> load <errno> <first verifier log line>
- *       FENTRY <btf_id> <name> attach <errno>
+ *       FENTRY <obj> <btf_id> <name> ok
+ *       FENTRY <obj> <btf_id> <name> load <errno> <first verifier log line>
+ *       FENTRY <obj> <btf_id> <name> attach <errno>
+ *     the links stay attached (see all())
+ *   fentry all vmlinux K/N          the same for every FUNC whose index is K modulo N
+ *   fentry instances                the entry of every instance of a name that several
+ *                                   text symbols carry, read through /proc/kcore
  *
  * Verdicts are "BTFKIT-RESULT key value" lines; exit status 0 when every
  * named function attached (for `all`: when the walk finished).
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
@@ -31,12 +36,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BTF_MAGIC 0xeB9F
 #define KIND_FUNC 12
-/* Programs loaded and attached together in `all` mode: the per-call cost
- * under TCG is mostly the syscalls, so batches keep fds bounded only. */
+/* Programs loaded, then attached, then reported together in `all` mode. */
 #define BATCH 256
 
 struct btf {
@@ -353,19 +358,40 @@ static int named(struct target *t, char **names, int n)
 	return failed ? 1 : 0;
 }
 
-/* Every FUNC, BATCH at a time: load all, attach all, report, close all. */
-static int all(struct target *t)
+static uint64_t now_ns(void)
 {
-	unsigned ok = 0, load_failed = 0, attach_failed = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* Nanoseconds spent per phase of `all`. */
+struct phases {
+	uint64_t load, attach, close;
+};
+
+/* Every FUNC whose index among the FUNCs is `part` modulo `parts`, BATCH at
+ * a time: load all, attach all, report. The links stay attached: closing
+ * one detaches it, and a detach waits for RCU tasks grace periods (~75 ms
+ * each under TCG, measured: 20 times the load and attach together). At the
+ * end a child process keeps the link fds open and the caller returns, so
+ * that nothing detaches until the guest reboots (`reboot -f` closes no fd),
+ * and `fentry instances` sees every attached entry patched. */
+static int all(struct target *t, unsigned part, unsigned parts)
+{
+	unsigned ok = 0, load_failed = 0, attach_failed = 0, nth = 0, batches = 0;
 	int progs[BATCH], links[BATCH], errs[BATCH];
 	char *logs[BATCH];
 	uint32_t ids[BATCH];
+	struct phases ph = { 0 };
+	uint64_t t0 = now_ns();
 	uint32_t i = 0;
 	while (i < t->btf->nr) {
 		int n = 0;
+		uint64_t a = now_ns();
 		for (; i < t->btf->nr && n < BATCH; i++) {
 			const uint32_t *ty = t->btf->type[i];
-			if (((ty[1] >> 24) & 0x1f) != KIND_FUNC)
+			if (((ty[1] >> 24) & 0x1f) != KIND_FUNC || nth++ % parts != part)
 				continue;
 			ids[n] = t->btf->first_id + i;
 			errs[n] = 0;
@@ -375,6 +401,7 @@ static int all(struct target *t)
 				logs[n] = strdup(first_line());
 			n++;
 		}
+		uint64_t b = now_ns();
 		for (int k = 0; k < n; k++) {
 			links[k] = -1;
 			if (progs[k] >= 0) {
@@ -383,30 +410,187 @@ static int all(struct target *t)
 					errs[k] = errno;
 			}
 		}
+		uint64_t c = now_ns();
 		for (int k = 0; k < n; k++) {
 			const uint32_t *ty = t->btf->type[ids[k] - t->btf->first_id];
 			const char *name = btf_str(t->btf, ty[0]);
 			if (progs[k] < 0) {
-				printf("FENTRY %u %s load %d %s\n", ids[k], name, errs[k], logs[k]);
+				printf("FENTRY %s %u %s load %d %s\n", t->label, ids[k], name, errs[k], logs[k]);
 				load_failed++;
 			} else if (links[k] < 0) {
-				printf("FENTRY %u %s attach %d\n", ids[k], name, errs[k]);
+				printf("FENTRY %s %u %s attach %d\n", t->label, ids[k], name, errs[k]);
 				attach_failed++;
 			} else {
-				printf("FENTRY %u %s ok\n", ids[k], name);
+				printf("FENTRY %s %u %s ok\n", t->label, ids[k], name);
 				ok++;
 			}
-			if (links[k] >= 0)
-				close(links[k]);
-			if (progs[k] >= 0)
-				close(progs[k]);
 			free(logs[k]);
 		}
+		/* A link holds its program. */
+		uint64_t e = now_ns();
+		for (int k = 0; k < n; k++)
+			if (progs[k] >= 0)
+				close(progs[k]);
+		uint64_t f = now_ns();
+		ph.load += b - a;
+		ph.attach += c - b;
+		ph.close += f - e;
+		batches++;
+		printf("FENTRY-TIME %s part=%u/%u batch=%u funcs=%d load_ms=%llu attach_ms=%llu close_ms=%llu\n",
+		       t->label, part, parts, batches, n, (unsigned long long)(b - a) / 1000000,
+		       (unsigned long long)(c - b) / 1000000, (unsigned long long)(f - e) / 1000000);
 		fflush(stdout);
 	}
-	printf("BTFKIT-RESULT fentry-all:%s ok=%u load=%u attach=%u\n", t->label, ok, load_failed,
-	       attach_failed);
+	printf("BTFKIT-RESULT fentry-all:%s:%u/%u ok=%u load=%u attach=%u\n", t->label, part, parts,
+	       ok, load_failed, attach_failed);
+	printf("BTFKIT-RESULT fentry-time:%s:%u/%u total_ms=%llu load_ms=%llu attach_ms=%llu close_ms=%llu\n",
+	       t->label, part, parts, (unsigned long long)(now_ns() - t0) / 1000000,
+	       (unsigned long long)ph.load / 1000000, (unsigned long long)ph.attach / 1000000,
+	       (unsigned long long)ph.close / 1000000);
+	fflush(stdout);
+	pid_t holder = fork();
+	if (holder < 0) {
+		perror("fentry: fork");
+		return 1;
+	}
+	if (holder == 0) {
+		close(1);
+		close(2);
+		for (;;)
+			pause();
+	}
 	return 0;
+}
+
+/* A text symbol of vmlinux from /proc/kallsyms. */
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+static int ksym_by_name(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* /proc/kcore's PT_LOAD segments. */
+struct kcore {
+	int fd;
+	Elf64_Phdr *ph;
+	unsigned n;
+};
+
+static int kcore_open(struct kcore *k)
+{
+	Elf64_Ehdr eh;
+	k->fd = open("/proc/kcore", O_RDONLY);
+	if (k->fd < 0 || pread(k->fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		fprintf(stderr, "fentry: /proc/kcore: %s\n", strerror(errno));
+		return -1;
+	}
+	k->n = eh.e_phnum;
+	k->ph = calloc(k->n, sizeof(*k->ph));
+	if (pread(k->fd, k->ph, k->n * sizeof(*k->ph), eh.e_phoff) != (ssize_t)(k->n * sizeof(*k->ph))) {
+		fprintf(stderr, "fentry: /proc/kcore: program headers unreadable\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int kcore_read(const struct kcore *k, uint64_t addr, uint8_t *buf, size_t len)
+{
+	for (unsigned i = 0; i < k->n; i++) {
+		const Elf64_Phdr *p = &k->ph[i];
+		if (p->p_type == PT_LOAD && addr >= p->p_vaddr && addr + len <= p->p_vaddr + p->p_filesz)
+			return pread(k->fd, buf, len, p->p_offset + (addr - p->p_vaddr)) == (ssize_t)len ? 0 : -1;
+	}
+	return -1;
+}
+
+/* For every name that several text symbols of vmlinux carry, the entry of
+ * each instance as the CPU runs it now (read through /proc/kcore):
+ *   INSTANCE <name> <addr> call <target>   a call at the fentry site (offset
+ *                                          0, or 4 after an endbr64 or its
+ *                                          sealed nop4): patched
+ *   INSTANCE <name> <addr> nop             the 5-byte nop of an idle site
+ *   INSTANCE <name> <addr> other <bytes>   no fentry site there
+ * Run while `all vmlinux` keeps its links: exactly the instance that
+ * kallsyms_lookup_name picks must be patched. */
+static int instances(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f) {
+		fprintf(stderr, "fentry: /proc/kallsyms: %s\n", strerror(errno));
+		return 1;
+	}
+	size_t n = 0, cap = 1 << 16;
+	struct ksym *syms = malloc(cap * sizeof(*syms));
+	char line[512], name[256], type;
+	unsigned long long addr;
+	while (fgets(line, sizeof(line), f)) {
+		/* Module symbols end with "\t[module]". */
+		if (strchr(line, '[') || sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			syms = realloc(syms, cap * sizeof(*syms));
+		}
+		syms[n].addr = addr;
+		syms[n].name = strdup(name);
+		n++;
+	}
+	fclose(f);
+	qsort(syms, n, sizeof(*syms), ksym_by_name);
+	struct kcore k;
+	if (kcore_open(&k))
+		return 1;
+	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	/* An endbr64 that IBT sealed (no indirect caller). */
+	static const uint8_t nop4[] = { 0x0f, 0x1f, 0x40, 0x00 };
+	unsigned names = 0, read_failed = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && !strcmp(syms[j].name, syms[i].name))
+			j++;
+		if (j - i >= 2)
+			names++;
+		for (size_t m = i; j - i >= 2 && m < j; m++) {
+			uint8_t b[9];
+			if (kcore_read(&k, syms[m].addr, b, sizeof(b))) {
+				printf("INSTANCE %s %llx unreadable\n", syms[m].name, (unsigned long long)syms[m].addr);
+				read_failed++;
+				continue;
+			}
+			unsigned off = memcmp(b, endbr64, 4) && memcmp(b, nop4, 4) ? 0 : 4;
+			if (b[off] == 0xe8) {
+				int32_t rel;
+				memcpy(&rel, b + off + 1, 4);
+				printf("INSTANCE %s %llx call %llx\n", syms[m].name, (unsigned long long)syms[m].addr,
+				       (unsigned long long)(syms[m].addr + off + 5 + (int64_t)rel));
+			} else if (!memcmp(b + off, nop5, 5)) {
+				printf("INSTANCE %s %llx nop\n", syms[m].name, (unsigned long long)syms[m].addr);
+			} else {
+				printf("INSTANCE %s %llx other %02x%02x%02x%02x%02x%02x%02x%02x%02x\n", syms[m].name,
+				       (unsigned long long)syms[m].addr, b[0], b[1], b[2], b[3], b[4], b[5], b[6],
+				       b[7], b[8]);
+			}
+		}
+		i = j;
+	}
+	printf("BTFKIT-RESULT instances names=%u unreadable=%u\n", names, read_failed);
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fentry btf | vmlinux NAME... | module MOD NAME... | all vmlinux|MOD [K/N] | instances\n");
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -414,13 +598,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
 	setrlimit(RLIMIT_MEMLOCK, &r);
-	struct rlimit files = { 4096, 4096 };
+	/* `all` holds a link fd per attached FUNC. */
+	struct rlimit files = { 1 << 20, 1 << 20 };
 	setrlimit(RLIMIT_NOFILE, &files);
 	if (argc >= 2 && !strcmp(argv[1], "btf")) {
 		int fd = kernel_btf_fd("vmlinux", 1);
 		printf("BTFKIT-RESULT vmlinux-btf-object %s\n", fd >= 0 ? "yes" : "no");
 		return fd >= 0 ? 0 : 1;
 	}
+	if (argc == 2 && !strcmp(argv[1], "instances"))
+		return instances();
 	struct target t;
 	if (argc >= 3 && !strcmp(argv[1], "vmlinux")) {
 		if (open_target(&t, NULL))
@@ -432,11 +619,17 @@ int main(int argc, char **argv)
 			return 1;
 		return named(&t, argv + 3, argc - 3);
 	}
-	if (argc == 3 && !strcmp(argv[1], "all")) {
+	if (argc >= 3 && !strcmp(argv[1], "all")) {
+		unsigned part = 0, parts = 1;
+		if (argc > 4 || (argc == 4 && (sscanf(argv[3], "%u/%u", &part, &parts) != 2 ||
+					       !parts || part >= parts)))
+			return usage();
+		uint64_t t0 = now_ns();
 		if (open_target(&t, strcmp(argv[2], "vmlinux") ? argv[2] : NULL))
 			return 1;
-		return all(&t);
+		printf("BTFKIT-RESULT fentry-btf-parse:%s:%u/%u ms=%llu\n", t.label, part, parts,
+		       (unsigned long long)(now_ns() - t0) / 1000000);
+		return all(&t, part, parts);
 	}
-	fprintf(stderr, "usage: fentry btf | vmlinux NAME... | module MOD NAME... | all vmlinux|MOD\n");
-	return 2;
+	return usage();
 }
