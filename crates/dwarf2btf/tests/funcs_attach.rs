@@ -179,7 +179,15 @@ fn funcs_attach_debian_policies_and_debian_btf_system_map_dwarf() {
         .map(|r| r.btf_id)
         .collect();
     eprintln!("old naming: {} unsafe", flagged.len());
-    assert_eq!(flagged, renamed);
+    // Every FUNC it renamed, but those of init code: freed after boot, the
+    // kernel attaches none of it, whatever the prototype (no fentry site).
+    let (kept, init): (Vec<TypeId>, Vec<TypeId>) =
+        renamed.iter().partition(|id| flagged.contains(id));
+    assert_eq!(flagged, kept);
+    for id in init {
+        let r = rows.iter().find(|r| r.btf_id == id).expect("row");
+        assert_eq!(r.reach, Reach::NoFentrySite, "{r:?}");
+    }
 
     let pahole = encode_mode(&k.vmlinux, FuncMode::Pahole);
     let rows = run(&pahole, &ks, Some(&model));
