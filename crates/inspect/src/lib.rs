@@ -5,9 +5,11 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod command;
+pub mod commands;
 mod error;
 pub mod eval;
 pub mod format;
+pub mod kernel;
 pub mod open;
 pub mod parse;
 pub mod program;

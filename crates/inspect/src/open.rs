@@ -37,19 +37,21 @@ pub fn open(opts: &Options) -> Result<Program> {
         }
         None => {
             let find = |n: &str| {
-                syms.by_name(n)
-                    .find(|s| s.module.is_none())
-                    .map(|s| s.addr)
+                syms.kernel_addr(n)
                     .ok_or_else(|| Error::Setup(format!("no {n} symbol: give --btf")))
             };
             let (start, stop) = (find("__start_BTF")?, find("__stop_BTF")?);
             kmem::btf::read(&kernel, start, stop).map_err(setup)?
         }
     };
-    Ok(Program::new(Box::new(kernel), btf, syms))
+    let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
+    // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
+    // has them already); what does not read is left out and `mod` says why.
+    crate::kernel::module::load_symbols(&mut prog, syms);
+    Ok(prog)
 }
 
-fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
+fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
     use ksyms::kallsyms::Hidden;
     if let Some(p) = &opts.kallsyms {
         let text = std::fs::read(p).map_err(|e| Error::Setup(format!("{}: {e}", p.display())))?;
@@ -64,12 +66,12 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
         } else {
             ksyms::kallsyms::parse(text, p, Hidden::Error).map_err(setup)?
         };
-        return Ok(ksyms::Table::new(syms));
+        return Ok(syms);
     }
     if opts.vmcore.is_none() {
         let p = Path::new(ksyms::kallsyms::PROC_KALLSYMS);
         if let Ok(s) = ksyms::kallsyms::read(p, Hidden::Error) {
-            return Ok(ksyms::Table::new(s));
+            return Ok(s);
         }
     }
     let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(setup)?;
@@ -77,7 +79,7 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
     let source = kernel.path().join("kallsyms");
     let syms = ksyms::kallsyms::parse(kmem::kallsyms::to_text(&list), &source, Hidden::Allow)
         .map_err(setup)?;
-    Ok(ksyms::Table::new(syms))
+    Ok(syms)
 }
 
 /// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols

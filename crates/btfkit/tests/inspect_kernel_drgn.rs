@@ -1,0 +1,253 @@
+//! `btfkit inspect`'s kernel-state commands against drgn 0.3 with Debian's
+//! DWARF (vmlinux and the modules' debug .ko files) on the same real dumps
+//! of Debian's 6.1 cloud kernel: `mod` against `for_each_module`, `log`
+//! against `get_dmesg()` (and the guest's serial console), module symbols
+//! read from `mod->kallsyms` against drgn's symbols from the debug .ko
+//! files, `struct` against drgn's types and values.
+//!
+//! btfkit uses no DWARF here: the dump's own BTF and kallsyms tables.
+
+#[path = "../../kmem/tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+use support::{drgn, dumps};
+
+fn btfkit() -> &'static str {
+    env!("CARGO_BIN_EXE_btfkit")
+}
+
+fn setup() -> Option<dumps::Dumps> {
+    let d = dumps::dumps_or_skip()?;
+    drgn::drgn_or_skip().then_some(d)
+}
+
+/// The modules' debug files drgn loads (Debian's dbg package).
+fn debug_modules(d: &dumps::Dumps) -> Vec<PathBuf> {
+    ["drivers/net/dummy.ko", "drivers/firmware/qemu_fw_cfg.ko"]
+        .iter()
+        .map(|m| d.kernel.dbg_modules.join("kernel").join(m))
+        .collect()
+}
+
+/// The dumps btfkit reads: ELF and one of each kdump-compressed codec family.
+fn formats(d: &dumps::Dumps) -> Vec<(&'static str, &Path)> {
+    vec![("elf", &d.elf), ("kdump-zlib", &d.kdump_zlib)]
+}
+
+/// `btfkit inspect DUMP LINE --json`'s value.
+fn json_of(dump: &Path, line: &str) -> Json {
+    let out = testkit::run_ok(
+        Command::new(btfkit())
+            .arg("inspect")
+            .arg(dump)
+            .arg(line)
+            .arg("--json"),
+    );
+    let j: Json = serde_json::from_slice(&out).unwrap();
+    j["value"].clone()
+}
+
+fn text_of(dump: &Path, line: &str) -> String {
+    let out = testkit::run_ok(Command::new(btfkit()).arg("inspect").arg(dump).arg(line));
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn mod_equals_drgn_for_each_module() {
+    let Some(d) = setup() else { return };
+    // drgn 0.3: for_each_module() gives struct module *; 6.1 has core_layout.
+    let script = r#"
+from drgn.helpers.linux.module import for_each_module
+for m in for_each_module(prog):
+    print(m.value_(), m.name.string_().decode(), m.core_layout.base.value_(), m.core_layout.size.value_())
+"#;
+    let want = drgn::run(&d.elf, &d.kernel.vmlinux, &[], script, "");
+    let want: Vec<String> = want.lines().map(str::to_owned).collect();
+    assert!(
+        want.iter().any(|l| l.contains(" dummy ")) && want.len() >= 2,
+        "the guest loads dummy and qemu_fw_cfg: {want:?}"
+    );
+    for (fmt, dump) in formats(&d) {
+        let v = json_of(dump, "mod");
+        assert!(v["error"].is_null(), "{fmt}: {v}");
+        let got: Vec<String> = v["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {} {} {}",
+                    m["module"],
+                    m["name"].as_str().unwrap(),
+                    m["base"],
+                    m["size"]
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{fmt}");
+        // Debian builds module BTF: the kernel holds it for every module.
+        for m in v["modules"].as_array().unwrap() {
+            assert!(m["btf"]["size"].as_u64().unwrap() > 0, "{fmt}: {m}");
+        }
+    }
+}
+
+#[test]
+fn log_equals_drgn_get_dmesg_and_the_console() {
+    let Some(d) = setup() else { return };
+    let script = r#"
+import sys, json
+from drgn.helpers.linux.printk import get_dmesg, get_printk_records
+sys.stdout.write(get_dmesg(prog).decode('utf-8', 'replace'))
+print('\x00')
+for r in get_printk_records(prog):
+    print(json.dumps([r.seq, r.timestamp, r.level, r.facility, r.continuation]))
+"#;
+    let out = drgn::run(&d.elf, &d.kernel.vmlinux, &[], script, "");
+    let (dmesg, records) = out.split_once("\x00\n").unwrap();
+    let want_meta: Vec<Json> = records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(want_meta.len() > 100, "{} records", want_meta.len());
+    for (fmt, dump) in formats(&d) {
+        let got = text_of(dump, "log");
+        assert_eq!(got, dmesg, "{fmt}: log vs get_dmesg()");
+        let v = json_of(dump, "log");
+        let got_meta: Vec<Json> = v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                serde_json::json!([
+                    r["seq"],
+                    r["ts_nsec"],
+                    r["level"],
+                    r["facility"],
+                    r["continuation"]
+                ])
+            })
+            .collect();
+        assert_eq!(got_meta, want_meta, "{fmt}: records");
+    }
+    // The serial console printed the records up to the console log level:
+    // in order, each one a line of `log`.
+    let console = std::fs::read_to_string(d.dir.join("console.txt")).unwrap();
+    // The console repeats a record's timestamp on each line of its text.
+    let log = text_of(&d.elf, "log");
+    let mut prefix = "";
+    let console_form: Vec<String> = log
+        .lines()
+        .map(|l| {
+            if l.starts_with('[') && l.get(13..15) == Some("] ") {
+                prefix = &l[..15];
+                l.trim_end().to_owned()
+            } else {
+                format!("{prefix}{}", l.trim_end())
+            }
+        })
+        .collect();
+    let mut lines = console_form.iter();
+    let mut matched = 0;
+    for c in console.lines().map(str::trim_end) {
+        let is_printk = c.starts_with('[') && c.get(13..15) == Some("] ");
+        if !is_printk {
+            continue;
+        }
+        assert!(
+            lines.any(|l| l.as_str() == c),
+            "console line not in `log` (in order): {c:?}"
+        );
+        matched += 1;
+    }
+    assert!(matched > 100, "{matched} console lines");
+    let m = text_of(&d.elf, "log -m");
+    assert!(
+        m.starts_with("[    0.000000] <5>Linux version"),
+        "{}",
+        &m[..80]
+    );
+}
+
+#[test]
+fn module_symbols_from_memory_equal_drgn_with_the_debug_modules() {
+    let Some(d) = setup() else { return };
+    let prog = inspect::open::open(&inspect::open::Options {
+        vmcore: Some(d.kdump_zlib.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let mods = inspect::kernel::module::for_each_module(&prog).unwrap();
+    let mut mine = Vec::new();
+    for m in &mods.modules {
+        for s in inspect::kernel::module::module_symbols(&prog, m).unwrap() {
+            // The table at open has them: addresses name their module's symbols.
+            let hit = prog.symbols().lookup(s.addr).unwrap();
+            assert_eq!(hit.symbol.module, Some(m.name.as_str()), "{s:?}");
+            assert_eq!(hit.offset, 0, "{s:?}");
+            if s.type_char.eq_ignore_ascii_case(&b't') {
+                mine.push((m.name.clone(), m.base, m.size, s.addr, s.name));
+            }
+        }
+    }
+    assert!(mine.len() > 20, "{} function symbols", mine.len());
+    // drgn: the symbols of the debug .ko files, placed where the dump's
+    // kernel loaded them; for each of ours, the names drgn has there, and
+    // drgn's functions in each module's core text.
+    let input: String = mine
+        .iter()
+        .map(|(_, _, _, a, _)| format!("{a}\n"))
+        .collect();
+    let ranges: Vec<String> = mods
+        .modules
+        .iter()
+        .map(|m| format!("({}, {})", m.base, m.base + m.size))
+        .collect();
+    let script = format!(
+        r#"
+import sys
+from drgn import SymbolKind
+for line in sys.stdin:
+    a = int(line)
+    print(' '.join(sorted(s.name for s in prog.symbols(a) if s.address == a)) or '-')
+print('\x00')
+for lo, hi in [{}]:
+    for s in prog.symbols():
+        if lo <= s.address < hi and s.kind == SymbolKind.FUNC:
+            print(s.address, s.name)
+"#,
+        ranges.join(", ")
+    );
+    let dbg = debug_modules(&d);
+    let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
+    let out = drgn::run(&d.elf, &d.kernel.vmlinux, &dbg, &script, &input);
+    let (names, funcs) = out.split_once("\x00\n").unwrap();
+    for ((module, _, _, addr, name), theirs) in mine.iter().zip(names.lines()) {
+        assert!(
+            theirs.split(' ').any(|n| n == name),
+            "{module}: {name} at {addr:#x}: drgn has {theirs:?}"
+        );
+    }
+    let ours: BTreeSet<(u64, &str)> = mine
+        .iter()
+        .map(|(_, _, _, a, n)| (*a, n.as_str()))
+        .collect();
+    let theirs: BTreeSet<(u64, &str)> = funcs
+        .lines()
+        .map(|l| {
+            let (a, n) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), n)
+        })
+        .collect();
+    assert!(theirs.len() > 20, "{theirs:?}");
+    let missing: Vec<_> = theirs.difference(&ours).collect();
+    assert!(
+        missing.is_empty(),
+        "drgn's functions not in ours: {missing:?}"
+    );
+}

@@ -1,0 +1,3 @@
+pub mod log;
+pub mod modules;
+pub mod structure;

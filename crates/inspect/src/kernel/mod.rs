@@ -1,0 +1,4 @@
+pub mod layout;
+pub mod list;
+pub mod module;
+pub mod printk;
