@@ -251,3 +251,62 @@ for lo, hi in [{}]:
         "drgn's functions not in ours: {missing:?}"
     );
 }
+
+/// `struct -o TYPE`'s members (name, offset) and `struct TYPE ADDR`'s
+/// scalar members against drgn's type and object, for vmlinux types and a
+/// module's type (from the module BTF in the dump's memory, against drgn's
+/// from the module's DWARF).
+#[test]
+fn struct_equals_drgn_for_kernel_and_module_types() {
+    let Some(d) = setup() else { return };
+    // Objects at addresses drgn knows: init_task, the first module, the
+    // printk ring's first info, the first fw_cfg entry of qemu_fw_cfg.
+    let script = r#"
+import json
+from drgn import Object, TypeKind
+from drgn.helpers.linux.module import for_each_module
+def under(t):
+    while t.kind == TypeKind.TYPEDEF:
+        t = t.type
+    return t
+objs = [
+    ('task_struct', prog['init_task'].address_of_()),
+    ('module', next(iter(for_each_module(prog)))),
+    ('printk_info', prog['prb'].desc_ring.infos),
+    ('fw_cfg_sysfs_entry', Object(prog, 'struct fw_cfg_sysfs_entry *',
+        prog.read_u64(prog.symbol('fw_cfg_entry_cache').address) - 128)),
+]
+for name, p in objs:
+    t = prog.type('struct ' + name)
+    members = [[m.name, m.bit_offset // 8] for m in t.members if m.name]
+    o = p[0]
+    vals = {}
+    for m in t.members:
+        if m.name and under(m.type).kind in (TypeKind.INT, TypeKind.POINTER, TypeKind.ENUM, TypeKind.BOOL) and m.bit_field_size is None:
+            vals[m.name] = o.member_(m.name).value_()
+    print(json.dumps([name, p.value_(), members, vals]))
+"#;
+    let dbg = debug_modules(&d);
+    let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
+    let out = drgn::run(&d.elf, &d.kernel.vmlinux, &dbg, script, "");
+    let mut checked = 0;
+    for line in out.lines() {
+        let want: Json = serde_json::from_str(line).unwrap();
+        let (name, addr) = (want[0].as_str().unwrap(), want[1].as_u64().unwrap());
+        let layout = json_of(&d.kdump_zlib, &format!("struct -o {name}"));
+        let got: Vec<Json> = layout["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] != "")
+            .map(|m| serde_json::json!([m["name"], m["offset"]]))
+            .collect();
+        assert_eq!(&Json::Array(got), &want[2], "{name}: member offsets");
+        let value = json_of(&d.kdump_zlib, &format!("struct {name} {addr:#x}"));
+        for (member, v) in want[3].as_object().unwrap() {
+            assert_eq!(&value[member], v, "{name} at {addr:#x}: {member}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked} members compared");
+}

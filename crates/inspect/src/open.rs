@@ -48,6 +48,7 @@ pub fn open(opts: &Options) -> Result<Program> {
     // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
     // has them already); what does not read is left out and `mod` says why.
     crate::kernel::module::load_symbols(&mut prog, syms);
+    crate::kernel::module_btf::load(&mut prog);
     Ok(prog)
 }
 

@@ -2,7 +2,8 @@
 //! ADDR printed as `p *(struct TYPE *)ADDR` prints it; `-o`, or no ADDR,
 //! prints the type's members with their offsets (`[24]`, or their
 //! addresses `[ffff...]` with ADDR) like crash's `struct -o` and pahole.
-//! TYPE is `task_struct`, `struct task_struct` or `union ...`; ADDR is any
+//! TYPE is `task_struct`, `struct task_struct`, `union ...` or a module's
+//! `MODULE:NAME` (when vmlinux has a type of that name too); ADDR is any
 //! expression that gives an address (`0xffff...`, `&init_task`, `prb`).
 
 use btf::TypeData;
@@ -35,15 +36,23 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         }
         (format!("{first} {n}"), &r[n.len()..])
     } else {
-        let name = ["struct", "union"]
+        // `MODULE:NAME`: that module's type (see kernel::module_btf).
+        let (module, name) = match first.split_once(':') {
+            Some((m, n)) => (format!("{m}:"), n),
+            None => (String::new(), first),
+        };
+        let key = ["struct", "union"]
             .iter()
-            .map(|k| format!("{k} {first}"))
+            .map(|k| format!("{module}{k} {name}"))
             .find(|n| prog.types.contains_key(n))
             .unwrap_or_else(|| first.to_owned());
-        (name, &rest[first.len()..])
+        (key, &rest[first.len()..])
     };
     let ty = prog
-        .find_type(&tyname, 0)
+        .types
+        .get(&tyname)
+        .copied()
+        .or_else(|| prog.find_type(&tyname, 0))
         .ok_or_else(|| Error::eval(0, format!("no type {tyname:?} in the BTF")))?;
     if !matches!(
         types::data(&prog.btf, ty),

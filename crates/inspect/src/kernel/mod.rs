@@ -1,4 +1,5 @@
 pub mod layout;
 pub mod list;
 pub mod module;
+pub mod module_btf;
 pub mod printk;
