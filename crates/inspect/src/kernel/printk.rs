@@ -64,29 +64,33 @@ pub struct Log {
     pub stopped: Option<String>,
 }
 
-struct Ring {
-    descs: u64,
-    infos: u64,
-    count_bits: u64,
-    head_id: u64,
-    tail_id: u64,
-    data: u64,
-    size_bits: u64,
-    desc_size: u64,
-    info_size: u64,
-    state_off: u64,
-    begin_off: u64,
-    next_off: u64,
-    seq: u64,
-    ts: u64,
-    text_len: u64,
-    facility: u64,
-    flags: (u64, u32),
-    level: (u64, u32),
-    caller: u64,
+/// The ring's header values and the layouts of its descriptors and
+/// infos (byte offsets; bitfields as bit offset and width), from the BTF.
+#[derive(Clone, Debug)]
+pub struct Ring {
+    pub descs: u64,
+    pub infos: u64,
+    pub count_bits: u64,
+    pub head_id: u64,
+    pub tail_id: u64,
+    pub data: u64,
+    pub size_bits: u64,
+    pub desc_size: u64,
+    pub info_size: u64,
+    pub state_off: u64,
+    pub begin_off: u64,
+    pub next_off: u64,
+    pub seq: u64,
+    pub ts: u64,
+    pub text_len: u64,
+    pub facility: u64,
+    pub flags: (u64, u32),
+    pub level: (u64, u32),
+    pub caller: u64,
 }
 
-fn ring(prog: &Program) -> KResult<Ring> {
+/// The kernel's ring (`*prb`) and its layouts.
+pub fn ring(prog: &Program) -> KResult<Ring> {
     let mem = prog.memory();
     let prb_sym = prog
         .symbol("prb")
@@ -127,19 +131,34 @@ fn ring(prog: &Program) -> KResult<Ring> {
         level: info.bits("level")?,
         caller: info.offset("caller_id")?,
     };
-    if r.count_bits > MAX_COUNT_BITS || r.size_bits > MAX_SIZE_BITS || r.size_bits < 4 {
-        return Err(KernelError::Corrupt(format!(
-            "printk_ringbuffer at {prb:#x}: count_bits {} and size_bits {} make no ring",
-            r.count_bits, r.size_bits
-        )));
-    }
+    check(&r).map_err(|e| KernelError::Corrupt(format!("printk_ringbuffer at {prb:#x}: {e}")))?;
     Ok(r)
+}
+
+fn check(r: &Ring) -> Result<(), String> {
+    if r.count_bits > MAX_COUNT_BITS || r.size_bits > MAX_SIZE_BITS || r.size_bits < 4 {
+        return Err(format!(
+            "count_bits {} and size_bits {} make no ring",
+            r.count_bits, r.size_bits
+        ));
+    }
+    if r.desc_size == 0 || r.info_size == 0 || r.desc_size > 4096 || r.info_size > 4096 {
+        return Err(format!(
+            "descriptors of {} bytes and infos of {} make no ring",
+            r.desc_size, r.info_size
+        ));
+    }
+    Ok(())
 }
 
 /// The records of the kernel log, oldest first.
 pub fn read_log(prog: &Program) -> KResult<Log> {
-    let r = ring(prog)?;
-    let mem = prog.memory();
+    read_ring(prog.memory(), &ring(prog)?)
+}
+
+/// The records of a ring in `mem`, oldest first.
+pub fn read_ring(mem: &dyn kmem::Memory, r: &Ring) -> KResult<Log> {
+    check(r).map_err(KernelError::Corrupt)?;
     // state_var: the id in the low 62 bits, the state in the top two.
     let flags_shift = 62;
     let id_mask = (1u64 << flags_shift) - 1;
@@ -158,7 +177,7 @@ pub fn read_log(prog: &Program) -> KResult<Log> {
             break;
         }
         visited += 1;
-        if let Some(rec) = record(prog, mem, &r, id, flags_shift) {
+        if let Some(rec) = record(mem, r, id, flags_shift) {
             records.push(rec);
         }
         if id == head {
@@ -172,13 +191,7 @@ pub fn read_log(prog: &Program) -> KResult<Log> {
 /// One record by id: None for a slot that holds no readable record (being
 /// written, reused, or of another id), a record with `problem` when its
 /// descriptor reads but its text does not.
-fn record(
-    prog: &Program,
-    mem: &dyn kmem::Memory,
-    r: &Ring,
-    id: u64,
-    flags_shift: u32,
-) -> Option<Record> {
+fn record(mem: &dyn kmem::Memory, r: &Ring, id: u64, flags_shift: u32) -> Option<Record> {
     let slot = id & ((1u64 << r.count_bits) - 1);
     let daddr = r.descs.wrapping_add(slot.wrapping_mul(r.desc_size));
     let problem = |msg: String| Record {
@@ -214,7 +227,7 @@ fn record(
     let text_len = layout::field(&info, r.text_len, 2);
     let begin = layout::field(&desc, r.begin_off, 8);
     let next = layout::field(&desc, r.next_off, 8);
-    match text(prog, r, id, begin, next, text_len) {
+    match text(mem, r, id, begin, next, text_len) {
         Ok(t) => rec.text = t,
         Err(e) => rec.problem = Some(format!("record {}: {e}", rec.seq)),
     }
@@ -222,7 +235,14 @@ fn record(
 }
 
 /// The text of the block `[begin, next)` of the data ring for record `id`.
-fn text(prog: &Program, r: &Ring, id: u64, begin: u64, next: u64, len: u64) -> KResult<String> {
+fn text(
+    mem: &dyn kmem::Memory,
+    r: &Ring,
+    id: u64,
+    begin: u64,
+    next: u64,
+    len: u64,
+) -> KResult<String> {
     // Both positions odd: a record without data (an empty line, or text that was lost).
     if begin & 1 == 1 && next & 1 == 1 {
         return if len == 0 {
@@ -251,18 +271,16 @@ fn text(prog: &Program, r: &Ring, id: u64, begin: u64, next: u64, len: u64) -> K
         )));
     }
     let at = r.data.wrapping_add(start);
-    let bytes = layout::read(prog.memory(), "text block", at, block as usize)?;
+    // The id and at most the text (text_len is 16 bits): never the whole block.
+    let n = len.min(block - BLOCK_ID);
+    let bytes = layout::read(mem, "text block", at, (BLOCK_ID + n) as usize)?;
     let owner = layout::field(&bytes, 0, 8);
     if owner != id {
         return Err(KernelError::Corrupt(format!(
             "text block at {at:#x} belongs to descriptor id {owner}, not {id}"
         )));
     }
-    let avail = block - BLOCK_ID;
-    let n = len.min(avail) as usize;
-    let t = bytes
-        .get(BLOCK_ID as usize..BLOCK_ID as usize + n)
-        .unwrap_or(&[]);
+    let t = bytes.get(BLOCK_ID as usize..).unwrap_or(&[]);
     Ok(String::from_utf8_lossy(t).into_owned())
 }
 
