@@ -310,3 +310,78 @@ for name, p in objs:
     }
     assert!(checked > 50, "{checked} members compared");
 }
+
+/// Module variables: the kernel's module BTF of 6.1 has none, so a BTF
+/// file of the module (`btfkit encode --vars all --base BTF dummy.ko`)
+/// gives them with `--btf-module dummy=FILE`; their addresses come from
+/// the module's symbols in memory. drgn reads them with the module's DWARF.
+#[test]
+fn module_variables_from_a_btf_module_file_equal_drgn() {
+    let Some(d) = setup() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (vars, module) = (dir.path().join("vmlinux.btf"), dir.path().join("dummy.btf"));
+    testkit::run_ok(
+        Command::new(btfkit())
+            .arg("encode")
+            .arg(&d.kernel.vmlinux)
+            .args(["--vars", "all", "-o"])
+            .arg(&vars),
+    );
+    let ko = &debug_modules(&d)[0];
+    testkit::run_ok(
+        Command::new(btfkit())
+            .arg("encode")
+            .arg(ko)
+            .args(["--vars", "all", "--base"])
+            .arg(&vars)
+            .arg("-o")
+            .arg(&module),
+    );
+    let exprs = [
+        "numdummies",
+        "&numdummies",
+        "&dummy_link_ops",
+        "dummy_link_ops.priv_size",
+        "dummy_link_ops.kind",
+        "dummy_link_ops.setup",
+        "&dummy_netdev_ops",
+        "dummy_netdev_ops.ndo_init",
+    ];
+    let input: String = exprs.iter().map(|e| format!("{e}\n")).collect();
+    let script = r#"
+import sys
+for line in sys.stdin:
+    e = line.strip()
+    if e.startswith('&'):
+        print(prog[e[1:]].address_)
+    else:
+        head, *path = e.split('.')
+        o = prog[head]
+        for p in path:
+            o = o.member_(p)
+        print(o.value_())
+"#;
+    let dbg = debug_modules(&d);
+    let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
+    let want = drgn::run(&d.elf, &d.kernel.vmlinux, &dbg, script, &input);
+    let mut cmd = Command::new(btfkit());
+    cmd.arg("inspect")
+        .arg(&d.kdump_zlib)
+        .arg("--btf")
+        .arg(&vars)
+        .arg("--btf-module")
+        .arg(format!("dummy={}", module.display()))
+        .arg("--json")
+        .args(exprs);
+    let out = String::from_utf8(testkit::run_ok(&mut cmd)).unwrap();
+    let got: Vec<String> = out
+        .lines()
+        .map(|l| {
+            let j: Json = serde_json::from_str(l).unwrap();
+            assert!(j["error"].is_null(), "{l}");
+            j["value"].to_string()
+        })
+        .collect();
+    let want: Vec<String> = want.lines().map(str::to_owned).collect();
+    assert_eq!(got, want, "{exprs:?}");
+}

@@ -17,6 +17,9 @@ pub struct Options {
     pub btf: Option<PathBuf>,
     /// /proc/kallsyms text or a System.map (moved by KERNELOFFSET).
     pub kallsyms: Option<PathBuf>,
+    /// Modules' BTF files (module name, file): split BTF over `btf`, with
+    /// the variables the kernel's module BTF lacks (see kernel::module_btf).
+    pub btf_modules: Vec<(String, PathBuf)>,
 }
 
 fn setup(e: impl std::fmt::Display) -> Error {
@@ -48,7 +51,12 @@ pub fn open(opts: &Options) -> Result<Program> {
     // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
     // has them already); what does not read is left out and `mod` says why.
     crate::kernel::module::load_symbols(&mut prog, syms);
-    crate::kernel::module_btf::load(&mut prog);
+    let mut given = Vec::new();
+    for (module, path) in &opts.btf_modules {
+        crate::kernel::module_btf::load_file(&mut prog, module, path).map_err(Error::Setup)?;
+        given.push(module.clone());
+    }
+    crate::kernel::module_btf::load(&mut prog, &given);
     Ok(prog)
 }
 

@@ -21,6 +21,7 @@
 //! numbers its types differently), else a copy.
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::Arc;
 
 use btf::{Btf, Type, TypeData, TypeId};
@@ -132,9 +133,9 @@ fn kernel_btf(prog: &Program) -> Option<Arc<Btf>> {
         .map(Arc::new)
 }
 
-/// Copies every module's BTF into the program. Returns what could not be
-/// read, one line per module.
-pub fn load(prog: &mut Program) -> Vec<String> {
+/// Copies every module's BTF into the program, except the modules in
+/// `skip` (given as files). Returns what could not be read, one line per module.
+pub fn load(prog: &mut Program, skip: &[String]) -> Vec<String> {
     let mods = match for_each_module(prog) {
         Ok(m) => m.modules,
         Err(e) => return vec![format!("modules: {e}")],
@@ -147,7 +148,7 @@ pub fn load(prog: &mut Program) -> Vec<String> {
     };
     let base_same = same_types(&prog.btf, &base);
     let mut problems = Vec::new();
-    for m in &mods {
+    for m in mods.iter().filter(|m| !skip.contains(&m.name)) {
         let Some(b) = m.btf else { continue };
         let split = if b.size > MAX_MODULE_BTF {
             Err(format!("{} bytes of BTF", b.size))
@@ -163,6 +164,24 @@ pub fn load(prog: &mut Program) -> Vec<String> {
         }
     }
     problems
+}
+
+/// A module's BTF from a file, for what the kernel's module BTF lacks
+/// (variables): made by `btfkit encode --vars all --base BTF MODULE.ko`
+/// where BTF is the program's BTF file (`--btf`), so that its base ids are
+/// the program's. Load it before any other BTF is added to the program.
+pub fn load_file(prog: &mut Program, module: &str, path: &Path) -> Result<(), String> {
+    let mods = for_each_module(prog).map_err(|e| e.to_string())?;
+    let m = mods
+        .modules
+        .into_iter()
+        .find(|m| m.name == module)
+        .ok_or_else(|| format!("{}: no module {module} is loaded", path.display()))?;
+    let data = btf::read_blob(path).map_err(|e| e.to_string())?;
+    let base = Arc::new(prog.btf.clone());
+    let split = Btf::parse_split(&data, base).map_err(|e| format!("{}: {e}", path.display()))?;
+    add_module(prog, &m, &split, true);
+    Ok(())
 }
 
 /// Copies one module's split BTF and names its types, functions and variables.
