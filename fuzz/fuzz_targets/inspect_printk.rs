@@ -7,25 +7,11 @@
 use inspect::kernel::printk::{read_ring, Ring};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common/flat.rs"]
+mod flat;
+
 const BASE: u64 = 0xffff_8880_0000_0000;
 const HEADER: usize = 24;
-
-struct Image<'a>(&'a [u8]);
-
-impl kmem::Memory for Image<'_> {
-    fn read_phys(&self, addr: u64, _: &mut [u8]) -> kmem::Result<()> {
-        Err(kmem::Error::PhysMissing(addr))
-    }
-    fn read_virt(&self, addr: u64, buf: &mut [u8]) -> kmem::Result<()> {
-        let src = addr
-            .checked_sub(BASE)
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| self.0.get(o..o.checked_add(buf.len())?))
-            .ok_or(kmem::Error::PhysMissing(addr))?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 fn u64_at(d: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
@@ -61,7 +47,13 @@ fuzz_target!(|data: &[u8]| {
         level: (19 * 8 + 5, 3),
         caller: 20,
     };
-    if let Ok(log) = read_ring(&Image(image), &r) {
+    if let Ok(log) = read_ring(
+        &flat::Flat {
+            base: BASE,
+            bytes: image,
+        },
+        &r,
+    ) {
         for rec in &log.records {
             let _ = inspect::kernel::printk::line(rec);
         }

@@ -106,18 +106,11 @@ pub fn read_u64(mem: &dyn Memory, what: &str, addr: u64) -> KResult<u64> {
 
 /// A little-endian field of `len` (1..=8) bytes at `off` in `bytes`; 0 past the end.
 pub fn field(bytes: &[u8], off: u64, len: usize) -> u64 {
-    let mut b = [0u8; 8];
-    let start = usize::try_from(off).unwrap_or(usize::MAX);
-    if let Some(src) = start
-        .checked_add(len.min(8))
-        .and_then(|end| bytes.get(start..end))
-    {
-        b[..src.len()].copy_from_slice(src);
-    }
-    u64::from_le_bytes(b)
+    bitfield(bytes, (off.saturating_mul(8), (len.min(8) * 8) as u32))
 }
 
-/// A bitfield of `bytes` by bit offset and width (at most 64 bits).
+/// A bitfield of `bytes` by bit offset and width (at most 64 bits); the
+/// bits past the end of `bytes` read as 0.
 pub fn bitfield(bytes: &[u8], (bit, width): (u64, u32)) -> u64 {
     let byte = bit / 8;
     let span = ((bit % 8) + u64::from(width)).div_ceil(8) as usize;

@@ -256,34 +256,6 @@ pub fn module_symbols(prog: &Program, module: &Module) -> KResult<Vec<ModSymbol>
     Ok(out)
 }
 
-/// Every module's symbols as /proc/kallsyms text (`addr t name\t[module]`),
-/// and what could not be read (one line per module).
-pub fn kallsyms_text(prog: &Program, modules: &[Module]) -> (String, Vec<String>) {
-    let mut text = String::new();
-    let mut problems = Vec::new();
-    for m in modules.iter().filter(|m| m.problem.is_none()) {
-        match module_symbols(prog, m) {
-            Ok(syms) => {
-                for s in syms {
-                    // kallsyms text has no sizes; names with blanks would not parse back.
-                    if s.name.contains(char::is_whitespace) {
-                        continue;
-                    }
-                    text.push_str(&format!(
-                        "{:016x} {} {}\t[{}]\n",
-                        s.addr,
-                        char::from(s.type_char),
-                        s.name,
-                        m.name
-                    ));
-                }
-            }
-            Err(e) => problems.push(format!("module {}: {e}", m.name)),
-        }
-    }
-    (text, problems)
-}
-
 /// The module whose core memory holds `addr`.
 pub fn module_of(modules: &[Module], addr: u64) -> Option<&Module> {
     modules
@@ -308,18 +280,25 @@ pub fn load_symbols(prog: &mut Program, mut base: ksyms::Symbols) -> Vec<String>
         Ok(m) => m,
         Err(e) => return vec![format!("modules: {e}")],
     };
-    let (text, mut problems) = kallsyms_text(prog, &mods.modules);
-    problems.extend(mods.stopped.map(|s| format!("module list: {s}")));
-    if text.is_empty() {
-        return problems;
-    }
-    let source = prog.syms.source().join("modules");
-    match ksyms::kallsyms::parse(text.into_bytes(), &source, ksyms::kallsyms::Hidden::Allow) {
-        Ok(m) => {
-            base.add_modules_from(&m);
-            prog.syms = ksyms::Table::new(base);
+    let mut problems: Vec<String> = mods
+        .stopped
+        .iter()
+        .map(|s| format!("module list: {s}"))
+        .collect();
+    let mut added = 0;
+    for m in mods.modules.iter().filter(|m| m.problem.is_none()) {
+        match module_symbols(prog, m) {
+            Ok(syms) => {
+                for s in &syms {
+                    base.push_module_symbol(&m.name, s.addr, s.size, s.type_char, &s.name);
+                }
+                added += syms.len();
+            }
+            Err(e) => problems.push(format!("module {}: {e}", m.name)),
         }
-        Err(e) => problems.push(format!("module symbols: {e}")),
+    }
+    if added > 0 {
+        prog.syms = ksyms::Table::new(base);
     }
     problems
 }
