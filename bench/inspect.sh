@@ -12,19 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cache=${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}
-dump=${1:-$(ls "$cache"/dumps/*/vmcore.elf | head -1)}
-vmlinux=$cache/vmlinux
-runs=${RUNS:-5}
-for t in /usr/bin/time bpftool python3; do
-  command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }
-done
-python3 -c 'import drgn' || { echo "missing drgn (pip install drgn)" >&2; exit 1; }
-
-cargo build --release -q -p btfkit
-ours="${CARGO_TARGET_DIR:-target}/release/btfkit"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. bench/paired.sh
+drgn_dump_setup "$@"
+command -v bpftool >/dev/null || { echo "missing bpftool" >&2; exit 1; }
 [ -n "${KEEP:-}" ] && trap - EXIT && echo "work dir: $tmp"
 "$ours" encode "$vmlinux" --vars all -o "$tmp/vars.btf"
 
@@ -53,21 +43,8 @@ echo "drgn: $(python3 -c 'import drgn; print(drgn.__version__)'); btfkit: $(git 
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-run() { # name, command...
-  local name=$1; shift
-  /usr/bin/time -q -f "%e %M" -o "$tmp/$name.time" "$@" < "$tmp/names" > "$tmp/$name.out" 2> "$tmp/$name.err" || true
-  tail -1 "$tmp/$name.time"
-}
-ratios=()
-printf '%-6s %-18s %-18s %s\n' round "btfkit wall s/KiB" "drgn wall s/KiB" "wall ratio"
-for r in $(seq 0 "$runs"); do
-  read -r dw dm < <(run drgn python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux")
-  read -r ow om < <(run ours "$ours" inspect "$dump" --btf "$tmp/vars.btf")
-  ratio=$(echo "scale=4; $ow / $dw" | bc)
-  if [ "$r" -gt 0 ]; then ratios+=("$ratio"); fi
-  printf '%-6s %-18s %-18s %s%s\n' "$r" "$ow / $om" "$dw / $dm" "$ratio" "$([ "$r" = 0 ] && echo ' (warm-up)')"
-done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-echo
-echo "btfkit/drgn wall, median of $runs rounds: $median; peak RSS btfkit/drgn: $(echo "scale=3; $om / $dm" | bc)"
-echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/drgn.out") (errors $(wc -l < "$tmp/drgn.err"))"
+export tmp dump vmlinux ours
+ours() { "$ours" inspect "$dump" --btf "$tmp/vars.btf" < "$tmp/names"; }
+theirs() { python3 "$tmp/bench_drgn.py" "$dump" "$vmlinux" < "$tmp/names"; }
+paired_rounds btfkit drgn
+echo "lines printed: btfkit $(wc -l < "$tmp/ours.out") (errors $(wc -l < "$tmp/ours.err")), drgn $(wc -l < "$tmp/theirs.out") (errors $(wc -l < "$tmp/theirs.err"))"

@@ -8,6 +8,7 @@
 // Library code handles bytes from files: a panic there is a bug.
 #![warn(clippy::unwrap_used)]
 
+mod bytes;
 pub mod cdecl;
 pub mod dedup;
 pub mod diff;
@@ -24,7 +25,7 @@ pub mod types;
 pub mod validate;
 mod write;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
 pub use load::{
@@ -77,16 +78,16 @@ pub struct Btf {
     base: Option<Arc<Btf>>,
     /// Own types; the type with id `start_id + i` is `types[i]`.
     types: Vec<Type>,
-    /// Own string section, starting at global offset `start_str_off`.
-    strings: Vec<u8>,
+    /// Own string section, starting at global offset `start_str_off`
+    /// (mapped from the file it was loaded from, when it could be).
+    strings: bytes::Bytes,
     start_id: TypeId,
     start_str_off: u32,
-    /// Built on the first `add_str`, so that readers pay nothing for it.
-    str_index: Option<StringIndex>,
-    /// An index of the base's own strings, built on the first `add_str` of
-    /// a split object whose base has none (a base shared through `Arc` and
-    /// loaded without [`Btf::index_strings`] would be scanned per string).
-    base_str_index: Option<StringIndex>,
+    /// An index of the own strings, built on the first lookup
+    /// ([`Btf::find_str`], or `add_str` on a split object over this one), so
+    /// that readers pay nothing for it and a base shared through `Arc` by
+    /// the builders of a split encode is indexed once, not once per user.
+    str_index: OnceLock<StringIndex>,
 }
 
 impl Default for Btf {
@@ -99,7 +100,7 @@ impl Btf {
     /// An empty base BTF with only the empty string.
     pub fn new() -> Btf {
         let mut btf = Btf::with_header(Header::default(), None);
-        btf.strings.push(0);
+        btf.strings.to_mut().push(0);
         btf
     }
 
@@ -108,7 +109,7 @@ impl Btf {
         let mut btf = Btf::with_header(Header::default(), Some(base));
         // libbpf and pahole start a split string section with "" too, so that
         // offset `start_str_off` is a valid empty name.
-        btf.strings.push(0);
+        btf.strings.to_mut().push(0);
         btf
     }
 
@@ -121,11 +122,10 @@ impl Btf {
             header,
             base,
             types: Vec::new(),
-            strings: Vec::new(),
+            strings: bytes::Bytes::default(),
             start_id,
             start_str_off,
-            str_index: None,
-            base_str_index: None,
+            str_index: OnceLock::new(),
         }
     }
 
@@ -286,29 +286,39 @@ impl Btf {
             // Offset 0 is "" in every base BTF, and a split BTF sees its base's.
             return 0;
         }
-        if let Some(off) = self.find_in_base(s) {
+        if let Some(off) = self
+            .base
+            .as_ref()
+            .and_then(|b| b.find_str_bytes(s.as_bytes()))
+        {
             return off;
         }
-        let index = self
+        let mut index = self
             .str_index
-            .get_or_insert_with(|| StringIndex::build(&self.strings));
-        index.intern(&mut self.strings, s.as_bytes()) + self.start_str_off
+            .take()
+            .unwrap_or_else(|| StringIndex::build(&self.strings));
+        let off = index.intern(self.strings.to_mut(), s.as_bytes());
+        self.str_index = OnceLock::from(index);
+        off + self.start_str_off
     }
 
     /// The global offset of `s` if it is already present (base first).
-    /// Builds no index: linear in the string section, meant for base lookups
-    /// that `add_str` caches.
     pub fn find_str(&self, s: &str) -> Option<u32> {
-        if let Some(base) = &self.base {
-            if let Some(off) = base.find_str(s) {
-                return Some(off);
-            }
+        self.find_str_bytes(s.as_bytes())
+    }
+
+    /// [`Btf::find_str`] of bytes: the deepest base first, and within one
+    /// string section the first occurrence (libbpf's `btf__find_str`). The
+    /// first lookup indexes the own strings: one pass over them, after
+    /// which a lookup costs a hash of `s`.
+    pub fn find_str_bytes(&self, s: &[u8]) -> Option<u32> {
+        if let Some(off) = self.base.as_ref().and_then(|b| b.find_str_bytes(s)) {
+            return Some(off);
         }
-        let off = match &self.str_index {
-            Some(index) => index.get(&self.strings, s.as_bytes()),
-            None => strings::find_linear(&self.strings, s.as_bytes()),
-        }?;
-        Some(off + self.start_str_off)
+        let index = self
+            .str_index
+            .get_or_init(|| StringIndex::build(&self.strings));
+        Some(index.get(&self.strings, s)? + self.start_str_off)
     }
 
     /// Appends a type and returns its id.
@@ -321,36 +331,13 @@ impl Btf {
     /// This object's own types and string section, taken out (the inverse
     /// of [`Btf::set_contents`]).
     pub fn into_contents(self) -> (Vec<Type>, Vec<u8>) {
-        (self.types, self.strings)
+        (self.types, self.strings.into_vec())
     }
 
     /// Replaces this object's types and strings wholesale (dedup's output).
     pub fn set_contents(&mut self, types: Vec<Type>, strings: Vec<u8>) {
         self.types = types;
-        self.strings = strings;
-        self.str_index = None;
-    }
-
-    /// The offset of `s` in the base, through its index or ours.
-    fn find_in_base(&mut self, s: &str) -> Option<u32> {
-        let base = self.base.as_ref()?;
-        if base.str_index.is_some() {
-            return base.find_str(s);
-        }
-        // As `find_str`: the base's own base first.
-        if let Some(off) = base.base.as_ref().and_then(|b| b.find_str(s)) {
-            return Some(off);
-        }
-        let index = self
-            .base_str_index
-            .get_or_insert_with(|| StringIndex::build(&base.strings));
-        Some(index.get(&base.strings, s.as_bytes())? + base.start_str_off)
-    }
-
-    /// Prepares a base object to serve `find_str` quickly for a split builder.
-    pub fn index_strings(&mut self) {
-        if self.str_index.is_none() {
-            self.str_index = Some(StringIndex::build(&self.strings));
-        }
+        self.strings = strings.into();
+        self.str_index = OnceLock::new();
     }
 }

@@ -49,13 +49,15 @@ pub fn parse_any(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, Error> {
     };
     match base {
         Some(base) => Btf::parse_split(blob, base),
-        None => Btf::parse(blob).map_err(|e| match e {
-            // A split blob parsed as base fails on its first string: say why.
-            Error::BadHeader { ref reason, .. } if reason.contains("empty string") => {
-                Error::NeedsBase
-            }
-            e => e,
-        }),
+        None => Btf::parse(blob).map_err(split_without_base),
+    }
+}
+
+/// A split blob parsed as base fails on its first string: say why.
+fn split_without_base(e: Error) -> Error {
+    match e {
+        Error::BadHeader { ref reason, .. } if reason.contains("empty string") => Error::NeedsBase,
+        e => e,
     }
 }
 
@@ -70,16 +72,77 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Loads BTF from `path` (raw or ELF), over `base` or [`default_base`]'s.
+/// A file that can be mapped is parsed in place: an ELF's `.BTF` section
+/// (uncompressed, as every vmlinux has it) is not copied out, and the
+/// string section stays in the mapping (see `bytes.rs`).
 pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
     let base = match default_base(path, base) {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),
         None => None,
     };
     let data = FileData::open(path)?;
-    parse_any(&data, base).map_err(|error| LoadError::Btf {
+    let err = |error| LoadError::Btf {
         path: path.to_owned(),
         error,
-    })
+    };
+    match &data {
+        FileData::Mapped(map, file) => match btf_range(map).map_err(err)? {
+            Some(range) => {
+                let no_base = base.is_none();
+                // The string section's own mapping outlives `data`'s: the
+                // pages of the types, read once here, leave with it.
+                let strings = |at: usize, len: usize| {
+                    let offset = u64::try_from(range.start.checked_add(at)?).ok()?;
+                    // SAFETY: as `FileData::open`'s mapping.
+                    let map = unsafe {
+                        memmap2::MmapOptions::new()
+                            .offset(offset)
+                            .len(len)
+                            .map(file)
+                    };
+                    map.ok().map(crate::bytes::Bytes::mapped)
+                };
+                let blob = map.get(range.clone()).unwrap_or_default();
+                Btf::parse_from_file(blob, base, &strings).map_err(|e| {
+                    if no_base {
+                        split_without_base(e)
+                    } else {
+                        e
+                    }
+                })
+            }
+            None => parse_any(map, base),
+        },
+        FileData::Read(bytes) => parse_any(bytes, base),
+    }
+    .map_err(err)
+}
+
+/// Where the BTF of a file is in it: the whole file if raw, an ELF's
+/// uncompressed `.BTF` section; `None` for a compressed one.
+fn btf_range(data: &[u8]) -> Result<Option<std::ops::Range<usize>>, Error> {
+    if !is_elf(data) {
+        return Ok(Some(0..data.len()));
+    }
+    let file = object::File::parse(data).map_err(|e| Error::Elf(e.to_string()))?;
+    let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
+    let r = section
+        .compressed_file_range()
+        .map_err(|e| Error::Elf(e.to_string()))?;
+    if r.format != object::CompressionFormat::None {
+        return Ok(None);
+    }
+    let start = usize::try_from(r.offset).map_err(|e| Error::Elf(e.to_string()))?;
+    let len = usize::try_from(r.compressed_size).map_err(|e| Error::Elf(e.to_string()))?;
+    let end = start
+        .checked_add(len)
+        .filter(|&end| end <= data.len())
+        .ok_or_else(|| {
+            Error::Elf(format!(
+                ".BTF at {start:#x} ({len} bytes) is past the end of the file"
+            ))
+        })?;
+    Ok(Some(start..end))
 }
 
 /// The BTF bytes of `path` as they are on disk: a raw file, or an ELF's
@@ -100,7 +163,7 @@ pub fn read_blob(path: &Path) -> Result<Vec<u8>, LoadError> {
 /// is mapped, so only the headers and the section are touched. What can't
 /// be mapped (some sysfs attributes, pipes, empty files) is read.
 enum FileData {
-    Mapped(memmap2::Mmap),
+    Mapped(memmap2::Mmap, std::fs::File),
     Read(Vec<u8>),
 }
 
@@ -115,7 +178,7 @@ impl FileData {
         // SAFETY: a read-only private mapping; a concurrent writer truncating
         // the file could fault us, the accepted contract of mapped inputs.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(FileData::Mapped(map));
+            return Ok(FileData::Mapped(map, file));
         }
         let mut data = Vec::new();
         file.read_to_end(&mut data).map_err(io)?;
@@ -127,7 +190,7 @@ impl std::ops::Deref for FileData {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            FileData::Mapped(m) => m,
+            FileData::Mapped(m, _) => m,
             FileData::Read(v) => v,
         }
     }

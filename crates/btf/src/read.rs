@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::types::*;
@@ -76,15 +77,30 @@ fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Resu
 impl Btf {
     /// Parses base BTF (ids start at 1, strings at 0).
     pub fn parse(data: &[u8]) -> Result<Btf> {
-        Self::parse_impl(data, None)
+        Self::parse_impl(data, None, None)
     }
 
     /// Parses split BTF whose ids and string offsets continue after `base`'s.
     pub fn parse_split(data: &[u8], base: Arc<Btf>) -> Result<Btf> {
-        Self::parse_impl(data, Some(base))
+        Self::parse_impl(data, Some(base), None)
     }
 
-    fn parse_impl(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf> {
+    /// Parses BTF read from a file, over `base` if given. `strings(at,
+    /// len)` may give the string section (at `at` of `data`, `len` bytes)
+    /// without a copy: a mapping of just that part of the file.
+    pub(crate) fn parse_from_file(
+        data: &[u8],
+        base: Option<Arc<Btf>>,
+        strings: &dyn Fn(usize, usize) -> Option<Bytes>,
+    ) -> Result<Btf> {
+        Self::parse_impl(data, base, Some(strings))
+    }
+
+    fn parse_impl(
+        data: &[u8],
+        base: Option<Arc<Btf>>,
+        strings_from: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
+    ) -> Result<Btf> {
         if data.is_empty() {
             return Err(Error::Empty);
         }
@@ -178,7 +194,11 @@ impl Btf {
             layout,
         };
         let mut btf = Btf::with_header(header, base);
-        btf.strings = strings.to_vec();
+        let strings_at = hdr_len as usize + str_off as usize;
+        btf.strings = strings_from
+            .and_then(|f| f(strings_at, strings.len()))
+            .filter(|b| **b == *strings)
+            .unwrap_or_else(|| strings.to_vec().into());
         // A split BTF without a layout section shares its base's, as in libbpf.
         let layouts = btf.kind_layouts();
         let mut cur = Cursor {

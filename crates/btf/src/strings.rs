@@ -80,19 +80,3 @@ impl StringIndex {
         }
     }
 }
-
-/// Finds `s` as a whole string in a section without an index.
-pub(crate) fn find_linear(section: &[u8], s: &[u8]) -> Option<u32> {
-    let mut off = 0usize;
-    while off < section.len() {
-        let end = section[off..]
-            .iter()
-            .position(|&b| b == 0)
-            .map_or(section.len(), |e| off + e);
-        if &section[off..end] == s {
-            return Some(off as u32);
-        }
-        off = end + 1;
-    }
-    None
-}

@@ -55,3 +55,29 @@ fn roundtrip_debian_module_split_btf_is_byte_identical() {
     assert!(!split.own_types().is_empty());
     assert_same(&module, &blob, &split.to_bytes());
 }
+
+/// `load_file` parses a vmlinux in place, its strings left in a mapping of
+/// the file; what it gives must be what parsing a copy of the section gives
+/// (oracle: the section's bytes), before and after a string is added (the
+/// mapped section is copied then).
+#[test]
+fn roundtrip_mapped_debian_vmlinux_equals_parsed_copy() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let blob = section_or_file(&k.vmlinux);
+    let mut mapped = btf::load_file(&k.vmlinux, None).unwrap();
+    assert_same(&k.vmlinux, &blob, &mapped.to_bytes());
+    let mut copied = Btf::parse(&blob).unwrap();
+    assert_eq!(
+        mapped.find_str("task_struct"),
+        copied.find_str("task_struct")
+    );
+    let (a, b) = (
+        mapped.add_str("btfkit_new_string"),
+        copied.add_str("btfkit_new_string"),
+    );
+    assert_eq!(a, b);
+    assert_eq!(mapped.str_at(a).unwrap(), "btfkit_new_string");
+    assert_same(&k.vmlinux, &copied.to_bytes(), &mapped.to_bytes());
+}

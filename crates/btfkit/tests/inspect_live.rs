@@ -84,6 +84,18 @@ echo "BTFKIT-RESULT kstate-dmesg-tail $(tail -n 10 /tmp/dmesg.txt | md5sum)"
 echo "BTFKIT-RESULT kstate-log-lines $(wc -l < /tmp/log.txt)"
 echo "BTFKIT-RESULT kstate-log-last $(tail -n 1 /tmp/log.txt)"
 echo "BTFKIT-RESULT kstate-dmesg-last $(tail -n 1 /tmp/dmesg.txt)"
+# orc's part (ps, bt, sym): processes by /proc before and after ps, the sleeper's backtraces.
+pp() { for d in /proc/[0-9]*; do echo "${d#/proc/}:$(sed -n 's/^PPid:\t*//p' $d/status)"; done | sort; }
+pp > /before
+$I ps | sed '1d; s/^>//' | awk '{print $1":"$2}' | sort > /ours
+pp > /after
+echo "BTFKIT-RESULT ps-stable $(grep -Fxf /before /after | tr '\n' ',')"
+echo "BTFKIT-RESULT ps-ours $(tr '\n' ',' < /ours)"
+echo "BTFKIT-RESULT bt-sleep $($I "bt $(pidof sleep)" | tr '\n' '|')"
+echo "BTFKIT-RESULT bt-shell $($I "bt $(pidof btfkit-sleeper)" | tr '\n' '|')"
+echo "BTFKIT-RESULT bt-all-tasks $($I 'bt -a' | grep -c '^PID:')"
+echo "BTFKIT-RESULT bt-all-stopped $($I 'bt -a' | grep 'unwinding stopped' | grep -v 'running on CPU' | tr '\n' '|')"
+echo "BTFKIT-RESULT sym $($I 'sym do_nanosleep' | tr '\n' '|')"
 "#,
         );
     fs.write(&initrd).unwrap();
@@ -128,6 +140,39 @@ echo "BTFKIT-RESULT kstate-dmesg-last $(tail -n 1 /tmp/dmesg.txt)"
         console.text
     );
     assert!(r("kstate-log-lines").parse::<usize>().unwrap() > 100);
+    // orc's part: ps, bt and sym against the guest's /proc and its sleeping tasks.
+    let pairs = |key: &str| -> BTreeSet<String> {
+        r(key)
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let (stable, ps) = (pairs("ps-stable"), pairs("ps-ours"));
+    assert!(stable.len() > 20, "{stable:?} in\n{}", console.text);
+    let missing: Vec<_> = stable.difference(&ps).collect();
+    assert!(
+        missing.is_empty(),
+        "pid:ppid in /proc, not in ps: {missing:?}"
+    );
+    let sleep = r("bt-sleep");
+    assert!(
+        sleep.contains("do_nanosleep") && sleep.contains("entry_SYSCALL_64"),
+        "{sleep}"
+    );
+    let shell = r("bt-shell");
+    assert!(
+        shell.contains("do_wait") && shell.contains("__schedule"),
+        "{shell}"
+    );
+    assert!(r("bt-all-tasks").parse::<usize>().unwrap() > 20);
+    // A task that runs while it is read may fail to unwind; a quiet guest has few.
+    let stopped = r("bt-all-stopped");
+    assert!(
+        stopped.matches("unwinding stopped").count() <= 2,
+        "{stopped}"
+    );
+    assert!(r("sym").contains("do_nanosleep("), "{}", r("sym"));
     eprintln!(
         "live guest: release, nproc, {} task names and modules {} equal the guest's own",
         ours.len(),

@@ -22,6 +22,7 @@ use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str, DW_AT_GNU_ANNOTATIO
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, Reader};
 use crate::strings::Strings;
+use crate::subprograms::Subprograms;
 
 /// DW_TAG_LLVM_annotation (clang's btf_decl_tag/btf_type_tag children).
 const DW_TAG_LLVM_ANNOTATION: dw::DwTag = dw::DwTag(0x6000);
@@ -194,10 +195,12 @@ pub struct UnitVar {
 }
 
 /// Everything converted from one unit.
-pub struct ConvertedUnit<'s> {
+pub struct ConvertedUnit<'s, 'd> {
     pub builder: UnitBuilder<'s>,
     pub types: UnitTypes,
     pub vars: Vec<UnitVar>,
+    /// The unit's subprograms, when [`ConvertOptions::subprograms`] asks.
+    pub subprograms: Subprograms<'d>,
     /// Warnings worth telling the user (unknown tags, unresolved references).
     pub warnings: Vec<String>,
 }
@@ -209,6 +212,8 @@ pub struct ConvertOptions {
     pub collect_vars: bool,
     /// Encode Rust units too (pahole's --lang_exclude=rust is the default).
     pub keep_rust: bool,
+    /// Record the subprograms in the same pass (for the function policy).
+    pub subprograms: bool,
 }
 
 /// An aggregate whose children are still being read.
@@ -317,7 +322,7 @@ pub fn convert_unit<'a, 'd>(
     opts: &'a ConvertOptions,
     path: &std::path::Path,
     strings: &'a mut Strings,
-) -> Result<Option<ConvertedUnit<'a>>> {
+) -> Result<Option<ConvertedUnit<'a, 'd>>> {
     let unit_offset = unit
         .header
         .offset()
@@ -357,12 +362,21 @@ pub fn convert_unit<'a, 'd>(
         unknown_tags: 0,
         member_tags_for: None,
     };
-    let mut dies = DieReader::new(unit, Fields::TYPES).map_err(|e| err(e, 0))?;
+    let fields = if opts.subprograms {
+        Fields::TYPES.with(Fields::SUBPROGRAMS)
+    } else {
+        Fields::TYPES
+    };
+    let mut subprograms = Subprograms::default();
+    let mut dies = DieReader::new(unit, fields).map_err(|e| err(e, 0))?;
     loop {
         let at = dies.offset();
         let Some(die) = dies.next().map_err(|e| err(e, at))? else {
             break;
         };
+        if opts.subprograms {
+            subprograms.die(die);
+        }
         if die.depth == 0 {
             if !opts.keep_rust
                 && die.tag == dw::DW_TAG_compile_unit
@@ -380,7 +394,7 @@ pub fn convert_unit<'a, 'd>(
     while !conv.stack.is_empty() {
         conv.close();
     }
-    conv.finish(unit_offset).map(Some)
+    conv.finish(unit_offset, subprograms).map(Some)
 }
 
 impl<'a, 'd> Conv<'a, 'd> {
@@ -1116,7 +1130,11 @@ impl<'a, 'd> Conv<'a, 'd> {
         Some(0)
     }
 
-    fn finish(mut self, unit_offset: u64) -> Result<ConvertedUnit<'a>> {
+    fn finish(
+        mut self,
+        unit_offset: u64,
+        subprograms: Subprograms<'d>,
+    ) -> Result<ConvertedUnit<'a, 'd>> {
         if self.needs_index && self.int_id.is_none() {
             // pahole adds a signed 32-bit "int" for array indexes when the
             // unit has none.
@@ -1219,6 +1237,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 aliases: self.aliases,
             },
             vars: self.vars,
+            subprograms,
             warnings: self.warnings,
         })
     }

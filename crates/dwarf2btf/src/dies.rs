@@ -1,5 +1,7 @@
-//! A fast forward reader of one unit's DIEs, for the type converter and the
-//! `--funcs pahole` walk (which skips subtrees through DW_AT_sibling).
+//! A fast forward reader of one unit's DIEs, for the type converter (which
+//! also records the unit's subprograms in the same pass, subprograms.rs),
+//! the `--funcs pahole` walk (which skips subtrees through DW_AT_sibling)
+//! and the type namer of funcs/ctype.rs (which reads single DIEs).
 //!
 //! The converter reads every DIE of the input once (14 M in Debian's
 //! vmlinux) but needs only a dozen attributes of any of them. gimli's
@@ -41,10 +43,22 @@ enum Field {
     Sibling,
     AbstractOrigin,
     GnuAnnotation,
+    Prototyped,
+    /// Read on DW_TAG_subprogram only (see [`Fields::for_tag`]).
+    DeclFile,
+    DeclLine,
+    CallingConvention,
+    /// DW_AT_low_pc and DW_AT_ranges: whether they are there (their values
+    /// are read with gimli for the few DIEs that need them).
+    LowPc,
+    Ranges,
+    /// DW_AT_location of a DW_TAG_formal_parameter, as found (an expression
+    /// or a location list), in [`Attrs::param_location`].
+    ParamLocation,
 }
 
 /// Number of [`Field`]s.
-const FIELDS: usize = Field::GnuAnnotation as usize + 1;
+const FIELDS: usize = Field::ParamLocation as usize + 1;
 
 /// DW_AT_GNU_annotation (GCC 16): a reference to the first
 /// DW_TAG_GNU_annotation DIE of a chain of btf_type_tag/btf_decl_tag values.
@@ -86,9 +100,63 @@ impl Fields {
             | Field::AbstractOrigin.bit()
             | Field::Sibling.bit(),
     );
+    /// What the record of subprograms and their parameters reads
+    /// (subprograms.rs).
+    pub const SUBPROGRAMS: Fields = Fields(
+        Field::Name.bit()
+            | Field::Type.bit()
+            | Field::Declaration.bit()
+            | Field::External.bit()
+            | Field::ConstValue.bit()
+            | Field::Specification.bit()
+            | Field::AbstractOrigin.bit()
+            | Field::DeclFile.bit()
+            | Field::DeclLine.bit()
+            | Field::CallingConvention.bit()
+            | Field::LowPc.bit()
+            | Field::Ranges.bit()
+            | Field::ParamLocation.bit(),
+    );
+    /// What the type namer reads of type DIEs and their children.
+    pub const NAMER: Fields = Fields(
+        Field::Name.bit()
+            | Field::Type.bit()
+            | Field::ByteSize.bit()
+            | Field::Encoding.bit()
+            | Field::MemberLocation.bit()
+            | Field::DataBitOffset.bit()
+            | Field::Count.bit()
+            | Field::UpperBound.bit()
+            | Field::Prototyped.bit()
+            | Field::Sibling.bit(),
+    );
+
+    /// Both sets.
+    pub const fn with(self, other: Fields) -> Fields {
+        Fields(self.0 | other.0)
+    }
 
     fn has(self, f: Field) -> bool {
         self.0 & f.bit() != 0
+    }
+
+    /// The fields worth decoding on a DIE of `tag`: what only subprograms
+    /// or parameters use is skipped on the many other DIEs that carry it
+    /// (every member and typedef has a DW_AT_decl_file).
+    fn for_tag(self, tag: dw::DwTag) -> Fields {
+        let subprogram_only = Field::DeclFile.bit()
+            | Field::DeclLine.bit()
+            | Field::CallingConvention.bit()
+            | Field::LowPc.bit()
+            | Field::Ranges.bit();
+        let mut f = self.0;
+        if tag != dw::DW_TAG_subprogram {
+            f &= !subprogram_only;
+        }
+        if tag != dw::DW_TAG_formal_parameter {
+            f &= !Field::ParamLocation.bit();
+        }
+        Fields(f)
     }
 }
 
@@ -118,6 +186,12 @@ impl Field {
             dw::DW_AT_sibling => Field::Sibling,
             dw::DW_AT_abstract_origin => Field::AbstractOrigin,
             DW_AT_GNU_ANNOTATION => Field::GnuAnnotation,
+            dw::DW_AT_prototyped => Field::Prototyped,
+            dw::DW_AT_decl_file => Field::DeclFile,
+            dw::DW_AT_decl_line => Field::DeclLine,
+            dw::DW_AT_calling_convention => Field::CallingConvention,
+            dw::DW_AT_low_pc => Field::LowPc,
+            dw::DW_AT_ranges => Field::Ranges,
             _ => return None,
         })
     }
@@ -164,6 +238,28 @@ impl<'d> Str<'d> {
     }
 }
 
+/// A parameter's DW_AT_location as found.
+#[derive(Clone, Copy, Debug)]
+pub enum Loc<'d> {
+    /// An expression (exprloc or block).
+    Expr(Reader<'d>),
+    /// A location list at this offset (.debug_loc or .debug_loclists).
+    List(usize),
+    /// DW_FORM_loclistx: an index in the unit's location list offsets.
+    ListIndex(usize),
+}
+
+impl<'d> Loc<'d> {
+    /// As gimli spells it, for `Dwarf::attr_locations`.
+    pub fn value(self) -> AttributeValue<Reader<'d>> {
+        match self {
+            Loc::Expr(e) => AttributeValue::Exprloc(gimli::Expression(e)),
+            Loc::List(o) => AttributeValue::LocationListsRef(gimli::LocationListsOffset(o)),
+            Loc::ListIndex(i) => AttributeValue::DebugLocListsIndex(gimli::DebugLocListsIndex(i)),
+        }
+    }
+}
+
 /// A reference to another DIE as read (DW_AT_type, DW_AT_specification).
 #[derive(Clone, Copy, Debug)]
 enum DieRef {
@@ -199,6 +295,7 @@ pub struct Attrs<'d> {
     vals: [u64; FIELDS],
     name: Str<'d>,
     const_value: Const<'d>,
+    loc: Loc<'d>,
     /// The form of a DW_AT_type that does not point into this unit.
     foreign_type: dw::DwForm,
 }
@@ -210,6 +307,7 @@ impl Default for Attrs<'_> {
             vals: [0; FIELDS],
             name: Str::None,
             const_value: Const::Block,
+            loc: Loc::List(0),
             foreign_type: dw::DwForm(0),
         }
     }
@@ -321,6 +419,33 @@ impl<'d> Attrs<'d> {
     pub fn gnu_annotation(&self) -> Option<u32> {
         self.get_u32(Field::GnuAnnotation)
     }
+
+    pub fn prototyped(&self) -> bool {
+        self.get(Field::Prototyped).is_some_and(|v| v != 0)
+    }
+
+    /// DW_AT_decl_file: an index in the unit's line program's files.
+    pub fn decl_file(&self) -> Option<u64> {
+        self.get(Field::DeclFile)
+    }
+
+    pub fn decl_line(&self) -> Option<u64> {
+        self.get(Field::DeclLine)
+    }
+
+    pub fn calling_convention(&self) -> Option<u64> {
+        self.get(Field::CallingConvention)
+    }
+
+    /// Whether the DIE has DW_AT_low_pc or DW_AT_ranges (code).
+    pub fn has_code(&self) -> bool {
+        self.present & (Field::LowPc.bit() | Field::Ranges.bit()) != 0
+    }
+
+    /// A parameter's DW_AT_location.
+    pub fn param_location(&self) -> Option<Loc<'d>> {
+        (self.present & Field::ParamLocation.bit() != 0).then_some(self.loc)
+    }
 }
 
 /// One step of an abbreviation's plan.
@@ -342,6 +467,8 @@ enum Step {
     Ref4(Field),
     /// A DW_FORM_strp (32-bit DWARF) name.
     NameStrp4,
+    /// A DW_FORM_sec_offset parameter location (a location list).
+    LocOffset,
     /// Decode a wanted attribute, then give it its meaning.
     Read(Field, AttributeSpecification),
     /// Hand the attribute to gimli (rare forms).
@@ -562,6 +689,18 @@ impl<'a, 'd> DieReader<'a, 'd> {
         Ok(())
     }
 
+    /// Moves the reader to the DIE at `offset` in the unit, which `next`
+    /// returns at depth 0 (its children at 1, its next sibling at 0).
+    pub fn seek(&mut self, offset: u32) -> gimli::Result<()> {
+        self.cur.input = self
+            .cur
+            .unit
+            .header
+            .range_from(UnitOffset(offset as usize)..)?;
+        self.depth = 0;
+        Ok(())
+    }
+
     /// The DIE at `offset` in the unit (its depth unknown: 0), read
     /// without moving the reader.
     pub fn die_at(&mut self, offset: u32) -> gimli::Result<Option<Die<'d>>> {
@@ -602,8 +741,23 @@ impl<'d> Cursor<'_, 'd> {
     /// Appends the steps of `abbrev`'s plan to `steps`.
     fn compile(&self, abbrev: &gimli::Abbreviation, fields: Fields, steps: &mut Vec<Step>) {
         let first = steps.len();
+        let fields = fields.for_tag(abbrev.tag());
         for spec in abbrev.attributes() {
-            let field = Field::of(spec.name()).filter(|&f| fields.has(f));
+            let field = match Field::of(spec.name()) {
+                Some(Field::Location) if fields.has(Field::ParamLocation) => {
+                    Some(Field::ParamLocation)
+                }
+                f => f,
+            }
+            .filter(|&f| fields.has(f));
+            // Fields wanted for their presence only: marked, then skipped.
+            let field = match field {
+                Some(f @ (Field::LowPc | Field::Ranges)) => {
+                    steps.push(Step::Set(f));
+                    None
+                }
+                f => f,
+            };
             // DWARF 2 and 3 spell location list offsets as data4/data8:
             // gimli tells them from constants by the attribute.
             let offset_like = self.encoding.version < 4
@@ -647,7 +801,12 @@ impl<'d> Cursor<'_, 'd> {
                 | Field::UpperBound
                 | Field::Language
         );
-        let flag = matches!(f, Field::Declaration | Field::External);
+        let plain = plain
+            || matches!(
+                f,
+                Field::DeclFile | Field::DeclLine | Field::CallingConvention
+            );
+        let flag = matches!(f, Field::Declaration | Field::External | Field::Prototyped);
         let reference = matches!(
             f,
             Field::Type
@@ -670,6 +829,7 @@ impl<'d> Cursor<'_, 'd> {
             {
                 Step::NameStrp4
             }
+            dw::DW_FORM_sec_offset if f == Field::ParamLocation => Step::LocOffset,
             _ => return None,
         })
     }
@@ -726,6 +886,10 @@ impl<'d> Cursor<'_, 'd> {
                 Step::NameStrp4 => {
                     a.name = Str::Strp(self.input.read_u32()? as usize);
                     a.present |= Field::Name.bit();
+                }
+                Step::LocOffset => {
+                    a.loc = Loc::List(self.input.read_offset(self.encoding.format)?);
+                    a.present |= Field::ParamLocation.bit();
                 }
                 Step::Read(field, spec) => {
                     let v = self.read_fast(spec)?;
@@ -870,7 +1034,10 @@ enum Value<'d> {
     Ref(DieRef),
     Str(Str<'d>),
     Block(&'d [u8]),
-    /// Something the converter has no use for (e.g. a location list).
+    /// A location list: an offset, or an index (DW_FORM_loclistx).
+    LocList(usize),
+    LocListIndex(usize),
+    /// Something the converter has no use for.
     Other,
 }
 
@@ -896,6 +1063,8 @@ impl<'d> Value<'d> {
             AttributeValue::DebugStrRefSup(o) => Value::Str(Str::Sup(o.0)),
             AttributeValue::Exprloc(e) => Value::Block(e.0.slice()),
             AttributeValue::Block(b) => Value::Block(b.slice()),
+            AttributeValue::LocationListsRef(o) => Value::LocList(o.0),
+            AttributeValue::DebugLocListsIndex(i) => Value::LocListIndex(i.0),
             _ => Value::Other,
         }
     }
@@ -940,13 +1109,29 @@ impl<'d> Cursor<'_, 'd> {
                 a.present |= Field::ConstValue.bit();
                 return;
             }
+            Field::ParamLocation => {
+                let loc = match v {
+                    Value::Block(b) => Loc::Expr(self.slice(b)),
+                    Value::LocList(o) => Loc::List(o),
+                    Value::LocListIndex(i) => Loc::ListIndex(i),
+                    _ => return,
+                };
+                a.loc = loc;
+                a.present |= Field::ParamLocation.bit();
+                return;
+            }
             Field::ByteSize
             | Field::BitSize
             | Field::Encoding
             | Field::DataBitOffset
             | Field::Count
-            | Field::Language => v.unsigned(),
-            Field::Declaration | Field::External => {
+            | Field::Language
+            | Field::DeclFile
+            | Field::DeclLine
+            | Field::CallingConvention => v.unsigned(),
+            // Marked present by their own step, never stored.
+            Field::LowPc | Field::Ranges => Some(1),
+            Field::Declaration | Field::External | Field::Prototyped => {
                 Some(u64::from(!matches!(v, Value::Flag(false))))
             }
             Field::MemberLocation => match v {

@@ -26,60 +26,16 @@ use std::sync::{Arc, Mutex};
 use btf::{Btf, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 
-use crate::convert::{self, ConvertOptions, ConvertedUnit, UnitBuilder, UnitTypes};
+use crate::convert::{self, ConvertOptions, ConvertedUnit};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, DwarfSections, ElfFile, ElfInfo, Reader};
 use crate::strings::{BaseStrings, Strings};
 use crate::{kfuncs, vars};
 
-/// Which functions get a FUNC, and how (`--funcs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FuncMode {
-    /// Every function instance with its true signature (funcs.rs).
-    #[default]
-    Exact,
-    /// pahole 1.24's choice of names, each with the prototype of the
-    /// instance the kernel attaches the name to (pahole.rs).
-    Pahole,
-}
-
-/// Which variables get a VAR (`--vars`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum VarsMode {
-    /// Per-CPU variables in DATASEC `.data..percpu`, as pahole.
-    #[default]
-    Percpu,
-    /// Every variable with a fixed address and an ELF symbol, one DATASEC
-    /// per ELF section.
-    All,
-    None,
-}
-
-/// Which FUNCs carry DECL_TAG "addr=0x..." (`--addr-tags`, funcs.rs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum AddrTags {
-    #[default]
-    Ambiguous,
-    All,
-    None,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct EncodeOptions {
-    /// Worker threads; 0 means all cores.
-    pub jobs: usize,
-    pub funcs: FuncMode,
-    pub vars: VarsMode,
-    pub addr_tags: AddrTags,
-    /// Encode Rust compilation units too (pahole leaves them out).
-    pub keep_rust: bool,
-    /// Skip the final dedup (for tests and debugging).
-    pub no_dedup: bool,
-    /// Write a layout section (bpf-next's 32-byte header), as pahole's
-    /// `--btf_features=layout`; split BTF gets none, as from pahole, since
-    /// readers use the base's.
-    pub layout: bool,
-}
+// The options and the policy interface live in their own modules (which
+// never import this one); their old paths stay valid for callers.
+pub use crate::options::{AddrTags, EncodeOptions, FuncMode, VarsMode};
+pub use crate::policy::{func_type, FuncPolicy, NoFuncs, UnitContext, UnitRemap};
 
 /// Progress reports from the library; the command line draws them.
 pub trait Progress: Sync {
@@ -92,50 +48,6 @@ pub trait Progress: Sync {
 /// Reports nothing.
 pub struct NoProgress;
 impl Progress for NoProgress {}
-
-/// What a function policy sees of one compilation unit.
-pub struct UnitContext<'a, 'd> {
-    pub path: &'a std::path::Path,
-    pub dwarf: &'a Dwarf<'d>,
-    pub unit: &'a gimli::Unit<Reader<'d>>,
-    /// Local type id of every type DIE of the unit (ids of `out`).
-    pub types: &'a UnitTypes,
-    pub elf: &'a ElfInfo<'d>,
-    pub opts: &'a EncodeOptions,
-}
-
-/// How a unit's local type ids map to ids of the merged BTF (before the
-/// final dedup). It knows the types the policy added in `unit` and those it
-/// listed in [`FuncPolicy::referenced`]; any other id maps to 0.
-#[derive(Clone, Debug, Default)]
-pub struct UnitRemap {
-    /// (local id, global id), sorted by local id.
-    ids: Vec<(TypeId, TypeId)>,
-}
-
-impl UnitRemap {
-    /// The global id of a local id of that unit (0 stays void).
-    pub fn type_id(&self, local: TypeId) -> TypeId {
-        match self.ids.binary_search_by_key(&local, |e| e.0) {
-            Ok(i) => self.ids.get(i).map_or(0, |e| e.1),
-            Err(_) => 0,
-        }
-    }
-}
-
-/// A function-emitting policy (`--funcs`). `unit` runs per compilation unit
-/// in parallel, after the unit's types are converted: it may add types to
-/// the unit's builder (local ids) and returns what it needs to decide across
-/// units. `finish` runs once, with the units' results in unit order, after
-/// all units are merged into `btf` and before dedup.
-pub trait FuncPolicy: Sync {
-    type Unit: Send;
-    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Self::Unit>;
-    /// Local ids of types the policy did not add itself (the converter's)
-    /// that `finish` will look up through [`UnitRemap`].
-    fn referenced(&self, _unit: &Self::Unit, _ids: &mut Vec<TypeId>) {}
-    fn finish(&self, units: Vec<(UnitRemap, Self::Unit)>, btf: &mut Btf) -> Result<()>;
-}
 
 /// The result of an encode.
 pub struct Encoded {
@@ -172,15 +84,35 @@ pub fn encode_with<P: FuncPolicy>(
     let info = ElfInfo::new(&obj);
     let sections = DwarfSections::load(elf, &obj)?;
     let dwarf = sections.dwarf();
-    // Where .debug_info lies in the mapped file, when it is read in place
+    // Where a section lies in the mapped file, when it is read in place
     // (not compressed, not relocated): segments release their pages.
-    let info_file_offset = (!info.relocatable)
-        .then(|| obj.section_by_name(".debug_info"))
-        .flatten()
-        .and_then(|s| match s.compressed_file_range() {
-            Ok(r) if r.format == object::CompressionFormat::None => usize::try_from(r.offset).ok(),
-            _ => None,
-        });
+    let in_place = |name: &str| {
+        (!info.relocatable)
+            .then(|| obj.section_by_name(name))
+            .flatten()
+            .and_then(|s| match s.compressed_file_range() {
+                Ok(r) if r.format == object::CompressionFormat::None => Some((
+                    usize::try_from(r.offset).ok()?,
+                    usize::try_from(r.offset.checked_add(r.compressed_size)?).ok()?,
+                )),
+                _ => None,
+            })
+    };
+    let info_range = in_place(".debug_info");
+    let info_file_offset = info_range.map(|r| r.0);
+    // The location and range lists the function policy reads: each segment
+    // reads its own units' lists, so its pages are released with the
+    // segment's DIEs (another segment's that are dropped come back from the
+    // page cache).
+    let lists_file_ranges = [
+        ".debug_loclists",
+        ".debug_loc",
+        ".debug_rnglists",
+        ".debug_ranges",
+    ]
+    .into_iter()
+    .filter_map(in_place)
+    .collect();
     let dwarf_err = |e: gimli::Error, offset: u64| Error::Dwarf {
         path: path.to_owned(),
         offset,
@@ -202,6 +134,12 @@ pub fn encode_with<P: FuncPolicy>(
             Err(e) => return Err(dwarf_err(e, at)),
         }
     }
+    // Reading the headers faulted in pages all over .debug_info (the kernel
+    // maps the neighbours of each faulting page too): drop them until each
+    // segment reads its own.
+    if let Some((start, end)) = info_range {
+        elf.release(start, end);
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs)
         .build()
@@ -213,6 +151,7 @@ pub fn encode_with<P: FuncPolicy>(
     let copts = ConvertOptions {
         collect_vars: opts.vars != VarsMode::None,
         keep_rust: opts.keep_rust,
+        subprograms: P::SUBPROGRAMS,
     };
 
     let mut warnings = Vec::new();
@@ -230,6 +169,7 @@ pub fn encode_with<P: FuncPolicy>(
         progress,
         elf,
         info_file_offset,
+        lists_file_ranges,
         // One segment is the whole input: its single dedup is the final
         // one. (Deduplicating twice is not always a no-op for split BTF:
         // the second pass can map to the base what libbpf's one pass keeps.)
@@ -247,9 +187,7 @@ pub fn encode_with<P: FuncPolicy>(
         let shift = append_btf(&mut sink, seg.btf);
         let global = |id: TypeId| shift.map(id);
         for (mut remap, u) in seg.units {
-            for e in &mut remap.ids {
-                e.1 = global(e.1);
-            }
+            remap.map_globals(global);
             policy_units.push((remap, u));
         }
         secinfos.extend(seg.vars.into_iter().map(|mut v| {
@@ -352,6 +290,8 @@ struct SegmentContext<'a, 'd> {
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
     info_file_offset: Option<usize>,
+    /// File ranges of the location and range list sections read in place.
+    lists_file_ranges: Vec<(usize, usize)>,
     /// Deduplicate each segment before the final dedup.
     dedup: bool,
 }
@@ -402,7 +342,7 @@ fn encode_segment<P: FuncPolicy>(
         wanted.dedup();
         let mut remap = UnitRemap::default();
         for &local in wanted.iter().filter(|&&l| l != 0 && l <= last) {
-            remap.ids.push((local, anchors.len() as TypeId));
+            remap.push(local, anchors.len() as TypeId);
             anchors.push(shift.map(local));
         }
         for mut v in u.vars {
@@ -424,6 +364,9 @@ fn encode_segment<P: FuncPolicy>(
         if let (Some(start), Some(end)) = (start, end) {
             cx.elf.release(file_off + start, file_off + end);
         }
+    }
+    for &(start, end) in &cx.lists_file_ranges {
+        cx.elf.release(start, end);
     }
     let btf = if !cx.dedup {
         sink.into_btf()
@@ -450,9 +393,7 @@ fn encode_segment<P: FuncPolicy>(
     // Anchor numbers -> ids of the (deduplicated) segment.
     let resolve = |n: TypeId| anchors.get(n as usize).copied().unwrap_or(0);
     for (remap, _) in &mut out_units {
-        for e in &mut remap.ids {
-            e.1 = resolve(e.1);
-        }
+        remap.map_globals(resolve);
     }
     for v in &mut vars {
         v.var = resolve(v.var);
@@ -532,6 +473,7 @@ fn encode_unit<'d, P: FuncPolicy>(
         mut builder,
         types,
         vars: unit_vars,
+        subprograms,
         warnings,
     }) = converted
     else {
@@ -542,6 +484,7 @@ fn encode_unit<'d, P: FuncPolicy>(
         dwarf,
         unit: &unit,
         types: &types,
+        subprograms: &subprograms,
         elf: info,
         opts,
     };
@@ -669,19 +612,6 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
     shift
 }
 
-/// `--funcs none`-like policy: emits no functions (tests, and types-only use).
-pub struct NoFuncs;
-
-impl FuncPolicy for NoFuncs {
-    type Unit = ();
-    fn unit(&self, _: &UnitContext<'_, '_>, _: &mut UnitBuilder) -> Result<()> {
-        Ok(())
-    }
-    fn finish(&self, _: Vec<(UnitRemap, ())>, _: &mut Btf) -> Result<()> {
-        Ok(())
-    }
-}
-
 /// Encodes with the policy `opts.funcs` names.
 pub fn encode(
     elf: &ElfFile,
@@ -708,10 +638,4 @@ pub fn kind_counts(btf: &Btf) -> std::collections::BTreeMap<&'static str, usize>
         *m.entry(t.kind_name()).or_insert(0) += 1;
     }
     m
-}
-
-/// A FUNC of `name` over `proto` with static linkage, as pahole writes
-/// every function.
-pub fn func_type(name_off: u32, proto: TypeId) -> Type {
-    Type::new(name_off, TypeData::Func { proto, linkage: 0 })
 }

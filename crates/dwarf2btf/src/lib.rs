@@ -11,8 +11,11 @@ pub mod funcs;
 pub mod kfuncs;
 pub mod layout;
 pub mod load;
+pub mod options;
 pub mod pahole;
+pub mod policy;
 pub mod strings;
+pub mod subprograms;
 pub mod vars;
 
 pub use encode::{encode, encode_with, EncodeOptions, Encoded, FuncPolicy, Progress};

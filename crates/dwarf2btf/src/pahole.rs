@@ -21,10 +21,10 @@ use gimli::{constants as dw, UnitOffset};
 
 use crate::convert::UnitBuilder;
 use crate::dies::{Attrs, DieReader, Fields};
-use crate::encode::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
 use crate::funcs::lookup::KernelLookup;
 use crate::load::ElfFile;
+use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The `--funcs pahole` policy.
 pub struct PaholeFuncs {

@@ -14,35 +14,24 @@ use std::sync::Arc;
 use btf::{Btf, StringIndex};
 use rustc_hash::FxHashMap;
 
-/// The base BTF of a split encode with its strings indexed: a base loaded
-/// from a file has no index, and `Btf::find_str` would scan its whole
-/// string section for every string of the module.
+/// The base BTF of a split encode. Its string index is the base's own,
+/// built on the first lookup and shared by every segment and by the dedups.
 pub struct BaseStrings {
     btf: Arc<Btf>,
-    /// The base's own strings.
-    index: StringIndex,
 }
 
 impl BaseStrings {
     pub fn new(btf: Arc<Btf>) -> BaseStrings {
-        let index = StringIndex::build(btf.string_section());
-        BaseStrings { btf, index }
+        BaseStrings { btf }
     }
 
     pub fn btf(&self) -> &Arc<Btf> {
         &self.btf
     }
 
-    /// The offset of `s` in the base, if it is there (as `Btf::find_str`:
-    /// the base's own base first).
+    /// The offset of `s` in the base, if it is there.
     fn find(&self, s: &[u8]) -> Option<u32> {
-        if let Some(deeper) = self.btf.base() {
-            if let Some(off) = std::str::from_utf8(s).ok().and_then(|s| deeper.find_str(s)) {
-                return Some(off);
-            }
-        }
-        let own = self.index.get(self.btf.string_section(), s)?;
-        Some(self.btf.start_str_off() + own)
+        self.btf.find_str_bytes(s)
     }
 }
 

@@ -10,8 +10,8 @@
 use btf::{Btf, Type, TypeData, TypeId, VarSecinfo};
 
 use crate::convert::{UnitBuilder, UnitVar};
-use crate::encode::VarsMode;
 use crate::load::{ElfInfo, SymbolKind};
+use crate::options::VarsMode;
 
 /// BTF_VAR_STATIC and BTF_VAR_GLOBAL_ALLOCATED.
 const VAR_STATIC: u32 = 0;

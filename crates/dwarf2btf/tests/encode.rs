@@ -454,8 +454,7 @@ fn ours_vmlinux() -> Option<&'static Ours> {
     static OURS: OnceLock<Option<Ours>> = OnceLock::new();
     let k = testkit::debian_kernel_or_skip()?;
     OURS.get_or_init(|| {
-        let mut btf = encode(&k.vmlinux, None, 2);
-        btf.index_strings();
+        let btf = encode(&k.vmlinux, None, 2);
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("vmlinux.btf");
         std::fs::write(&file, btf.to_bytes()).expect("write");
@@ -534,9 +533,7 @@ fn encode_debian_modules_split_over_our_vmlinux() {
     let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
         return;
     };
-    let mut debian_base = btf::load_file(&k.vmlinux, None).expect("Debian's .BTF");
-    debian_base.index_strings();
-    let debian_base = Arc::new(debian_base);
+    let debian_base = Arc::new(btf::load_file(&k.vmlinux, None).expect("Debian's .BTF"));
     let dir = tempfile::tempdir().expect("tempdir");
     let modules = twenty_modules(&k.dbg_modules);
     assert_eq!(modules.len(), 20, "fewer than 20 debug modules");

@@ -56,6 +56,24 @@ pub const COMMANDS: &[Command] = &[
         run: crate::commands::structure::run,
     },
     Command {
+        name: "bt",
+        usage: "bt [PID|TASK|-a]",
+        about: "backtrace of a task (default: CPU 0's), by pid or task address, or of every task",
+        run: crate::commands::bt::run,
+    },
+    Command {
+        name: "ps",
+        usage: "ps",
+        about: "every task: pid, parent, CPU, state, name (> a running one)",
+        run: crate::commands::ps::run,
+    },
+    Command {
+        name: "sym",
+        usage: "sym ADDRESS|NAME",
+        about: "the symbol at an address, or a symbol's address, with the function's prototype",
+        run: crate::commands::sym::run,
+    },
+    Command {
         name: "help",
         usage: "help",
         about: "list the commands",

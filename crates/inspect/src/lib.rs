@@ -15,6 +15,7 @@ pub mod parse;
 pub mod program;
 pub mod prompt;
 pub mod types;
+pub mod unwind;
 
 pub use error::{Error, Result};
 pub use eval::{Evaluated, Loc, Value};

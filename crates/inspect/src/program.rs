@@ -201,6 +201,19 @@ impl Program {
         self.mismatches = mismatches;
     }
 
+    /// Where member `path` (`a.b`) of the type called `ty` (`struct x`)
+    /// is: its byte offset and its type.
+    pub fn member_offset(&self, ty: &str, path: &str) -> Option<(u64, TypeId)> {
+        let id = *self.types.get(ty)?;
+        let f = types::member_path(&self.btf, id, path)?;
+        Some((f.bit_offset / 8, f.ty))
+    }
+
+    /// The size of the type called `ty`.
+    pub fn type_size(&self, ty: &str) -> Option<u64> {
+        types::size_of(&self.btf, *self.types.get(ty)?)
+    }
+
     pub fn btf(&self) -> &Btf {
         &self.btf
     }

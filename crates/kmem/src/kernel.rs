@@ -132,6 +132,10 @@ impl Kernel {
 }
 
 impl Memory for Kernel {
+    fn notes(&self) -> &[crate::Note] {
+        self.dump.notes()
+    }
+
     fn read_phys(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         self.dump.read_phys(addr, buf)
     }

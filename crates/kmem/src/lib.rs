@@ -19,6 +19,7 @@ pub mod kallsyms;
 pub mod kdump;
 pub mod kernel;
 mod lzo;
+pub mod prstatus;
 pub mod vmcoreinfo;
 pub mod x86_64;
 
@@ -87,6 +88,10 @@ pub trait Memory {
     fn read_phys(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
     /// Errors name `addr` (unmapped, or its page missing from the dump).
     fn read_virt(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+    /// The dump's ELF notes (none for memory without a dump behind it).
+    fn notes(&self) -> &[Note] {
+        &[]
+    }
 
     fn read_u64(&self, addr: u64) -> Result<u64> {
         let mut b = [0u8; 8];

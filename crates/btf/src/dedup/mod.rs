@@ -272,7 +272,7 @@ fn run(
     opts: &DedupOptions,
 ) -> Result<(Vec<Type>, Vec<u8>, DedupStats)> {
     let strings = if opts.keep_strings {
-        btf.strings.clone()
+        btf.strings.to_vec()
     } else {
         strings::dedup_strings(btf, &mut types)?
     };
@@ -808,6 +808,7 @@ impl<'a> Dedup<'a> {
 
     /// Split BTF: enter the base's types as canonical candidates.
     fn prep(&mut self) -> Result<()> {
+        self.table.reserve(self.start_id as usize);
         for id in 1..self.start_id {
             let Some(t) = self.ty(id) else {
                 return Err(Error::TypeId(id));

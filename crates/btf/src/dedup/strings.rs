@@ -13,39 +13,12 @@ use rustc_hash::FxHashMap;
 use crate::types::Type;
 use crate::{Btf, Error, Result};
 
-/// Every string of `btf` and its bases, with the global offset libbpf's
-/// `btf__find_str` returns for it: the deepest base first, and within one
-/// section the first occurrence.
-fn index_bases(base: Option<&Btf>) -> FxHashMap<&[u8], u32> {
-    let mut chain = Vec::new();
-    let mut b = base;
-    while let Some(btf) = b {
-        chain.push(btf);
-        b = btf.base.as_deref();
-    }
-    let mut index: FxHashMap<&[u8], u32> = FxHashMap::default();
-    index.reserve(chain.iter().map(|b| b.strings.len() / 16).sum());
-    for btf in chain.iter().rev() {
-        let start = btf.start_str_off;
-        let mut off = 0usize;
-        for s in btf.strings.split(|&c| c == 0) {
-            if off >= btf.strings.len() {
-                break;
-            }
-            index.entry(s).or_insert(start + off as u32);
-            off += s.len() + 1;
-        }
-    }
-    index
-}
-
 /// Rewrites every string offset in `types` (the own types of `btf`) and
 /// returns the new own string section.
 pub(super) fn dedup_strings(btf: &Btf, types: &mut [Type]) -> Result<Vec<u8>> {
     let old = &btf.strings[..];
     let start = btf.start_str_off;
     let base = btf.base.as_deref();
-    let base_index = index_bases(base);
     let mut new: Vec<u8> = Vec::with_capacity(old.len());
     if base.is_none() {
         new.push(0);
@@ -76,8 +49,8 @@ pub(super) fn dedup_strings(btf: &Btf, types: &mut [Type]) -> Result<Vec<u8>> {
                 return;
             };
             let s = &old[local..local + end];
-            let new_off = match base_index.get(s) {
-                Some(&b) => b,
+            let new_off = match base.and_then(|b| b.find_str_bytes(s)) {
+                Some(b) => b,
                 None => *interned.entry(s).or_insert_with(|| {
                     let o = start + new.len() as u32;
                     new.extend_from_slice(s);

@@ -62,6 +62,13 @@ impl CandTable {
         list.epoch = growths;
     }
 
+    /// Room for `n` more keys: entering a base's types one by one would
+    /// grow the map a dozen times (libbpf's growth count, which decides the
+    /// order, is kept apart in `count_insert`).
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.slots.reserve(n);
+    }
+
     /// Adds a candidate under `hash`, in front of the others (libbpf's
     /// `hashmap__append`).
     pub(super) fn add(&mut self, hash: i64, id: TypeId) {

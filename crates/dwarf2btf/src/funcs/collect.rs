@@ -8,12 +8,14 @@
 //! prototype's order, and a source parameter the instance does not mention
 //! is `EntryLoc::Absent`.
 
-use gimli::{AttributeValue, UnitOffset};
+use gimli::UnitOffset;
 use rustc_hash::FxHashMap;
 
-use super::ctype::{attr_str, type_ref, ArgClass, MemberInfo, TypeInfo, TypeNamer};
+use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::location::{entry_location, EntryLoc};
+use crate::dies::{DieReader, Fields, Str};
 use crate::load::{Dwarf, Reader};
+use crate::subprograms::{RawSub, Subprograms};
 
 /// Chains of abstract origins longer than this are treated as corrupt.
 const MAX_CHAIN: usize = 8;
@@ -53,78 +55,53 @@ pub struct Concrete {
     pub error: Option<String>,
 }
 
-/// What one subprogram DIE says about itself.
-#[derive(Clone, Debug, Default)]
-struct RawSub {
-    name: Option<String>,
-    decl_file: Option<u64>,
-    decl_line: Option<u64>,
-    ret: Option<UnitOffset>,
-    origin: Option<UnitOffset>,
-    specification: Option<UnitOffset>,
-    external: bool,
-    nocall: bool,
-    params: Vec<RawParam>,
-    varargs: bool,
-}
-
-#[derive(Clone, Debug)]
-struct RawParam {
-    off: UnitOffset,
-    origin: Option<UnitOffset>,
-    name: Option<String>,
-    ty: Option<UnitOffset>,
-    loc: EntryLoc,
-}
-
 struct UnitCtx<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
     unit: &'a gimli::Unit<Reader<'u>>,
+    subs: &'a Subprograms<'u>,
     base: u64,
     comp_dir: Option<String>,
     files: FxHashMap<u64, Option<String>>,
-    raw: FxHashMap<UnitOffset, Option<RawSub>>,
 }
 
-/// Collects every concrete subprogram of one unit.
+/// Collects every concrete subprogram of one unit, in one pass over its
+/// DIEs (for callers that do not convert its types).
 pub fn collect_unit(
     dwarf: &Dwarf<'_>,
     header: gimli::UnitHeader<Reader<'_>>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
-    collect_from_unit(dwarf, &unit)
+    let mut subs = Subprograms::default();
+    let mut dies = DieReader::new(&unit, Fields::SUBPROGRAMS)?;
+    while let Some(die) = dies.next()? {
+        subs.die(die);
+    }
+    collect_from_unit(dwarf, &unit, &subs)
 }
 
-/// Like [`collect_unit`], for a unit already parsed (the encoder's).
-pub fn collect_from_unit(
-    dwarf: &Dwarf<'_>,
-    unit: &gimli::Unit<Reader<'_>>,
+/// Like [`collect_unit`], from the subprograms the converter's pass
+/// recorded (the encoder's).
+pub fn collect_from_unit<'u>(
+    dwarf: &Dwarf<'u>,
+    unit: &gimli::Unit<Reader<'u>>,
+    subs: &Subprograms<'u>,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
         .offset()
         .as_debug_info_offset()
         .map_or(0, |o| o.0 as u64);
-    let mut tree = unit.entries_tree(None)?;
-    let root = tree.root()?;
-    let cu_name = attr_str(dwarf, unit, root.entry(), gimli::DW_AT_name).unwrap_or_default();
+    let cu_name = str_of(dwarf, unit, subs.cu_name()).unwrap_or_default();
     let comp_dir = unit
         .comp_dir
         .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
+    // Addresses come from gimli, which knows every address and range form:
+    // one DIE's attributes each, for the few DIEs with code.
     let mut found = Vec::new();
-    let mut children = root.children();
-    while let Some(child) = children.next()? {
-        let e = child.entry();
-        if e.tag() != gimli::DW_TAG_subprogram {
-            continue;
-        }
-        let has_code = e.attr_value(gimli::DW_AT_low_pc)?.is_some()
-            || e.attr_value(gimli::DW_AT_ranges)?.is_some();
-        if !has_code || e.attr_value(gimli::DW_AT_declaration)?.is_some() {
-            continue;
-        }
+    for sub in subs.concrete() {
+        let e = unit.entry(UnitOffset(sub.offset as usize))?;
         let mut ranges = Vec::new();
-        let mut rl = dwarf.die_ranges(unit, e)?;
+        let mut rl = dwarf.die_ranges(unit, &e)?;
         while let Some(r) = rl.next()? {
             if r.begin < r.end {
                 ranges.push((r.begin, r.end));
@@ -139,101 +116,34 @@ pub fn collect_from_unit(
         }
         .or(ranges.first().map(|r| r.0));
         let Some(entry) = entry else { continue };
-        found.push((e.offset(), entry, ranges));
+        found.push((sub, entry, ranges));
     }
 
     let mut ctx = UnitCtx {
         dwarf,
         unit,
+        subs,
         base,
         comp_dir,
         files: FxHashMap::default(),
-        raw: FxHashMap::default(),
     };
-    let mut namer = TypeNamer::new(dwarf, unit);
+    let mut namer = TypeNamer::new(dwarf, unit)?;
     let mut out = Vec::with_capacity(found.len());
-    for (off, entry, ranges) in found {
-        out.push(ctx.resolve(&mut namer, off, entry, ranges, &cu_name));
+    for (sub, entry, ranges) in found {
+        out.push(ctx.resolve(&mut namer, sub, entry, ranges, &cu_name));
     }
     Ok(out)
 }
 
+/// A string attribute's text.
+fn str_of<'u>(dwarf: &Dwarf<'u>, unit: &gimli::Unit<Reader<'u>>, s: Str<'u>) -> Option<String> {
+    s.bytes(dwarf, unit)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+}
+
 impl<'a, 'u> UnitCtx<'a, 'u> {
-    fn global(&self, off: UnitOffset) -> u64 {
-        self.base + off.0 as u64
-    }
-
-    /// Reads one subprogram DIE and its parameter children, evaluating
-    /// locations at `entry` when given (concrete DIEs only).
-    fn read_raw(&self, off: UnitOffset, entry: Option<u64>) -> gimli::Result<RawSub> {
-        let mut tree = self.unit.entries_tree(Some(off))?;
-        let root = tree.root()?;
-        let e = root.entry();
-        let unit_ref = |at| -> gimli::Result<Option<UnitOffset>> {
-            Ok(match e.attr_value(at)? {
-                Some(AttributeValue::UnitRef(o)) => Some(o),
-                _ => None,
-            })
-        };
-        let mut raw = RawSub {
-            name: attr_str(self.dwarf, self.unit, e, gimli::DW_AT_name),
-            decl_file: match e.attr_value(gimli::DW_AT_decl_file)? {
-                Some(AttributeValue::FileIndex(f)) => Some(f),
-                Some(v) => v.udata_value(),
-                None => None,
-            },
-            decl_line: e
-                .attr_value(gimli::DW_AT_decl_line)?
-                .and_then(|v| v.udata_value()),
-            ret: type_ref(e),
-            origin: unit_ref(gimli::DW_AT_abstract_origin)?,
-            specification: unit_ref(gimli::DW_AT_specification)?,
-            external: matches!(
-                e.attr_value(gimli::DW_AT_external)?,
-                Some(AttributeValue::Flag(true))
-            ),
-            nocall: matches!(
-                e.attr_value(gimli::DW_AT_calling_convention)?,
-                Some(AttributeValue::CallingConvention(gimli::DW_CC_nocall))
-            ),
-            params: Vec::new(),
-            varargs: false,
-        };
-        let mut children = root.children();
-        while let Some(child) = children.next()? {
-            let p = child.entry();
-            match p.tag() {
-                gimli::DW_TAG_formal_parameter => {
-                    let origin = match p.attr_value(gimli::DW_AT_abstract_origin)? {
-                        Some(AttributeValue::UnitRef(o)) => Some(o),
-                        _ => None,
-                    };
-                    let loc = match entry {
-                        Some(pc) => entry_location(self.dwarf, self.unit, p, pc)?,
-                        None => EntryLoc::Absent,
-                    };
-                    raw.params.push(RawParam {
-                        off: p.offset(),
-                        origin,
-                        name: attr_str(self.dwarf, self.unit, p, gimli::DW_AT_name),
-                        ty: type_ref(p),
-                        loc,
-                    });
-                }
-                gimli::DW_TAG_unspecified_parameters => raw.varargs = true,
-                _ => {}
-            }
-        }
-        Ok(raw)
-    }
-
-    fn raw(&mut self, off: UnitOffset) -> Option<RawSub> {
-        if let Some(r) = self.raw.get(&off) {
-            return r.clone();
-        }
-        let r = self.read_raw(off, None).ok();
-        self.raw.insert(off, r.clone());
-        r
+    fn global(&self, off: u32) -> u64 {
+        self.base + u64::from(off)
     }
 
     fn file_name(&mut self, index: u64) -> Option<String> {
@@ -274,12 +184,13 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
 
     fn resolve(
         &mut self,
-        namer: &mut TypeNamer<'_, '_>,
-        off: UnitOffset,
+        namer: &mut TypeNamer<'_, 'u>,
+        concrete: &RawSub<'u>,
         entry: u64,
         ranges: Vec<(u64, u64)>,
         cu_name: &str,
     ) -> Concrete {
+        let off = concrete.offset;
         let mut c = Concrete {
             die: self.global(off),
             source_die: self.global(off),
@@ -297,23 +208,28 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             varargs: false,
             error: None,
         };
-        let concrete = match self.read_raw(off, Some(entry)) {
-            Ok(r) => r,
-            Err(e) => {
-                c.error = Some(format!("DIE {:#x}: {e}", c.die));
-                return c;
+        // Where each of the instance's parameters is at its entry.
+        let mut concrete_locs = Vec::with_capacity(concrete.params.len());
+        for p in &concrete.params {
+            match entry_location(self.dwarf, self.unit, p.has_const, p.location, entry) {
+                Ok(l) => concrete_locs.push(l),
+                Err(e) => {
+                    c.error = Some(format!("DIE {:#x}: {e}", c.die));
+                    return c;
+                }
             }
-        };
+        }
         // Walk abstract origins to the source DIE, picking up the first
         // name, declaration coordinates and calling convention on the way.
-        let mut chain = vec![concrete.clone()];
+        let subs = self.subs;
+        let mut chain = vec![concrete];
         let mut source_off = off;
         while let Some(o) = chain.last().and_then(|r| r.origin) {
             if chain.len() > MAX_CHAIN {
                 c.error = Some(format!("DIE {:#x}: abstract origin chain too long", c.die));
                 return c;
             }
-            match self.raw(o) {
+            match subs.get(o) {
                 Some(r) => {
                     source_off = o;
                     chain.push(r);
@@ -328,39 +244,37 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
                 }
             }
         }
-        let Some(source) = chain.last().cloned() else {
+        let Some(&source) = chain.last() else {
             return c;
         };
-        let spec = source.specification.and_then(|s| self.raw(s));
-        let pick = |f: &dyn Fn(&RawSub) -> Option<u64>| chain.iter().chain(spec.iter()).find_map(f);
+        let spec = source.specification.and_then(|s| subs.get(s));
+        let with_spec = || chain.iter().copied().chain(spec);
         c.source_die = self.global(source_off);
-        c.name = chain.iter().chain(spec.iter()).find_map(|r| r.name.clone());
-        c.decl_line = pick(&|r| r.decl_line).unwrap_or(0);
-        c.decl_file = pick(&|r| r.decl_file).and_then(|f| self.file_name(f));
-        c.external = chain.iter().chain(spec.iter()).any(|r| r.external);
+        c.name = with_spec().find_map(|r| str_of(self.dwarf, self.unit, r.name));
+        c.decl_line = with_spec().find_map(|r| r.decl_line).unwrap_or(0);
+        c.decl_file = with_spec()
+            .find_map(|r| r.decl_file)
+            .and_then(|f| self.file_name(f));
+        c.external = with_spec().any(|r| r.external);
         c.nocall = chain.iter().any(|r| r.nocall);
-        let ret = chain.iter().chain(spec.iter()).find_map(|r| r.ret);
+        let ret = with_spec().find_map(|r| r.ret);
         c.ret = namer.info(ret);
 
         // The source parameters: the source DIE's own, or its declaration's
         // when the definition lists none (unnamed prototype parameters).
-        let (src_params, varargs) = if source.params.is_empty() {
-            match &spec {
-                Some(s) if !s.params.is_empty() => (s.params.clone(), s.varargs),
-                _ => (source.params.clone(), source.varargs),
-            }
-        } else {
-            (source.params.clone(), source.varargs)
+        let (src_params, varargs) = match spec {
+            Some(s) if source.params.is_empty() && !s.params.is_empty() => (&s.params, s.varargs),
+            _ => (&source.params, source.varargs),
         };
         c.varargs = varargs;
-        let index: FxHashMap<UnitOffset, usize> = src_params
+        let index: FxHashMap<u32, usize> = src_params
             .iter()
             .enumerate()
-            .map(|(i, p)| (p.off, i))
+            .map(|(i, p)| (p.offset, i))
             .collect();
         let mut locs = vec![EntryLoc::Absent; src_params.len()];
         let concrete_is_source = source_off == off;
-        for (pos, p) in concrete.params.iter().enumerate() {
+        for (pos, (p, loc)) in concrete.params.iter().zip(concrete_locs).enumerate() {
             let i = if concrete_is_source {
                 Some(pos)
             } else {
@@ -376,15 +290,13 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
                     o = chain
                         .iter()
                         .flat_map(|r| r.params.iter())
-                        .find(|q| q.off == cur)
+                        .find(|q| q.offset == cur)
                         .and_then(|q| q.origin);
                 }
                 hit
             };
-            if let Some(i) = i {
-                if let Some(slot) = locs.get_mut(i) {
-                    *slot = p.loc.clone();
-                }
+            if let Some(slot) = i.and_then(|i| locs.get_mut(i)) {
+                *slot = loc;
             }
         }
         for (p, loc) in src_params.iter().zip(locs) {
@@ -394,7 +306,7 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
                 _ => Vec::new(),
             };
             c.params.push(SrcParam {
-                name: p.name.clone().unwrap_or_default(),
+                name: str_of(self.dwarf, self.unit, p.name).unwrap_or_default(),
                 ty,
                 loc,
                 members,

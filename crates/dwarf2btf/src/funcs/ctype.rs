@@ -7,9 +7,11 @@
 
 use std::hash::{Hash, Hasher};
 
-use gimli::{AttributeValue, UnitOffset};
+use std::rc::Rc;
+
 use rustc_hash::{FxHashMap, FxHasher};
 
+use crate::dies::{Die, DieReader, Fields, Str};
 use crate::load::{Dwarf, Reader};
 
 /// Deeper than any sane C declarator; cuts cycles through typedefs.
@@ -59,32 +61,105 @@ pub struct TypeInfo {
     pub pointer: bool,
 }
 
+/// What the namer uses of one DIE (read once per unit).
+#[derive(Clone, Copy)]
+struct TypeDie<'u> {
+    tag: gimli::DwTag,
+    name: Str<'u>,
+    /// DW_AT_type, an offset in the unit.
+    ty: Option<u32>,
+    byte_size: Option<u64>,
+    encoding: Option<u64>,
+    prototyped: bool,
+}
+
 pub struct TypeNamer<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
     unit: &'a gimli::Unit<Reader<'u>>,
     base: u64,
-    names: FxHashMap<UnitOffset, String>,
-    shapes: FxHashMap<(UnitOffset, u32), u64>,
+    /// Reads the DIEs prototypes refer to, each once (`dies`).
+    reader: DieReader<'a, 'u>,
+    dies: FxHashMap<u32, Option<TypeDie<'u>>>,
+    names: FxHashMap<u32, Rc<str>>,
+    shapes: FxHashMap<(u32, u32), u64>,
+    members: FxHashMap<u32, Rc<[MemberInfo]>>,
+    /// What `shape` needs of an aggregate's members (no C text, no sizes).
+    shape_members: FxHashMap<u32, Rc<[ShapeMember<'u>]>>,
+}
+
+/// A member as `shape` hashes it.
+struct ShapeMember<'u> {
+    name: Option<&'u [u8]>,
+    byte_offset: u64,
+    ty: u32,
 }
 
 impl<'a, 'u> TypeNamer<'a, 'u> {
-    pub fn new(dwarf: &'a Dwarf<'u>, unit: &'a gimli::Unit<Reader<'u>>) -> Self {
+    pub fn new(dwarf: &'a Dwarf<'u>, unit: &'a gimli::Unit<Reader<'u>>) -> gimli::Result<Self> {
         let base = unit
             .header
             .offset()
             .as_debug_info_offset()
             .map_or(0, |o| o.0 as u64);
-        TypeNamer {
+        Ok(TypeNamer {
             dwarf,
             unit,
             base,
+            reader: DieReader::new(unit, Fields::NAMER)?,
+            dies: FxHashMap::default(),
             names: FxHashMap::default(),
             shapes: FxHashMap::default(),
+            members: FxHashMap::default(),
+            shape_members: FxHashMap::default(),
+        })
+    }
+
+    /// The DIE at `off` (`None`: unreadable).
+    fn die(&mut self, off: u32) -> Option<TypeDie<'u>> {
+        if let Some(d) = self.dies.get(&off) {
+            return *d;
         }
+        let d = self.reader.die_at(off).ok().flatten().map(|d| TypeDie {
+            tag: d.tag,
+            name: d.attrs.name(),
+            ty: d.attrs.ty(),
+            byte_size: d.attrs.byte_size(),
+            encoding: d.attrs.encoding(),
+            prototyped: d.attrs.prototyped(),
+        });
+        self.dies.insert(off, d);
+        d
+    }
+
+    /// The direct children of the DIE at `off`, in order.
+    fn children(&mut self, off: u32) -> Vec<Die<'u>> {
+        let mut out = Vec::new();
+        if self.reader.seek(off).is_err() {
+            return out;
+        }
+        match self.reader.next() {
+            Ok(Some(d)) if d.has_children => {}
+            _ => return out,
+        }
+        while let Ok(Some(d)) = self.reader.next() {
+            if d.depth <= 0 {
+                break;
+            }
+            out.push(*d);
+            if self.reader.skip_children().is_err() {
+                break;
+            }
+        }
+        out
+    }
+
+    fn text(&self, s: Str<'u>) -> Option<String> {
+        s.bytes(self.dwarf, self.unit)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
     }
 
     /// Everything about the type DIE at `off` (`None`: void).
-    pub fn info(&mut self, off: Option<UnitOffset>) -> TypeInfo {
+    pub fn info(&mut self, off: Option<u32>) -> TypeInfo {
         let Some(off) = off else {
             return TypeInfo {
                 die: None,
@@ -104,7 +179,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         );
         let class = classify(tag, size, self.float_like(off));
         TypeInfo {
-            die: Some(self.base + off.0 as u64),
+            die: Some(self.base + u64::from(off)),
             c,
             size,
             class,
@@ -115,124 +190,142 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
     }
 
     /// C text of the type at `off`.
-    pub fn name(&mut self, off: UnitOffset) -> String {
+    pub fn name(&mut self, off: u32) -> String {
+        self.name_rc(off).to_string()
+    }
+
+    fn name_rc(&mut self, off: u32) -> Rc<str> {
         if let Some(n) = self.names.get(&off) {
             return n.clone();
         }
-        let n = self.declare(Some(off), String::new(), 0);
+        let n: Rc<str> = self.declare(Some(off), String::new(), 0).into();
         self.names.insert(off, n.clone());
         n
     }
 
     /// `decl` declared with the type at `off`, e.g. ("char *", "buf") -> "char *buf".
-    pub fn declare_named(&mut self, off: Option<UnitOffset>, decl: &str) -> String {
+    pub fn declare_named(&mut self, off: Option<u32>, decl: &str) -> String {
         self.declare(off, decl.to_owned(), 0)
     }
 
     /// Members of the aggregate behind `off` (typedefs and qualifiers stripped).
-    pub fn members(&mut self, off: UnitOffset) -> Vec<MemberInfo> {
+    pub fn members(&mut self, off: u32) -> Vec<MemberInfo> {
+        self.members_rc(off).to_vec()
+    }
+
+    fn members_rc(&mut self, off: u32) -> Rc<[MemberInfo]> {
         let mut cur = off;
         for _ in 0..MAX_DEPTH {
-            let Ok(e) = self.unit.entry(cur) else {
-                return Vec::new();
+            let Some(e) = self.die(cur) else {
+                break;
             };
-            match e.tag() {
+            match e.tag {
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
-                | gimli::DW_TAG_atomic_type => match type_ref(&e) {
+                | gimli::DW_TAG_atomic_type => match e.ty {
                     Some(t) => cur = t,
-                    None => return Vec::new(),
+                    None => break,
                 },
                 gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type => {
-                    return self.collect_members(cur)
+                    if let Some(m) = self.members.get(&cur) {
+                        return m.clone();
+                    }
+                    let m: Rc<[MemberInfo]> = self.collect_members(cur).into();
+                    self.members.insert(cur, m.clone());
+                    return m;
                 }
-                _ => return Vec::new(),
+                _ => break,
             }
         }
-        Vec::new()
+        Rc::from(Vec::new())
     }
 
-    fn collect_members(&mut self, off: UnitOffset) -> Vec<MemberInfo> {
+    fn collect_members(&mut self, off: u32) -> Vec<MemberInfo> {
         let mut out = Vec::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(off)) else {
-            return out;
-        };
-        let Ok(root) = tree.root() else { return out };
-        let mut children = root.children();
-        while let Ok(Some(child)) = children.next() {
-            let e = child.entry();
-            if e.tag() != gimli::DW_TAG_member {
-                continue;
-            }
-            let name = attr_str(self.dwarf, self.unit, e, gimli::DW_AT_name).unwrap_or_default();
-            let byte_offset = match e.attr_value(gimli::DW_AT_data_member_location) {
-                Ok(Some(v)) => v.udata_value().unwrap_or(0),
-                _ => match e.attr_value(gimli::DW_AT_data_bit_offset) {
-                    Ok(Some(v)) => v.udata_value().unwrap_or(0) / 8,
-                    _ => 0,
-                },
-            };
-            let Some(t) = type_ref(e) else { continue };
-            let byte_size = self.strip(t).0.unwrap_or(0);
-            let c = self.name(t);
+        for m in self.shape_members(off).iter() {
+            let byte_size = self.strip(m.ty).0.unwrap_or(0);
             out.push(MemberInfo {
-                name,
-                ty: self.base + t.0 as u64,
-                c,
-                byte_offset,
+                name: m
+                    .name
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .unwrap_or_default(),
+                ty: self.base + u64::from(m.ty),
+                c: self.name(m.ty),
+                byte_offset: m.byte_offset,
                 byte_size,
             });
         }
         out
     }
 
+    /// The typed members of the aggregate at `off`, in order.
+    fn shape_members(&mut self, off: u32) -> Rc<[ShapeMember<'u>]> {
+        if let Some(m) = self.shape_members.get(&off) {
+            return m.clone();
+        }
+        let mut out = Vec::new();
+        for e in self.children(off) {
+            if e.tag != gimli::DW_TAG_member {
+                continue;
+            }
+            let a = &e.attrs;
+            let byte_offset = match (a.member_location(), a.data_bit_offset()) {
+                (Some(o), _) => o,
+                (None, Some(b)) => b / 8,
+                (None, None) => 0,
+            };
+            let Some(ty) = a.ty() else { continue };
+            out.push(ShapeMember {
+                name: a.name().bytes(self.dwarf, self.unit),
+                byte_offset,
+                ty,
+            });
+        }
+        let m: Rc<[ShapeMember<'u>]> = out.into();
+        self.shape_members.insert(off, m.clone());
+        m
+    }
+
     /// Size and tag of the type behind typedefs and qualifiers.
-    fn strip(&mut self, off: UnitOffset) -> (Option<u64>, Option<gimli::DwTag>) {
+    fn strip(&mut self, off: u32) -> (Option<u64>, Option<gimli::DwTag>) {
         let mut cur = off;
         for _ in 0..MAX_DEPTH {
-            let Ok(e) = self.unit.entry(cur) else {
+            let Some(e) = self.die(cur) else {
                 return (None, None);
             };
-            let size = match e.attr_value(gimli::DW_AT_byte_size) {
-                Ok(Some(v)) => v.udata_value(),
-                _ => None,
-            };
-            match e.tag() {
+            match e.tag {
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
                 | gimli::DW_TAG_restrict_type
-                | gimli::DW_TAG_atomic_type => match type_ref(&e) {
+                | gimli::DW_TAG_atomic_type => match e.ty {
                     Some(t) => cur = t,
                     None => return (Some(0), None),
                 },
                 gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type => {
-                    return (Some(size.unwrap_or(8)), Some(e.tag()))
+                    return (Some(e.byte_size.unwrap_or(8)), Some(e.tag))
                 }
-                tag => return (size, Some(tag)),
+                tag => return (e.byte_size, Some(tag)),
             }
         }
         (None, None)
     }
 
-    fn float_like(&mut self, off: UnitOffset) -> bool {
+    fn float_like(&mut self, off: u32) -> bool {
         let mut cur = off;
         for _ in 0..MAX_DEPTH {
-            let Ok(e) = self.unit.entry(cur) else {
+            let Some(e) = self.die(cur) else {
                 return false;
             };
-            match e.tag() {
+            match e.tag {
                 gimli::DW_TAG_base_type => {
-                    return matches!(
-                        e.attr_value(gimli::DW_AT_encoding),
-                        Ok(Some(AttributeValue::Encoding(gimli::DW_ATE_float)))
-                    )
+                    return e.encoding == Some(u64::from(gimli::DW_ATE_float.0))
                 }
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
-                | gimli::DW_TAG_atomic_type => match type_ref(&e) {
+                | gimli::DW_TAG_atomic_type => match e.ty {
                     Some(t) => cur = t,
                     None => return false,
                 },
@@ -244,7 +337,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
 
     /// C declarator composition: `decl` is what has been declared so far
     /// (a name, `*name`, `(*name)[4]`...), and the type at `off` wraps it.
-    fn declare(&mut self, off: Option<UnitOffset>, decl: String, depth: u32) -> String {
+    fn declare(&mut self, off: Option<u32>, decl: String, depth: u32) -> String {
         let join = |base: &str, decl: &str| {
             if decl.is_empty() {
                 base.to_owned()
@@ -260,12 +353,12 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         if depth > MAX_DEPTH {
             return join("?", &decl);
         }
-        let Ok(e) = self.unit.entry(off) else {
+        let Some(e) = self.die(off) else {
             return join("?", &decl);
         };
-        let name = attr_str(self.dwarf, self.unit, &e, gimli::DW_AT_name);
-        let target = type_ref(&e);
-        match e.tag() {
+        let name = self.text(e.name);
+        let target = e.ty;
+        match e.tag {
             gimli::DW_TAG_base_type | gimli::DW_TAG_typedef | gimli::DW_TAG_unspecified_type => {
                 join(name.as_deref().unwrap_or("?"), &decl)
             }
@@ -279,15 +372,15 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             | gimli::DW_TAG_volatile_type
             | gimli::DW_TAG_restrict_type
             | gimli::DW_TAG_atomic_type => {
-                let q = match e.tag() {
+                let q = match e.tag {
                     gimli::DW_TAG_const_type => "const",
                     gimli::DW_TAG_volatile_type => "volatile",
                     gimli::DW_TAG_restrict_type => "restrict",
                     _ => "_Atomic",
                 };
                 let on_pointer = target
-                    .and_then(|t| self.unit.entry(t).ok())
-                    .is_some_and(|t| t.tag() == gimli::DW_TAG_pointer_type);
+                    .and_then(|t| self.die(t))
+                    .is_some_and(|t| t.tag == gimli::DW_TAG_pointer_type);
                 if on_pointer {
                     // `char *const p`: the qualifier sits right of the star.
                     let d = if decl.is_empty() {
@@ -315,34 +408,23 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
                 } else {
                     decl
                 };
-                let args = self.subroutine_args(off, depth);
+                let args = self.subroutine_args(off, e.prototyped, depth);
                 self.declare(target, format!("{d}({args})"), depth + 1)
             }
             _ => join("?", &decl),
         }
     }
 
-    fn array_dims(&mut self, off: UnitOffset) -> String {
+    fn array_dims(&mut self, off: u32) -> String {
         let mut out = String::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(off)) else {
-            return "[]".into();
-        };
-        let Ok(root) = tree.root() else {
-            return "[]".into();
-        };
-        let mut children = root.children();
-        while let Ok(Some(child)) = children.next() {
-            let e = child.entry();
-            if e.tag() != gimli::DW_TAG_subrange_type {
+        for e in self.children(off) {
+            if e.tag != gimli::DW_TAG_subrange_type {
                 continue;
             }
-            let count = match (
-                e.attr_value(gimli::DW_AT_count),
-                e.attr_value(gimli::DW_AT_upper_bound),
-            ) {
-                (Ok(Some(c)), _) => c.udata_value(),
-                (_, Ok(Some(u))) => u.udata_value().map(|u| u + 1),
-                _ => None,
+            let count = match (e.attrs.count(), e.attrs.upper_bound()) {
+                (Some(c), _) => Some(c),
+                (None, Some(u)) => u.checked_add(1),
+                (None, None) => None,
             };
             match count {
                 Some(n) => out.push_str(&format!("[{n}]")),
@@ -355,34 +437,22 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         out
     }
 
-    fn subroutine_args(&mut self, off: UnitOffset, depth: u32) -> String {
-        let mut args = Vec::new();
-        let mut prototyped = false;
-        if let Ok(e) = self.unit.entry(off) {
-            prototyped = matches!(
-                e.attr_value(gimli::DW_AT_prototyped),
-                Ok(Some(AttributeValue::Flag(true)))
-            );
-        }
-        if let Ok(mut tree) = self.unit.entries_tree(Some(off)) {
-            if let Ok(root) = tree.root() {
-                let mut children = root.children();
-                let mut params = Vec::new();
-                let mut varargs = false;
-                while let Ok(Some(child)) = children.next() {
-                    match child.entry().tag() {
-                        gimli::DW_TAG_formal_parameter => params.push(type_ref(child.entry())),
-                        gimli::DW_TAG_unspecified_parameters => varargs = true,
-                        _ => {}
-                    }
-                }
-                for p in params {
-                    args.push(self.declare(p, String::new(), depth + 1));
-                }
-                if varargs {
-                    args.push("...".into());
-                }
+    fn subroutine_args(&mut self, off: u32, prototyped: bool, depth: u32) -> String {
+        let mut params = Vec::new();
+        let mut varargs = false;
+        for e in self.children(off) {
+            match e.tag {
+                gimli::DW_TAG_formal_parameter => params.push(e.attrs.ty()),
+                gimli::DW_TAG_unspecified_parameters => varargs = true,
+                _ => {}
             }
+        }
+        let mut args = Vec::new();
+        for p in params {
+            args.push(self.declare(p, String::new(), depth + 1));
+        }
+        if varargs {
+            args.push("...".into());
         }
         if args.is_empty() && prototyped {
             "void".into()
@@ -393,20 +463,23 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
 
     /// Structural hash `levels` deep: names and kinds, plus for aggregates
     /// their members' types one level further.
-    fn shape(&mut self, off: UnitOffset, levels: u32) -> u64 {
+    fn shape(&mut self, off: u32, levels: u32) -> u64 {
         if let Some(&h) = self.shapes.get(&(off, levels)) {
             return h;
         }
         let mut h = FxHasher::default();
-        self.name(off).hash(&mut h);
+        self.name_rc(off).hash(&mut h);
         if levels > 0 {
             let target = self.pointee_aggregate(off);
             if let Some(agg) = target {
-                for m in self.members(agg) {
-                    m.name.hash(&mut h);
+                // A member's name hashes as the String `members` gives it.
+                for m in self.shape_members(agg).iter() {
+                    m.name
+                        .map_or(Default::default(), String::from_utf8_lossy)
+                        .as_ref()
+                        .hash(&mut h);
                     m.byte_offset.hash(&mut h);
-                    let moff = UnitOffset((m.ty - self.base) as usize);
-                    self.shape(moff, levels - 1).hash(&mut h);
+                    self.shape(m.ty, levels - 1).hash(&mut h);
                 }
             }
         }
@@ -416,18 +489,18 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
     }
 
     /// The aggregate a type is or points to, through typedefs and qualifiers.
-    fn pointee_aggregate(&mut self, off: UnitOffset) -> Option<UnitOffset> {
+    fn pointee_aggregate(&mut self, off: u32) -> Option<u32> {
         let mut cur = off;
         for _ in 0..MAX_DEPTH {
-            let e = self.unit.entry(cur).ok()?;
-            match e.tag() {
+            let e = self.die(cur)?;
+            match e.tag {
                 gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type => return Some(cur),
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
                 | gimli::DW_TAG_restrict_type
                 | gimli::DW_TAG_atomic_type
-                | gimli::DW_TAG_pointer_type => cur = type_ref(&e)?,
+                | gimli::DW_TAG_pointer_type => cur = e.ty?,
                 _ => return None,
             }
         }
@@ -458,24 +531,4 @@ fn classify(tag: Option<gimli::DwTag>, size: Option<u64>, float: bool) -> ArgCla
         (_, Some(s)) if s <= 16 => ArgClass::Int2,
         _ => ArgClass::Memory,
     }
-}
-
-/// The DW_AT_type of a DIE as a unit offset (only unit-local references).
-pub fn type_ref(e: &gimli::DebuggingInformationEntry<Reader<'_>>) -> Option<UnitOffset> {
-    match e.attr_value(gimli::DW_AT_type) {
-        Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-        _ => None,
-    }
-}
-
-/// A string attribute, resolved through .debug_str / .debug_line_str.
-pub fn attr_str(
-    dwarf: &Dwarf<'_>,
-    unit: &gimli::Unit<Reader<'_>>,
-    e: &gimli::DebuggingInformationEntry<Reader<'_>>,
-    at: gimli::DwAt,
-) -> Option<String> {
-    let v = e.attr_value(at).ok()??;
-    let s = dwarf.attr_string(unit, v).ok()?;
-    Some(String::from_utf8_lossy(s.slice()).into_owned())
 }

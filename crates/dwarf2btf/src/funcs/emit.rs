@@ -34,9 +34,10 @@ use super::collect::{collect_from_unit, Concrete};
 use super::lookup::KernelLookup;
 use super::{names_match, read_symbols, Binding};
 use crate::convert::UnitBuilder;
-use crate::encode::{func_type, AddrTags, FuncPolicy, UnitContext, UnitRemap};
 use crate::error::{Error, Result};
 use crate::load::ElfFile;
+use crate::options::AddrTags;
+use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The prefix of the DECL_TAG names that tie a FUNC to an address.
 pub const ADDR_TAG_PREFIX: &str = "addr=";
@@ -215,12 +216,16 @@ struct Group {
 impl FuncPolicy for ExactFuncs {
     type Unit = Vec<Candidate>;
 
+    const SUBPROGRAMS: bool = true;
+
     fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
         let offset = cx.types.unit_offset().0 as u64;
-        let concretes = collect_from_unit(cx.dwarf, cx.unit).map_err(|source| Error::Dwarf {
-            path: cx.path.to_owned(),
-            offset,
-            source,
+        let concretes = collect_from_unit(cx.dwarf, cx.unit, cx.subprograms).map_err(|source| {
+            Error::Dwarf {
+                path: cx.path.to_owned(),
+                offset,
+                source,
+            }
         })?;
         let mut found = Vec::new();
         let mut u64_id = None;

@@ -8,6 +8,7 @@
 use gimli::{AttributeValue, Operation};
 
 use super::abi::{reg_name, ARG_REGS};
+use crate::dies::Loc;
 use crate::load::{Dwarf, Reader};
 
 /// A parameter's location at function entry.
@@ -42,19 +43,22 @@ pub struct Piece {
     pub bytes: u64,
 }
 
-/// Evaluates a formal parameter's location at `entry`.
+/// Evaluates a formal parameter's location at `entry`: `location` is its
+/// DW_AT_location, `has_const` whether it has a DW_AT_const_value.
 pub fn entry_location(
     dwarf: &Dwarf<'_>,
     unit: &gimli::Unit<Reader<'_>>,
-    param: &gimli::DebuggingInformationEntry<Reader<'_>>,
+    has_const: bool,
+    location: Option<Loc<'_>>,
     entry: u64,
 ) -> gimli::Result<EntryLoc> {
-    if param.attr_value(gimli::DW_AT_const_value)?.is_some() {
+    if has_const {
         return Ok(EntryLoc::Const);
     }
-    let Some(value) = param.attr_value(gimli::DW_AT_location)? else {
+    let Some(loc) = location else {
         return Ok(EntryLoc::Absent);
     };
+    let value = loc.value();
     if let AttributeValue::Exprloc(expr) = value {
         return Ok(match classify(expr, unit.encoding()) {
             EntryLoc::Reg { reg } if !ARG_REGS.contains(&reg) => EntryLoc::Scope {

@@ -1,0 +1,52 @@
+//! What an encode is asked for: the options of `btfkit encode` as the
+//! library takes them. Every other module of the pipeline reads these; this
+//! one reads none of them.
+
+/// Which functions get a FUNC, and how (`--funcs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FuncMode {
+    /// Every function instance with its true signature (funcs.rs).
+    #[default]
+    Exact,
+    /// pahole 1.24's choice of names, each with the prototype of the
+    /// instance the kernel attaches the name to (pahole.rs).
+    Pahole,
+}
+
+/// Which variables get a VAR (`--vars`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VarsMode {
+    /// Per-CPU variables in DATASEC `.data..percpu`, as pahole.
+    #[default]
+    Percpu,
+    /// Every variable with a fixed address and an ELF symbol, one DATASEC
+    /// per ELF section.
+    All,
+    None,
+}
+
+/// Which FUNCs carry DECL_TAG "addr=0x..." (`--addr-tags`, funcs.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AddrTags {
+    #[default]
+    Ambiguous,
+    All,
+    None,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct EncodeOptions {
+    /// Worker threads; 0 means all cores.
+    pub jobs: usize,
+    pub funcs: FuncMode,
+    pub vars: VarsMode,
+    pub addr_tags: AddrTags,
+    /// Encode Rust compilation units too (pahole leaves them out).
+    pub keep_rust: bool,
+    /// Skip the final dedup (for tests and debugging).
+    pub no_dedup: bool,
+    /// Write a layout section (bpf-next's 32-byte header), as pahole's
+    /// `--btf_features=layout`; split BTF gets none, as from pahole, since
+    /// readers use the base's.
+    pub layout: bool,
+}

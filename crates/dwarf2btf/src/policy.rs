@@ -1,0 +1,95 @@
+//! The interface between the encoding pipeline (encode.rs) and a function
+//! policy (`--funcs`: funcs/emit.rs, pahole.rs): what a policy sees of a
+//! unit, what it returns, and how its unit-local ids reach the merged BTF.
+//! The pipeline drives a policy through this module; policies never see
+//! the pipeline.
+
+use btf::{Btf, Type, TypeData, TypeId};
+
+use crate::convert::{UnitBuilder, UnitTypes};
+use crate::error::Result;
+use crate::load::{Dwarf, ElfInfo, Reader};
+use crate::options::EncodeOptions;
+use crate::subprograms::Subprograms;
+
+/// What a function policy sees of one compilation unit.
+pub struct UnitContext<'a, 'd> {
+    pub path: &'a std::path::Path,
+    pub dwarf: &'a Dwarf<'d>,
+    pub unit: &'a gimli::Unit<Reader<'d>>,
+    /// Local type id of every type DIE of the unit (ids of `out`).
+    pub types: &'a UnitTypes,
+    /// The unit's subprograms, recorded by the converter's pass when the
+    /// policy asks ([`FuncPolicy::SUBPROGRAMS`]), else empty.
+    pub subprograms: &'a Subprograms<'d>,
+    pub elf: &'a ElfInfo<'d>,
+    pub opts: &'a EncodeOptions,
+}
+
+/// How a unit's local type ids map to ids of the merged BTF (before the
+/// final dedup). It knows the types the policy added in `unit` and those it
+/// listed in [`FuncPolicy::referenced`]; any other id maps to 0.
+#[derive(Clone, Debug, Default)]
+pub struct UnitRemap {
+    /// (local id, global id), sorted by local id.
+    ids: Vec<(TypeId, TypeId)>,
+}
+
+impl UnitRemap {
+    /// Adds a local id (callers push in increasing local order).
+    pub(crate) fn push(&mut self, local: TypeId, global: TypeId) {
+        self.ids.push((local, global));
+    }
+
+    /// Rewrites every global id (when the BTF they point into is appended
+    /// elsewhere or deduplicated).
+    pub(crate) fn map_globals(&mut self, f: impl Fn(TypeId) -> TypeId) {
+        for e in &mut self.ids {
+            e.1 = f(e.1);
+        }
+    }
+
+    /// The global id of a local id of that unit (0 stays void).
+    pub fn type_id(&self, local: TypeId) -> TypeId {
+        match self.ids.binary_search_by_key(&local, |e| e.0) {
+            Ok(i) => self.ids.get(i).map_or(0, |e| e.1),
+            Err(_) => 0,
+        }
+    }
+}
+
+/// A function-emitting policy (`--funcs`). `unit` runs per compilation unit
+/// in parallel, after the unit's types are converted: it may add types to
+/// the unit's builder (local ids) and returns what it needs to decide across
+/// units. `finish` runs once, with the units' results in unit order, after
+/// all units are merged into `btf` and before dedup.
+pub trait FuncPolicy: Sync {
+    type Unit: Send;
+    /// Whether `unit` reads [`UnitContext::subprograms`] (recording them
+    /// costs the converter's pass a little).
+    const SUBPROGRAMS: bool = false;
+    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Self::Unit>;
+    /// Local ids of types the policy did not add itself (the converter's)
+    /// that `finish` will look up through [`UnitRemap`].
+    fn referenced(&self, _unit: &Self::Unit, _ids: &mut Vec<TypeId>) {}
+    fn finish(&self, units: Vec<(UnitRemap, Self::Unit)>, btf: &mut Btf) -> Result<()>;
+}
+
+/// `--funcs none`-like policy: emits no functions (tests, and types-only use).
+pub struct NoFuncs;
+
+impl FuncPolicy for NoFuncs {
+    type Unit = ();
+    fn unit(&self, _: &UnitContext<'_, '_>, _: &mut UnitBuilder) -> Result<()> {
+        Ok(())
+    }
+    fn finish(&self, _: Vec<(UnitRemap, ())>, _: &mut Btf) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A FUNC of `name` over `proto` with static linkage, as pahole writes
+/// every function.
+pub fn func_type(name_off: u32, proto: TypeId) -> Type {
+    Type::new(name_off, TypeData::Func { proto, linkage: 0 })
+}

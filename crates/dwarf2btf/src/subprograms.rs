@@ -1,0 +1,130 @@
+//! The subprogram DIEs of one unit and their parameters, recorded while the
+//! type converter's forward pass (convert.rs) reads the unit, so that the
+//! function-instance walk (funcs/collect.rs) reads none of the unit's DIEs
+//! again: it resolves abstract origins and specifications in this record.
+//!
+//! Invariant: `subs` holds every DW_TAG_subprogram DIE of the unit in
+//! offset order (the pass meets them in order), each with its direct
+//! DW_TAG_formal_parameter children in order; `concrete` lists, in order,
+//! those at unit level (depth 1) that have code (DW_AT_low_pc or
+//! DW_AT_ranges) and are no declaration.
+
+use gimli::constants as dw;
+
+use crate::dies::{Die, Loc, Str};
+
+/// One DW_TAG_subprogram as it describes itself.
+#[derive(Clone, Debug)]
+pub struct RawSub<'d> {
+    /// Offset in the unit.
+    pub offset: u32,
+    pub name: Str<'d>,
+    pub decl_file: Option<u64>,
+    pub decl_line: Option<u64>,
+    /// DW_AT_type (the return type), an offset in the unit.
+    pub ret: Option<u32>,
+    pub origin: Option<u32>,
+    pub specification: Option<u32>,
+    pub external: bool,
+    /// DW_AT_calling_convention is DW_CC_nocall.
+    pub nocall: bool,
+    pub params: Vec<RawParam<'d>>,
+    /// A DW_TAG_unspecified_parameters child.
+    pub varargs: bool,
+}
+
+/// One DW_TAG_formal_parameter child of a subprogram.
+#[derive(Clone, Debug)]
+pub struct RawParam<'d> {
+    /// Offset in the unit.
+    pub offset: u32,
+    pub origin: Option<u32>,
+    pub name: Str<'d>,
+    pub ty: Option<u32>,
+    pub location: Option<Loc<'d>>,
+    /// DW_AT_const_value: the value is known, nothing is passed.
+    pub has_const: bool,
+}
+
+/// The record of one unit's subprograms (see the module's invariant).
+#[derive(Default)]
+pub struct Subprograms<'d> {
+    subs: Vec<RawSub<'d>>,
+    /// Indexes in `subs` of the unit-level subprograms with code.
+    concrete: Vec<usize>,
+    /// The unit DIE's DW_AT_name.
+    cu_name: Str<'d>,
+    /// Depth of the last subprogram while its children are being read.
+    open: Option<isize>,
+}
+
+impl<'d> Subprograms<'d> {
+    /// Takes the next DIE of the pass (every DIE, in order).
+    pub fn die(&mut self, die: &Die<'d>) {
+        let a = &die.attrs;
+        if self.open.is_some_and(|d| die.depth <= d) {
+            self.open = None;
+        }
+        match die.tag {
+            _ if die.depth == 0 => self.cu_name = a.name(),
+            dw::DW_TAG_subprogram => {
+                let Ok(offset) = u32::try_from(die.offset) else {
+                    return;
+                };
+                if die.depth == 1 && a.has_code() && !a.declaration() {
+                    self.concrete.push(self.subs.len());
+                }
+                self.subs.push(RawSub {
+                    offset,
+                    name: a.name(),
+                    decl_file: a.decl_file(),
+                    decl_line: a.decl_line(),
+                    ret: a.ty(),
+                    origin: a.abstract_origin(),
+                    specification: a.specification(),
+                    external: a.external(),
+                    nocall: a.calling_convention() == Some(u64::from(dw::DW_CC_nocall.0)),
+                    params: Vec::new(),
+                    varargs: false,
+                });
+                self.open = die.has_children.then_some(die.depth);
+            }
+            dw::DW_TAG_formal_parameter if self.open == Some(die.depth - 1) => {
+                let Ok(offset) = u32::try_from(die.offset) else {
+                    return;
+                };
+                if let Some(sub) = self.subs.last_mut() {
+                    sub.params.push(RawParam {
+                        offset,
+                        origin: a.abstract_origin(),
+                        name: a.name(),
+                        ty: a.ty(),
+                        location: a.param_location(),
+                        has_const: a.const_value().is_some(),
+                    });
+                }
+            }
+            dw::DW_TAG_unspecified_parameters if self.open == Some(die.depth - 1) => {
+                if let Some(sub) = self.subs.last_mut() {
+                    sub.varargs = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The subprogram DIE at `offset` in the unit.
+    pub fn get(&self, offset: u32) -> Option<&RawSub<'d>> {
+        let i = self.subs.binary_search_by_key(&offset, |s| s.offset).ok()?;
+        self.subs.get(i)
+    }
+
+    /// The unit-level subprograms with code, in order.
+    pub fn concrete(&self) -> impl Iterator<Item = &RawSub<'d>> {
+        self.concrete.iter().filter_map(|&i| self.subs.get(i))
+    }
+
+    pub fn cu_name(&self) -> Str<'d> {
+        self.cu_name
+    }
+}

@@ -1,0 +1,182 @@
+//! `bt [PID|TASK|-a]`: backtraces from the kernel's ORC tables, as crash
+//! prints them (`PID: 1  TASK: ...  CPU: 0  COMMAND: "init"`, then
+//! ` #0 [sp] symbol+off at pc`), with each frame's module and the
+//! prototype of that function instance; argument registers where a
+//! frame's entry registers are known (its pc is the function's first
+//! instruction and all registers are known: a CPU's note or a pt_regs).
+//! Without an argument: the task CPU 0 runs (the crashing CPU's in a
+//! kdump of a panic); `-a`: every task.
+
+use btf::TypeData;
+use ksyms::BtfIndex;
+use serde_json::{json, Value as Json};
+
+use super::sym::{self, Described};
+use crate::command::Reply;
+use crate::error::{Error, Result};
+use crate::kernel::task::{self, Task};
+use crate::program::Program;
+use crate::unwind::{registers, Frame, Trace, Unwinder};
+
+pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
+    let prog = &*prog;
+    let u = Unwinder::new(prog).map_err(|e| Error::eval(1, e))?;
+    let layout = u.layout;
+    let mut problems = u.problems.clone();
+    let tasks: Vec<u64> = match arg {
+        "-a" => {
+            let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
+            problems.extend(walk.problem);
+            walk.tasks
+        }
+        "" => {
+            let cpu = crashing_cpu(prog).unwrap_or(0);
+            let t =
+                u.curr.get(cpu).copied().ok_or_else(|| {
+                    Error::eval(1, format!("which task CPU {cpu} runs is unknown"))
+                })?;
+            vec![t]
+        }
+        a => vec![find_task(prog, &layout, a)?],
+    };
+    let index = sym::btf_index(prog);
+    let mut text = Vec::new();
+    let mut out = Vec::new();
+    for addr in tasks {
+        match task::task(prog, &layout, addr) {
+            Ok(t) => {
+                let trace = u.task_trace(prog, &t);
+                let (txt, js) = show(prog, &index, &t, &trace);
+                text.push(txt);
+                out.push(js);
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    for p in &problems {
+        text.push(format!("bt: {p}"));
+    }
+    Ok(Reply {
+        text: text.join("\n\n"),
+        json: json!({ "tasks": out, "problems": problems }),
+    })
+}
+
+/// `crashing_cpu` of a kdump taken at a panic (-1 otherwise).
+fn crashing_cpu(prog: &Program) -> Option<usize> {
+    let a = prog.symbol("crashing_cpu")?;
+    let c = prog.memory().read_u32(a).ok()? as i32;
+    usize::try_from(c).ok()
+}
+
+/// A task by pid (decimal) or address (hex).
+fn find_task(prog: &Program, layout: &task::Layout, a: &str) -> Result<u64> {
+    if let Some(addr) = sym::parse_address(a) {
+        return Ok(addr);
+    }
+    let pid: u32 = a
+        .parse()
+        .map_err(|_| Error::syntax(1, "usage: bt [PID|TASK|-a]"))?;
+    let walk = task::for_each_task(prog, layout).map_err(|e| Error::eval(1, e))?;
+    task::find_pid(prog, layout, &walk.tasks, pid)
+        .ok_or_else(|| Error::eval(1, format!("no task with pid {pid}")))
+}
+
+fn show(prog: &Program, index: &BtfIndex<'_>, t: &Task, trace: &Trace) -> (String, Json) {
+    let mut lines = vec![format!(
+        "PID: {}  TASK: {:x}  CPU: {}  COMMAND: \"{}\"",
+        t.pid, t.addr, t.cpu, t.comm
+    )];
+    let mut frames = Vec::new();
+    for (i, f) in trace.frames.iter().enumerate() {
+        let d = sym::describe(prog, index, f.pc);
+        let mut line = format!(
+            " #{i:<2}[{:016x}] {} at {:016x}",
+            f.sp,
+            d.name_offset(),
+            f.pc
+        );
+        if let Some(m) = &d.module {
+            line.push_str(&format!(" [{m}]"));
+        }
+        if f.guessed {
+            line.push_str(" (frame-pointer guess)");
+        }
+        lines.push(line);
+        if let Some(p) = &d.prototype {
+            lines.push(format!("     {p};"));
+        }
+        let args = arguments(prog, index, &d, f);
+        if !args.is_empty() {
+            let list: Vec<String> = args.iter().map(|(n, v)| format!("{n}={v:#x}")).collect();
+            lines.push(format!("     ({})", list.join(", ")));
+        }
+        let mut js = d.to_json();
+        if let Json::Object(o) = &mut js {
+            o.insert("index".into(), json!(i));
+            o.insert("sp".into(), json!(f.sp));
+            o.insert("pc".into(), json!(f.pc));
+            o.insert("interrupted".into(), json!(f.interrupted));
+            o.insert("guessed".into(), json!(f.guessed));
+            if !args.is_empty() {
+                let a: serde_json::Map<String, Json> =
+                    args.into_iter().map(|(n, v)| (n, json!(v))).collect();
+                o.insert("arguments".into(), Json::Object(a));
+            }
+        }
+        frames.push(js);
+    }
+    let e = &trace.end;
+    lines.push(if e.ok {
+        format!("    -- {} at {:x}", e.why, e.at)
+    } else {
+        format!("    unwinding stopped: {} at {:x}", e.why, e.at)
+    });
+    let js = json!({
+        "pid": t.pid,
+        "task": t.addr,
+        "cpu": t.cpu,
+        "comm": t.comm,
+        "frames": frames,
+        "end": { "ok": e.ok, "why": e.why, "at": e.at },
+    });
+    (lines.join("\n"), js)
+}
+
+/// The argument registers by the prototype's parameter names, when the
+/// frame is at its function's first instruction with all registers known.
+fn arguments(prog: &Program, index: &BtfIndex<'_>, d: &Described, f: &Frame) -> Vec<(String, u64)> {
+    if d.offset != 0 || !f.interrupted || !f.regs.is_full() {
+        return Vec::new();
+    }
+    let Some(hit) = prog.symbols().lookup(f.pc) else {
+        return Vec::new();
+    };
+    let Some(func) = index.match_function(prog.symbols(), &hit.symbol).btf_id() else {
+        return Vec::new();
+    };
+    let btf = prog.btf();
+    let params = btf
+        .type_by_id(func)
+        .and_then(|t| match t.data {
+            TypeData::Func { proto, .. } => btf.type_by_id(proto),
+            _ => None,
+        })
+        .map(|p| match &p.data {
+            TypeData::FuncProto { params, .. } => params.clone(),
+            _ => Vec::new(),
+        })
+        .unwrap_or_default();
+    params
+        .iter()
+        .zip(registers::ARGS)
+        .filter_map(|(p, (reg, word))| {
+            let name = btf
+                .str_at(p.name_off)
+                .ok()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(reg);
+            Some((name.to_owned(), f.regs.get(prog, word)?))
+        })
+        .collect()
+}

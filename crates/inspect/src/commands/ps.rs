@@ -1,0 +1,57 @@
+//! `ps`: every task (drgn's `for_each_task`, the kernel's
+//! `for_each_process_thread`) with pid, parent pid, CPU, state and name,
+//! in crash's columns; `>` marks the task a CPU is running.
+
+use serde_json::json;
+
+use crate::command::Reply;
+use crate::error::{Error, Result};
+use crate::kernel::task::{self, Layout};
+use crate::program::Program;
+
+pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
+    if !arg.is_empty() {
+        return Err(Error::syntax(1, "usage: ps"));
+    }
+    let prog = &*prog;
+    let layout = Layout::new(prog).map_err(|e| Error::eval(1, e))?;
+    let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
+    let curr = task::cpu_curr(prog).unwrap_or_default();
+    let mut lines = vec!["   PID    PPID  CPU       TASK        ST  COMM".to_owned()];
+    let mut rows = Vec::new();
+    let mut problems: Vec<String> = walk.problem.into_iter().collect();
+    for &t in &walk.tasks {
+        match task::task(prog, &layout, t) {
+            Ok(t) => {
+                let running = curr.contains(&t.addr);
+                lines.push(format!(
+                    "{}{:>6} {:>7} {:>4}  {:016x}  {}   {}",
+                    if running { '>' } else { ' ' },
+                    t.pid,
+                    t.ppid,
+                    t.cpu,
+                    t.addr,
+                    t.state,
+                    t.comm
+                ));
+                rows.push(json!({
+                    "pid": t.pid,
+                    "ppid": t.ppid,
+                    "cpu": t.cpu,
+                    "task": t.addr,
+                    "state": t.state.to_string(),
+                    "comm": t.comm,
+                    "running": running,
+                }));
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    for p in &problems {
+        lines.push(format!("ps: {p}"));
+    }
+    Ok(Reply {
+        text: lines.join("\n"),
+        json: json!({ "tasks": rows, "problems": problems }),
+    })
+}

@@ -1,0 +1,247 @@
+//! Tasks: the kernel's `for_each_process_thread` (every thread of every
+//! process on `init_task.tasks`, through `signal->thread_head`), a task's
+//! pid, parent, CPU, state and name, and which task each CPU runs.
+//!
+//! Walks are bounded: a node seen twice (a list that loops) or more nodes
+//! than [`MAX_TASKS`] ends the walk with a [`Walk::problem`] that says
+//! where, and what was found so far stays.
+
+use rustc_hash::FxHashSet;
+
+use crate::program::Program;
+
+/// More tasks than the kernel's PID_MAX_LIMIT (4M) cannot be real.
+pub const MAX_TASKS: usize = 1 << 22;
+
+/// Offsets in `struct task_struct` and `struct signal_struct`, from BTF.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    tasks: u64,
+    pid: u64,
+    tgid: u64,
+    real_parent: u64,
+    comm: u64,
+    state: u64,
+    exit_state: u64,
+    cpu: u64,
+    stack: u64,
+    thread_sp: u64,
+    signal: u64,
+    thread_node: u64,
+    thread_head: u64,
+    on_cpu: u64,
+}
+
+impl Layout {
+    pub fn new(prog: &Program) -> Result<Layout, String> {
+        let t = |path: &str| {
+            prog.member_offset("struct task_struct", path)
+                .map(|(o, _)| o)
+                .ok_or_else(|| format!("the BTF has no struct task_struct member {path}"))
+        };
+        // 5.14 renamed `state` to `__state`; x86 keeps `cpu` in thread_info since 5.16.
+        let state = t("__state").or_else(|_| t("state"))?;
+        let cpu = t("thread_info.cpu").or_else(|_| t("cpu"))?;
+        Ok(Layout {
+            tasks: t("tasks")?,
+            pid: t("pid")?,
+            tgid: t("tgid")?,
+            real_parent: t("real_parent")?,
+            comm: t("comm")?,
+            state,
+            exit_state: t("exit_state")?,
+            cpu,
+            stack: t("stack")?,
+            thread_sp: t("thread.sp")?,
+            signal: t("signal")?,
+            thread_node: t("thread_node")?,
+            on_cpu: t("on_cpu")?,
+            thread_head: prog
+                .member_offset("struct signal_struct", "thread_head")
+                .map(|(o, _)| o)
+                .ok_or("the BTF has no struct signal_struct member thread_head")?,
+        })
+    }
+}
+
+/// What `ps` shows of a task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub addr: u64,
+    pub pid: u32,
+    pub tgid: u32,
+    /// The real parent's tgid, as /proc's PPid.
+    pub ppid: u32,
+    pub cpu: u32,
+    /// The kernel's state letter (`R S D T t X Z P I`).
+    pub state: char,
+    pub comm: String,
+    /// The base of its kernel stack.
+    pub stack: u64,
+    /// `thread.sp`: where a task that is not running saved its registers.
+    pub thread_sp: u64,
+    pub on_cpu: bool,
+}
+
+/// Tasks found by a walk, and why it stopped early, if it did.
+#[derive(Debug, Default)]
+pub struct Walk {
+    pub tasks: Vec<u64>,
+    pub problem: Option<String>,
+}
+
+fn read_u32(prog: &Program, addr: u64) -> Result<u32, String> {
+    prog.memory()
+        .read_u32(addr)
+        .map_err(|e| format!("reading {addr:#x}: {e}"))
+}
+
+fn read_u64(prog: &Program, addr: u64) -> Result<u64, String> {
+    prog.memory()
+        .read_u64(addr)
+        .map_err(|e| format!("reading {addr:#x}: {e}"))
+}
+
+/// Every thread of every process but the idle tasks, in list order, like
+/// the kernel's `for_each_process_thread` and drgn's `for_each_task`.
+pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
+    let init = prog.symbol("init_task").ok_or("no init_task symbol")?;
+    let mut walk = Walk::default();
+    let mut seen = FxHashSet::default();
+    let head = init.wrapping_add(l.tasks);
+    let mut node = head;
+    loop {
+        node = match read_u64(prog, node) {
+            Ok(n) => n,
+            Err(e) => {
+                walk.problem = Some(format!("task list: {e}"));
+                break;
+            }
+        };
+        if node == head {
+            break;
+        }
+        if !seen.insert(node) || seen.len() > MAX_TASKS {
+            walk.problem = Some(format!("task list loops at {node:#x}"));
+            break;
+        }
+        let leader = node.wrapping_sub(l.tasks);
+        if let Err(e) = threads(prog, l, leader, &mut walk.tasks) {
+            walk.problem = Some(e);
+            break;
+        }
+    }
+    Ok(walk)
+}
+
+/// The threads of a process (its leader first, as the kernel lists them).
+fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Result<(), String> {
+    let signal = read_u64(prog, leader.wrapping_add(l.signal))?;
+    let head = signal.wrapping_add(l.thread_head);
+    let mut node = head;
+    let mut seen = FxHashSet::default();
+    loop {
+        node = read_u64(prog, node).map_err(|e| format!("threads of {leader:#x}: {e}"))?;
+        if node == head {
+            return Ok(());
+        }
+        if !seen.insert(node) || out.len() > MAX_TASKS {
+            return Err(format!("thread list of {leader:#x} loops at {node:#x}"));
+        }
+        out.push(node.wrapping_sub(l.thread_node));
+    }
+}
+
+/// The state letter of `fs/proc/array.c`'s task_state_array: the highest
+/// reported bit of `__state | exit_state` (R 0, S 1, D 2, T 4, t 8, X 0x10,
+/// Z 0x20, P 0x40), and I for TASK_IDLE (UNINTERRUPTIBLE | NOLOAD, 0x402).
+/// These values are the kernel's ABI for /proc since 4.14.
+pub fn state_char(state: u32, exit_state: u32) -> char {
+    const REPORT: u32 = 0x7f;
+    const TASK_IDLE: u32 = 0x402;
+    const RTLOCK_WAIT: u32 = 0x1000;
+    if state == TASK_IDLE {
+        return 'I';
+    }
+    let mut s = (state | exit_state) & REPORT;
+    if state == RTLOCK_WAIT {
+        s = 2;
+    }
+    let index = (32 - s.leading_zeros()) as usize;
+    "RSDTtXZPI".chars().nth(index).unwrap_or('?')
+}
+
+/// Reads what `ps` shows of the task at `addr`.
+pub fn task(prog: &Program, l: &Layout, addr: u64) -> Result<Task, String> {
+    let comm = prog
+        .memory()
+        .read_cstr(addr.wrapping_add(l.comm), 16)
+        .map_err(|e| format!("task {addr:#x}: {e}"))?;
+    let parent = read_u64(prog, addr.wrapping_add(l.real_parent))?;
+    Ok(Task {
+        addr,
+        pid: read_u32(prog, addr.wrapping_add(l.pid))?,
+        tgid: read_u32(prog, addr.wrapping_add(l.tgid))?,
+        ppid: read_u32(prog, parent.wrapping_add(l.tgid))?,
+        cpu: read_u32(prog, addr.wrapping_add(l.cpu))?,
+        state: state_char(
+            read_u32(prog, addr.wrapping_add(l.state))?,
+            read_u32(prog, addr.wrapping_add(l.exit_state))?,
+        ),
+        comm: String::from_utf8_lossy(&comm).into_owned(),
+        stack: read_u64(prog, addr.wrapping_add(l.stack))?,
+        thread_sp: read_u64(prog, addr.wrapping_add(l.thread_sp))?,
+        on_cpu: read_u32(prog, addr.wrapping_add(l.on_cpu))? != 0,
+    })
+}
+
+/// The task each CPU runs: per-CPU `current_task` (up to 6.1) or
+/// `pcpu_hot.current_task` (6.2+), for CPUs 0 to `nr_cpu_ids - 1`.
+pub fn cpu_curr(prog: &Program) -> Result<Vec<u64>, String> {
+    let var = match prog.symbol("current_task") {
+        Some(v) => v,
+        None => {
+            let hot = prog
+                .symbol("pcpu_hot")
+                .ok_or("neither current_task nor pcpu_hot is a symbol")?;
+            let (off, _) = prog
+                .member_offset("struct pcpu_hot", "current_task")
+                .ok_or("the BTF has no struct pcpu_hot member current_task")?;
+            hot.wrapping_add(off)
+        }
+    };
+    let nr = prog
+        .symbol("nr_cpu_ids")
+        .ok_or("no nr_cpu_ids symbol")
+        .and_then(|a| read_u32(prog, a).map_err(|_| "nr_cpu_ids unreadable"))?;
+    (0..u64::from(nr.min(8192)))
+        .map(|cpu| {
+            let base = prog.per_cpu_offset(cpu, 0).map_err(|e| e.to_string())?;
+            read_u64(prog, base.wrapping_add(var))
+        })
+        .collect()
+}
+
+/// A task by pid (the first thread with that pid) among `tasks`.
+pub fn find_pid(prog: &Program, l: &Layout, tasks: &[u64], pid: u32) -> Option<u64> {
+    tasks
+        .iter()
+        .copied()
+        .find(|&t| read_u32(prog, t.wrapping_add(l.pid)).is_ok_and(|p| p == pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::state_char;
+
+    #[test]
+    fn state_letters_as_proc_gives_them() {
+        assert_eq!(state_char(0, 0), 'R');
+        assert_eq!(state_char(1, 0), 'S');
+        assert_eq!(state_char(2, 0), 'D');
+        assert_eq!(state_char(0x402, 0), 'I');
+        assert_eq!(state_char(0, 0x20), 'Z');
+        assert_eq!(state_char(0x100, 0x10), 'X');
+        assert_eq!(state_char(0x80, 0), 'R');
+    }
+}

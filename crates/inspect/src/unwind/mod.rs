@@ -1,0 +1,347 @@
+//! Backtraces from the kernel's own ORC tables, read from memory: no DWARF.
+//!
+//! The walk is the kernel's `unwind_next_frame` (arch/x86/kernel/
+//! unwind_orc.c): for the current frame's ip (the call instruction's, ip -
+//! 1, unless the ip is exact after an interrupt), the ORC entry says how to
+//! find the caller's sp (from sp, bp or a register of a pt_regs), whether
+//! the caller's ip is a return address below that sp (CALL) or in a
+//! `struct pt_regs` there (REGS, or just its iret frame: REGS_PARTIAL), and
+//! where the caller's bp is. Code without ORC (BPF, trampolines) is
+//! unwound as if it kept a frame pointer; such frames are marked unreliable.
+//!
+//! Invariant that bounds the walk: on one stack, each frame's sp is above
+//! the last one's (stacks grow down), so a walk that does not move up its
+//! stack stops with "stack going in the wrong direction", and at most
+//! [`MAX_FRAMES`] frames are taken. Every stop says why ([`End`]).
+
+pub mod modules;
+pub mod orc;
+pub mod registers;
+
+use kmem::prstatus::CpuRegs;
+
+use crate::kernel::task::{self, Layout, Task};
+use crate::program::Program;
+use orc::{Found, Kind};
+use registers::{Known, Start};
+
+/// A stack deeper than this is taken for a loop.
+pub const MAX_FRAMES: usize = 256;
+/// x86-64 kernel and IRQ stack sizes (THREAD_SIZE, IRQ_STACK_SIZE without KASAN).
+const STACK_SIZE: u64 = 16 << 10;
+
+/// One frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    pub pc: u64,
+    pub sp: u64,
+    /// The registers known at this frame (all of them after an interrupt).
+    pub regs: Known,
+    /// `pc` is exact (the first frame, or an interrupted one), not a return address.
+    pub interrupted: bool,
+    /// Found by the frame-pointer guess, not by ORC.
+    pub guessed: bool,
+}
+
+/// Why a backtrace ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct End {
+    /// The normal bottom (end of stack, user-mode registers) or a problem.
+    pub ok: bool,
+    pub why: String,
+    pub at: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub frames: Vec<Frame>,
+    pub end: End,
+}
+
+/// The stack an address is on, for the direction check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stack {
+    Task,
+    Irq(usize),
+    /// An exception or entry stack, told apart by page.
+    Other(u64),
+}
+
+/// The stacks a task's frames may be on: its own and the CPUs' IRQ stacks.
+#[derive(Clone, Debug, Default)]
+pub struct Stacks {
+    pub task: u64,
+    pub irq: Vec<(u64, u64)>,
+}
+
+impl Stacks {
+    fn of(&self, sp: u64) -> Stack {
+        if sp.wrapping_sub(self.task) < STACK_SIZE {
+            return Stack::Task;
+        }
+        if let Some(i) = self.irq.iter().position(|&(lo, hi)| sp >= lo && sp < hi) {
+            return Stack::Irq(i);
+        }
+        Stack::Other(sp >> 12)
+    }
+}
+
+/// Everything unwinding needs that is the same for every task: read once.
+pub struct Unwinder {
+    pub tables: orc::Tables,
+    pub layout: Layout,
+    pub cpus: Vec<CpuRegs>,
+    /// The task each CPU runs.
+    pub curr: Vec<u64>,
+    irq_stacks: Vec<(u64, u64)>,
+    pub modules: Vec<modules::ModuleText>,
+    /// Problems found while reading the above, for the reply.
+    pub problems: Vec<String>,
+}
+
+impl Unwinder {
+    pub fn new(prog: &Program) -> Result<Unwinder, String> {
+        let layout = Layout::new(prog)?;
+        let mut problems = Vec::new();
+        let release = kernel_release(prog);
+        let format = release
+            .as_deref()
+            .and_then(orc::Format::for_release)
+            .unwrap_or_else(|| {
+                problems.push(format!(
+                    "kernel release unknown ({}): ORC entries read as 6.4+",
+                    release.as_deref().unwrap_or("init_uts_ns unreadable")
+                ));
+                orc::Format::V3
+            });
+        let (mods, problem) = modules::read(prog);
+        problems.extend(problem);
+        let tables = orc::Tables::read(prog, format, mods.clone());
+        problems.extend(tables.problems.iter().cloned());
+        let curr = task::cpu_curr(prog).unwrap_or_else(|e| {
+            problems.push(format!("which task each CPU runs: {e}"));
+            Vec::new()
+        });
+        let irq_stacks = irq_stacks(prog, curr.len());
+        Ok(Unwinder {
+            tables,
+            layout,
+            cpus: kmem::prstatus::cpu_regs(prog.memory().notes()),
+            curr,
+            irq_stacks,
+            modules: mods,
+            problems,
+        })
+    }
+
+    /// The CPU running `task`, if one is.
+    pub fn running_on(&self, task: u64) -> Option<u32> {
+        self.curr.iter().position(|&t| t == task).map(|c| c as u32)
+    }
+
+    /// The backtrace of a task.
+    pub fn task_trace(&self, prog: &Program, t: &Task) -> Trace {
+        match registers::start(prog, t, self.running_on(t.addr), &self.cpus) {
+            Ok(s) => {
+                let stacks = Stacks {
+                    task: t.stack,
+                    irq: self.irq_stacks.clone(),
+                };
+                unwind(prog, &self.tables, &stacks, s)
+            }
+            Err(why) => Trace {
+                frames: Vec::new(),
+                end: End {
+                    ok: false,
+                    why,
+                    at: t.addr,
+                },
+            },
+        }
+    }
+}
+
+/// Unwinds from `start` with `tables`, on `stacks`.
+pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Start) -> Trace {
+    let mut frames = vec![Frame {
+        pc: start.ip,
+        sp: start.sp,
+        regs: start.regs,
+        interrupted: start.signal,
+        guessed: false,
+    }];
+    let (mut ip, mut sp, mut bp) = (start.ip, start.sp, start.bp);
+    let (mut regs, mut signal) = (start.regs, start.signal);
+    let end = |ok: bool, why: String, at: u64| End { ok, why, at };
+    let mem = prog.memory();
+    let read = |a: u64, what: &str| {
+        mem.read_u64(a)
+            .map_err(|e| end(false, format!("{what} unreadable: {e}"), a))
+    };
+    let result: Result<(), End> = (|| loop {
+        if frames.len() >= MAX_FRAMES {
+            return Err(end(false, format!("more than {MAX_FRAMES} frames"), sp));
+        }
+        let lookup = if signal { ip } else { ip.wrapping_sub(1) };
+        let (entry, guessed) = if ip == 0 {
+            // A call through a NULL pointer: the return address is at sp.
+            (NULL_ENTRY, false)
+        } else {
+            match tables.find(prog, lookup) {
+                Found::Entry(e) => (e, false),
+                Found::NoTable => (FP_ENTRY, true),
+                Found::Bad(why) => return Err(end(false, why, ip)),
+            }
+        };
+        match entry.kind {
+            Kind::EndOfStack => return Err(end(true, "end of stack".into(), sp)),
+            Kind::Undefined => {
+                return Err(end(false, format!("no unwind information for {ip:#x}"), ip))
+            }
+            Kind::Unknown(t) => {
+                return Err(end(false, format!("ORC entry of unknown type {t}"), ip))
+            }
+            _ => {}
+        }
+        let reg = |word: usize, name: &str| {
+            regs.get(prog, word)
+                .ok_or_else(|| end(false, format!("{name} unknown at {ip:#x}"), ip))
+        };
+        let off = i64::from(entry.sp_offset);
+        let cfa = match entry.sp_reg {
+            orc::REG_SP => sp.wrapping_add_signed(off),
+            orc::REG_BP => bp.wrapping_add_signed(off),
+            orc::REG_SP_INDIRECT => read(sp, "indirect sp")?.wrapping_add_signed(off),
+            orc::REG_BP_INDIRECT => read(bp.wrapping_add_signed(off), "indirect sp")?,
+            orc::REG_R10 => reg(registers::R10, "r10")?,
+            orc::REG_R13 => reg(registers::R13, "r13")?,
+            orc::REG_DI => reg(registers::DI, "rdi")?,
+            orc::REG_DX => reg(registers::DX, "rdx")?,
+            r => return Err(end(false, format!("ORC sp register {r} unknown"), ip)),
+        };
+        let user_mode = |pt: u64| {
+            read(pt.wrapping_add(registers::CS as u64 * 8), "pt_regs cs").map(|cs| cs & 3 != 0)
+        };
+        let next_ip;
+        let mut new_sp = cfa;
+        match entry.kind {
+            Kind::Regs => {
+                if user_mode(new_sp)? {
+                    return Err(end(true, "user-mode registers (pt_regs)".into(), new_sp));
+                }
+                next_ip = read(new_sp.wrapping_add(registers::IP as u64 * 8), "pt_regs ip")?;
+                regs = Known::PtRegs {
+                    addr: new_sp,
+                    full: true,
+                };
+                new_sp = read(new_sp.wrapping_add(registers::SP as u64 * 8), "pt_regs sp")?;
+                signal = true;
+            }
+            Kind::RegsPartial => {
+                let pt = new_sp.wrapping_sub(registers::IRET_FRAME_OFFSET);
+                if user_mode(pt)? {
+                    return Err(end(true, "user-mode registers (iret frame)".into(), new_sp));
+                }
+                next_ip = read(new_sp, "iret frame ip")?;
+                regs = Known::PtRegs {
+                    addr: pt,
+                    full: false,
+                };
+                new_sp = read(pt.wrapping_add(registers::SP as u64 * 8), "iret frame sp")?;
+                signal = true;
+            }
+            _ => {
+                next_ip = read(new_sp.wrapping_sub(8), "return address")?;
+                regs = Known::None;
+                signal = entry.signal && tables.format() == orc::Format::V3;
+            }
+        }
+        let prev_sp = sp;
+        let prev_stack = stacks.of(sp);
+        bp = match entry.bp_reg {
+            orc::REG_UNDEFINED => regs.get(prog, registers::BP).unwrap_or(bp),
+            orc::REG_PREV_SP => read(
+                cfa.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            orc::REG_BP => read(
+                bp.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            r => return Err(end(false, format!("ORC bp register {r} unknown"), ip)),
+        };
+        ip = next_ip;
+        sp = new_sp;
+        if stacks.of(sp) == prev_stack && sp <= prev_sp {
+            return Err(end(
+                false,
+                format!("stack going in the wrong direction (sp {sp:#x} after {prev_sp:#x})"),
+                ip,
+            ));
+        }
+        frames.push(Frame {
+            pc: ip,
+            sp,
+            regs,
+            interrupted: signal,
+            guessed,
+        });
+    })();
+    let end = result.err().unwrap_or(End {
+        ok: false,
+        why: "unwinding stopped".into(),
+        at: sp,
+    });
+    Trace { frames, end }
+}
+
+/// The kernel's entry for ip 0: the caller's return address is at sp.
+const NULL_ENTRY: orc::Entry = orc::Entry {
+    sp_offset: 8,
+    bp_offset: 0,
+    sp_reg: orc::REG_SP,
+    bp_reg: orc::REG_UNDEFINED,
+    kind: Kind::Call,
+    signal: false,
+};
+
+/// The kernel's guess for code without ORC: a frame-pointer frame.
+const FP_ENTRY: orc::Entry = orc::Entry {
+    sp_offset: 16,
+    bp_offset: -16,
+    sp_reg: orc::REG_BP,
+    bp_reg: orc::REG_PREV_SP,
+    kind: Kind::Call,
+    signal: false,
+};
+
+/// `init_uts_ns.name.release`.
+pub fn kernel_release(prog: &Program) -> Option<String> {
+    let ns = prog.symbol("init_uts_ns")?;
+    let (name, _) = prog.member_offset("struct uts_namespace", "name")?;
+    let (release, _) = prog.member_offset("struct new_utsname", "release")?;
+    let b = prog
+        .memory()
+        .read_cstr(ns.wrapping_add(name + release), 65)
+        .ok()?;
+    Some(String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Each CPU's IRQ stack `[lo, hi)`: per-CPU `hardirq_stack_ptr` (up to
+/// 6.1) or `pcpu_hot.hardirq_stack_ptr` (6.2+) points at its top word.
+fn irq_stacks(prog: &Program, cpus: usize) -> Vec<(u64, u64)> {
+    let var = prog.symbol("hardirq_stack_ptr").or_else(|| {
+        let hot = prog.symbol("pcpu_hot")?;
+        let (off, _) = prog.member_offset("struct pcpu_hot", "hardirq_stack_ptr")?;
+        Some(hot.wrapping_add(off))
+    });
+    let Some(var) = var else { return Vec::new() };
+    (0..cpus as u64)
+        .filter_map(|cpu| {
+            let base = prog.per_cpu_offset(cpu, 0).ok()?;
+            let top = prog.memory().read_u64(base.wrapping_add(var)).ok()?;
+            let hi = top.wrapping_add(8);
+            Some((hi.wrapping_sub(STACK_SIZE), hi))
+        })
+        .collect()
+}
