@@ -4,27 +4,10 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common/flat.rs"]
+mod flat;
+
 const BASE: u64 = 0xffff_ffff_8100_0000;
-
-struct Mem<'a>(&'a [u8]);
-
-impl kmem::Memory for Mem<'_> {
-    fn read_phys(&self, addr: u64, _: &mut [u8]) -> kmem::Result<()> {
-        Err(kmem::Error::PhysMissing(addr))
-    }
-    fn read_virt(&self, addr: u64, buf: &mut [u8]) -> kmem::Result<()> {
-        let src = addr
-            .checked_sub(BASE)
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| self.0.get(o..o.checked_add(buf.len())?))
-            .ok_or(kmem::Error::Unmapped {
-                addr,
-                reason: "outside the fuzz input".into(),
-            })?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 40 {
@@ -41,5 +24,11 @@ fuzz_target!(|data: &[u8]| {
         offsets: (flags & 1 == 0).then(|| at(8)),
         relative_base: (flags & 2 == 0).then(|| at(10)),
     };
-    let _ = kmem::kallsyms::read(&Mem(data), &t);
+    let _ = kmem::kallsyms::read(
+        &flat::Flat {
+            base: BASE,
+            bytes: data,
+        },
+        &t,
+    );
 });

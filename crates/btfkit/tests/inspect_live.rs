@@ -75,6 +75,15 @@ mods=$($I --json 'list_for_each_entry(struct module, &modules, list)' | sed 's/.
 names=$(for m in $mods; do echo "((struct module *)$m)->name"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort | tr '\n' ',')
 echo "BTFKIT-RESULT inspect-modules $names"
 $I 'no_such_variable' 2>&1 | sed 's/^/BTFKIT-RESULT error /'
+# kstate (mod, log): `mod` lists /proc/modules' names; `log` ends as dmesg does.
+echo "BTFKIT-RESULT kstate-mod $($I mod | tail -n +2 | awk '{print $2}' | sort | tr '\n' ',')"
+$I log > /tmp/log.txt
+dmesg > /tmp/dmesg.txt
+echo "BTFKIT-RESULT kstate-log-tail $(tail -n 10 /tmp/log.txt | md5sum)"
+echo "BTFKIT-RESULT kstate-dmesg-tail $(tail -n 10 /tmp/dmesg.txt | md5sum)"
+echo "BTFKIT-RESULT kstate-log-lines $(wc -l < /tmp/log.txt)"
+echo "BTFKIT-RESULT kstate-log-last $(tail -n 1 /tmp/log.txt)"
+echo "BTFKIT-RESULT kstate-dmesg-last $(tail -n 1 /tmp/dmesg.txt)"
 # orc's part (ps, bt, sym): processes by /proc before and after ps, the sleeper's backtraces.
 pp() { for d in /proc/[0-9]*; do echo "${d#/proc/}:$(sed -n 's/^PPid:\t*//p' $d/status)"; done | sort; }
 pp > /before
@@ -116,6 +125,21 @@ echo "BTFKIT-RESULT sym $($I 'sym do_nanosleep' | tr '\n' '|')"
         e.contains("column 1") && e.contains("no_such_variable"),
         "{e}"
     );
+    // kstate (mod, log): the guest's /proc/modules and dmesg are the oracle.
+    assert_eq!(r("kstate-mod"), r("proc-modules"), "{}", console.text);
+    assert_eq!(
+        r("kstate-log-last"),
+        r("kstate-dmesg-last"),
+        "{}",
+        console.text
+    );
+    assert_eq!(
+        r("kstate-log-tail"),
+        r("kstate-dmesg-tail"),
+        "{}",
+        console.text
+    );
+    assert!(r("kstate-log-lines").parse::<usize>().unwrap() > 100);
     // orc's part: ps, bt and sym against the guest's /proc and its sleeping tasks.
     let pairs = |key: &str| -> BTreeSet<String> {
         r(key)

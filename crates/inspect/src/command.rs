@@ -38,6 +38,24 @@ pub const COMMANDS: &[Command] = &[
         run: print,
     },
     Command {
+        name: "mod",
+        usage: "mod",
+        about: "the loaded modules: struct module, name, base, size, BTF (crash's mod)",
+        run: crate::commands::modules::run,
+    },
+    Command {
+        name: "log",
+        usage: "log [-m]",
+        about: "the kernel log (printk ring buffer) like dmesg; -m shows levels",
+        run: crate::commands::log::run,
+    },
+    Command {
+        name: "struct",
+        usage: "struct [-o] TYPE [ADDR]",
+        about: "the struct at ADDR (as p *(struct TYPE *)ADDR); -o or no ADDR: member offsets",
+        run: crate::commands::structure::run,
+    },
+    Command {
         name: "bt",
         usage: "bt [PID|TASK|-a]",
         about: "backtrace of a task (default: CPU 0's), by pid or task address, or of every task",

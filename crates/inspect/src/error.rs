@@ -11,6 +11,12 @@ pub enum Error {
     Memory { col: usize, error: kmem::Error },
     #[error("{0}")]
     Setup(String),
+    /// A command's arguments are wrong: its usage.
+    #[error("usage: {0}")]
+    Usage(String),
+    /// A kernel structure a command reads (modules, the log) does not read.
+    #[error(transparent)]
+    Kernel(#[from] crate::kernel::layout::KernelError),
 }
 
 impl Error {
@@ -36,7 +42,7 @@ impl Error {
                 col: col + by,
                 error,
             },
-            e @ Error::Setup(_) => e,
+            e @ (Error::Setup(_) | Error::Usage(_) | Error::Kernel(_)) => e,
         }
     }
 }

@@ -158,7 +158,13 @@ impl Program {
     /// A type's C name as drgn spells it: GCC's base type names
     /// (`long unsigned int`, which BTF keeps) in their short form.
     pub fn type_name(&self, ty: TypeId) -> String {
-        let mut s = btf::cdecl::type_name(&self.btf, ty);
+        self.shorten(&btf::cdecl::type_name(&self.btf, ty))
+    }
+
+    /// GCC's long base type names in C text (a type or a declaration) in
+    /// their short form, as drgn prints them.
+    pub fn shorten(&self, c: &str) -> String {
+        let mut s = c.to_owned();
         for (long, short) in [
             ("long long unsigned int", "unsigned long long"),
             ("long long int", "long long"),

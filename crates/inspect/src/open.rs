@@ -17,6 +17,9 @@ pub struct Options {
     pub btf: Option<PathBuf>,
     /// /proc/kallsyms text or a System.map (moved by KERNELOFFSET).
     pub kallsyms: Option<PathBuf>,
+    /// Modules' BTF files (module name, file): split BTF over `btf`, with
+    /// the variables the kernel's module BTF lacks (see kernel::module_btf).
+    pub btf_modules: Vec<(String, PathBuf)>,
 }
 
 fn setup(e: impl std::fmt::Display) -> Error {
@@ -47,19 +50,27 @@ pub fn open_wrapped(
         }
         None => {
             let find = |n: &str| {
-                syms.by_name(n)
-                    .find(|s| s.module.is_none())
-                    .map(|s| s.addr)
+                syms.kernel_addr(n)
                     .ok_or_else(|| Error::Setup(format!("no {n} symbol: give --btf")))
             };
             let (start, stop) = (find("__start_BTF")?, find("__stop_BTF")?);
             kmem::btf::read(&kernel, start, stop).map_err(setup)?
         }
     };
-    Ok(Program::new(wrap(kernel), btf, syms))
+    let mut prog = Program::new(wrap(kernel), btf, ksyms::Table::new(syms.clone()));
+    // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
+    // has them already); what does not read is left out and `mod` says why.
+    crate::kernel::module::load_symbols(&mut prog, syms);
+    let mut given = Vec::new();
+    for (module, path) in &opts.btf_modules {
+        crate::kernel::module_btf::load_file(&mut prog, module, path).map_err(Error::Setup)?;
+        given.push(module.clone());
+    }
+    crate::kernel::module_btf::load(&mut prog, &given);
+    Ok(prog)
 }
 
-fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
+fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
     use ksyms::kallsyms::Hidden;
     if let Some(p) = &opts.kallsyms {
         let text = std::fs::read(p).map_err(|e| Error::Setup(format!("{}: {e}", p.display())))?;
@@ -74,12 +85,12 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
         } else {
             ksyms::kallsyms::parse(text, p, Hidden::Error).map_err(setup)?
         };
-        return Ok(ksyms::Table::new(syms));
+        return Ok(syms);
     }
     if opts.vmcore.is_none() {
         let p = Path::new(ksyms::kallsyms::PROC_KALLSYMS);
         if let Ok(s) = ksyms::kallsyms::read(p, Hidden::Error) {
-            return Ok(ksyms::Table::new(s));
+            return Ok(s);
         }
     }
     let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(setup)?;
@@ -87,7 +98,7 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Table> {
     let source = kernel.path().join("kallsyms");
     let syms = ksyms::kallsyms::parse(kmem::kallsyms::to_text(&list), &source, Hidden::Allow)
         .map_err(setup)?;
-    Ok(ksyms::Table::new(syms))
+    Ok(syms)
 }
 
 /// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols

@@ -40,6 +40,18 @@ pub struct Program {
     pub mismatches: Vec<(String, u64, u64)>,
 }
 
+/// Memory that reads nothing: a placeholder while a program's memory is replaced.
+struct NoMemory;
+
+impl Memory for NoMemory {
+    fn read_phys(&self, addr: u64, _: &mut [u8]) -> kmem::Result<()> {
+        Err(kmem::Error::PhysMissing(addr))
+    }
+    fn read_virt(&self, addr: u64, _: &mut [u8]) -> kmem::Result<()> {
+        Err(kmem::Error::PhysMissing(addr))
+    }
+}
+
 const PERCPU_SECTION: &str = ".data..percpu";
 
 fn section_start_symbol(sec: &str) -> String {
@@ -212,6 +224,13 @@ impl Program {
 
     pub fn memory(&self) -> &dyn Memory {
         &*self.mem
+    }
+
+    /// The same program over other memory made from this one's (a view
+    /// that changes bytes, for tests of corrupt kernels).
+    pub fn map_memory(&mut self, f: impl FnOnce(Box<dyn Memory>) -> Box<dyn Memory>) {
+        let mem = std::mem::replace(&mut self.mem, Box::new(NoMemory));
+        self.mem = f(mem);
     }
 
     /// The addresses of the variables that share `name`, when several do.

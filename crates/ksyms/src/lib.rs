@@ -103,6 +103,28 @@ impl Symbols {
         }
     }
 
+    /// Appends one symbol of `module` with its size (0: unknown), as a
+    /// reader of a module's own symbol table (ELF symtab in memory) has it.
+    pub fn push_module_symbol(
+        &mut self,
+        module: &str,
+        addr: u64,
+        size: u64,
+        type_char: u8,
+        name: &str,
+    ) {
+        let module = self.intern_module(module);
+        let (name_start, name_len) = self.push_name(name);
+        self.raw.push(RawSymbol {
+            addr,
+            size,
+            name_start,
+            name_len,
+            module,
+            type_char,
+        });
+    }
+
     /// The address of the first symbol of the kernel image named `name`.
     pub fn kernel_addr(&self, name: &str) -> Option<u64> {
         self.raw

@@ -27,6 +27,10 @@ pub struct InspectArgs {
     /// own tables in memory
     #[arg(long)]
     kallsyms: Option<PathBuf>,
+    /// A module's BTF with its variables, NAME=FILE (repeatable): made by
+    /// `btfkit encode --vars all --base BTF MODULE.ko` with BTF the --btf file
+    #[arg(long = "btf-module", value_name = "NAME=FILE", value_parser = module_file)]
+    btf_module: Vec<(String, PathBuf)>,
     /// One JSON object per line: {"expr"|"command", "value"|"error"}
     #[arg(long)]
     json: bool,
@@ -42,6 +46,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
         vmcore,
         btf: a.btf,
         kallsyms: a.kallsyms,
+        btf_modules: a.btf_module,
     };
     let mut prog = inspect::open::open(&opts)?;
     let stdout = std::io::stdout();
@@ -70,6 +75,13 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn module_file(s: &str) -> Result<(String, PathBuf), String> {
+    let (name, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=FILE"))?;
+    Ok((name.to_owned(), PathBuf::from(file)))
 }
 
 /// Prints one line's reply or error; false on an error. In JSON, a

@@ -1,3 +1,8 @@
 //! The kernel's own data structures, read through BTF.
 
+pub mod layout;
+pub mod list;
+pub mod module;
+pub mod module_btf;
+pub mod printk;
 pub mod task;
