@@ -470,15 +470,20 @@ fn assert_equal(name: &str, c: &Comparison, pairs: usize) {
     );
 }
 
+/// [`dumps_with_drgn`] and makedumpfile's outputs.
+fn dumps_and_makedumpfile_with_drgn(
+) -> Option<(dumps::Dumps, dumps::Makedumpfile, PathBuf, btf::Btf)> {
+    let (d, btf_path, btf) = dumps_with_drgn()?;
+    let mdf = dumps::makedumpfile_or_skip(&d)?;
+    Some((d, mdf, btf_path, btf))
+}
+
 /// Every format QEMU writes (and our recompressions), and makedumpfile's
 /// unfiltered outputs (zlib, lzo, flattened) made from the same memory,
 /// against drgn on the QEMU ELF dump.
 #[test]
 fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
-    let Some((d, btf_path, btf)) = dumps_with_drgn() else {
-        return;
-    };
-    let Some(mdf) = dumps::makedumpfile_or_skip(&d) else {
+    let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
         return;
     };
     let pairs = pairs_for(&d, &btf_path, &btf);
@@ -497,10 +502,7 @@ fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
 /// the address. In the ELF one, pages left out read as zeros in both.
 #[test]
 fn inspect_values_equal_drgn_on_makedumpfile_filtered_dumps() {
-    let Some((d, btf_path, btf)) = dumps_with_drgn() else {
-        return;
-    };
-    let Some(mdf) = dumps::makedumpfile_or_skip(&d) else {
+    let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
         return;
     };
     let mut pairs = pairs_for(&d, &btf_path, &btf);

@@ -143,20 +143,15 @@ impl Drop for Session {
 
 /// The values btfkit prints for `exprs` without a terminal.
 fn batch(dump: &Path, btf: &Path, exprs: &[&str]) -> Vec<String> {
-    let out = Command::new(btfkit())
-        .arg("inspect")
-        .arg(dump)
-        .arg("--btf")
-        .arg(btf)
-        .args(exprs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = testkit::run_ok(
+        Command::new(btfkit())
+            .arg("inspect")
+            .arg(dump)
+            .arg("--btf")
+            .arg(btf)
+            .args(exprs),
     );
-    let lines: Vec<String> = String::from_utf8(out.stdout)
+    let lines: Vec<String> = String::from_utf8(out)
         .unwrap()
         .lines()
         .map(str::to_owned)

@@ -389,18 +389,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn offsets_from_a_relative_base() {
-        // The base is the u64 just after the three offsets.
-        let mut a = le32(&[0, 0x10, 0x0200_0000]);
+    /// `offsets` followed by the relative base they are read against.
+    fn check_with_base(offsets: &[i32], encoding: Encoding, want: [u64; 3]) {
+        let mut a = le32(offsets);
         a.extend_from_slice(&0xffff_ffff_8100_0000u64.to_le_bytes());
         let named = |at| Tables {
             relative_base: Some(at + 12),
             ..table(at)
         };
-        check(
-            &a,
-            named,
+        check(&a, named, encoding, want);
+    }
+
+    #[test]
+    fn offsets_from_a_relative_base() {
+        check_with_base(
+            &[0, 0x10, 0x0200_0000],
             Encoding::Relative,
             [
                 0xffff_ffff_8100_0000,
@@ -413,15 +416,8 @@ mod tests {
     #[test]
     fn offsets_with_absolute_percpu() {
         // Negative: base - 1 - offset; non-negative: the absolute value.
-        let mut a = le32(&[-1, -0x11, 0x2000]);
-        a.extend_from_slice(&0xffff_ffff_8100_0000u64.to_le_bytes());
-        let named = |at| Tables {
-            relative_base: Some(at + 12),
-            ..table(at)
-        };
-        check(
-            &a,
-            named,
+        check_with_base(
+            &[-1, -0x11, 0x2000],
             Encoding::RelativeAbsolutePercpu,
             [0xffff_ffff_8100_0000, 0xffff_ffff_8100_0010, 0x2000],
         );
