@@ -24,6 +24,9 @@
 set -euo pipefail
 cache="${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}/debian-new"
 mkdir -p "$cache"
+# One fetch at a time (tests run in parallel and share apt's state here).
+exec 9>"$cache/.lock"
+flock 9
 release="${1:-}"
 cached="${release:-$(cat "$cache/current" 2>/dev/null || true)}"
 if [ -n "$cached" ] && [ -s "$cache/$cached/vmlinuz" ] && [ -s "$cache/$cached/VERSION" ]; then
