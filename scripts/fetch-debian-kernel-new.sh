@@ -17,7 +17,7 @@
 #                    nothing else of it is kept: no DWARF is used)
 #   qemu_fw_cfg.ko   uncompressed, so a QEMU guest can hand VMCOREINFO to dumps
 #                    (when the release's modules package is still published)
-#   config, VERSION  the package's kernel config and name
+#   VERSION          the image package's name
 #
 # apt runs with its own state under the cache (its own sources, never the
 # system's), so the machine's package setup is untouched.
@@ -53,7 +53,8 @@ apt-cache "${apt_opts[@]}" show "$imgpkg" >/dev/null 2>&1 || { echo "no package 
 # linux-modules-*; older packages carry both in linux-image-* itself.
 pkgs=()
 # Only packages apt can download (an index may name one it no longer has).
-available() { apt-cache "${apt_opts[@]}" policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; }
+# (No pipe into grep -q: under pipefail its early exit fails the pipe.)
+available() { [[ $(apt-cache "${apt_opts[@]}" policy "$1" 2>/dev/null) == *"Candidate: "[0-9]* ]]; }
 for p in "$imgpkg-dbg" "linux-binary-$release" "linux-modules-$release"; do
   if available "$p"; then pkgs+=("$p"); fi
 done
@@ -64,12 +65,11 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/x" "$tmp/out"
 for deb in "$tmp"/*.deb; do
   dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards --no-anchored \
-    'vmlinuz*' 'System.map*' 'usr/lib/modules/*/config' 'qemu_fw_cfg.ko*' 2>/dev/null || true
+    'vmlinuz*' 'System.map*' 'qemu_fw_cfg.ko*' 2>/dev/null || true
 done
 find "$tmp/x" -name 'vmlinuz*' -type f -exec mv {} "$tmp/out/vmlinuz" \;
 # The -dbg package's map is the real one; the others hold a one-line pointer to it.
 find "$tmp/x" -path '*debug*' -name 'System.map*' -type f -exec mv {} "$tmp/out/System.map" \;
-find "$tmp/x" -name config -type f -exec mv {} "$tmp/out/config" \;
 # The image's module, not the -dbg package's copy with DWARF.
 ko=$(find "$tmp/x" -name 'qemu_fw_cfg.ko*' -type f -not -path '*debug*' | head -1)
 case "${ko:-}" in
