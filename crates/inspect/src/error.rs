@@ -26,6 +26,19 @@ impl Error {
             msg: msg.into(),
         }
     }
+    /// The same error with its column counted `by` bytes further right:
+    /// for an expression that is part of a longer line.
+    pub fn shifted(self, by: usize) -> Error {
+        match self {
+            Error::Syntax { col, msg } => Error::Syntax { col: col + by, msg },
+            Error::Eval { col, msg } => Error::Eval { col: col + by, msg },
+            Error::Memory { col, error } => Error::Memory {
+                col: col + by,
+                error,
+            },
+            e @ Error::Setup(_) => e,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,6 +4,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+pub mod command;
 mod error;
 pub mod eval;
 pub mod format;

@@ -1,6 +1,7 @@
-//! The interactive prompt: one expression per line, with history and
-//! completion of variable, type and member names (after `.` and `->`, from
-//! the type of what comes before).
+//! The interactive prompt: one command or expression per line
+//! ([`crate::command`]), with history and completion of command, variable,
+//! type and member names (after `.` and `->`, from the type of what comes
+//! before).
 
 use std::cell::RefCell;
 
@@ -109,7 +110,7 @@ impl Highlighter for Complete<'_> {}
 impl Validator for Complete<'_> {}
 impl Helper for Complete<'_> {}
 
-/// Reads expressions until end of input, printing each value (or its error).
+/// Reads lines until end of input, printing each reply (or its error).
 pub fn run(prog: &mut Program, json: bool) -> Result<()> {
     let mut names: Vec<String> = prog.var_names().map(str::to_owned).collect();
     names.extend(
@@ -131,6 +132,7 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
         ]
         .map(str::to_owned),
     );
+    names.extend(crate::command::COMMANDS.iter().map(|c| c.name.to_owned()));
     let cell = RefCell::new(prog);
     let mut ed: Editor<Complete<'_>, rustyline::history::DefaultHistory> =
         Editor::new().map_err(|e| Error::Setup(e.to_string()))?;
@@ -144,9 +146,9 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
                 }
                 let _ = ed.add_history_entry(line);
                 let mut p = cell.borrow_mut();
-                match p.eval_str(line) {
-                    Ok(v) if json => println!("{}", p.evaluated_json(&v)),
-                    Ok(v) => println!("{}", p.evaluated_text(&v)),
+                match crate::command::run_line(&mut p, line) {
+                    Ok(r) if json => println!("{}", r.json),
+                    Ok(r) => println!("{}", r.text),
                     Err(e) => eprintln!("error: {e}"),
                 }
             }

@@ -1,20 +1,23 @@
-//! `btfkit inspect [VMCORE] [--btf F] [--kallsyms F] [EXPR...] [--json]`:
-//! C expressions over a crash dump or the live kernel (/proc/kcore), typed
-//! by BTF, printed like drgn. Without EXPR: one expression per line from
-//! stdin, with a prompt (history, completion) on a terminal.
+//! `btfkit inspect [VMCORE] [--btf F] [--kallsyms F] [LINE...] [--json]`:
+//! crash-style commands and C expressions over a crash dump or the live
+//! kernel (/proc/kcore), typed by BTF, printed like drgn. Without LINE: one
+//! line from stdin at a time, with a prompt (history, completion) on a
+//! terminal. `help` lists the commands.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use inspect::command;
 use inspect::open::Options;
 use inspect::Program;
 
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// A vmcore (ELF, kdump-compressed, flattened), then expressions; a
-    /// first argument that is not a file is an expression on the live kernel
-    #[arg(value_name = "VMCORE|EXPR")]
+    /// A vmcore (ELF, kdump-compressed, flattened), then commands or
+    /// expressions (`help` lists the commands); a first argument that is not
+    /// a file is a line for the live kernel
+    #[arg(value_name = "VMCORE|LINE")]
     args: Vec<String>,
     /// BTF with the variables (e.g. `btfkit encode --vars all`); default:
     /// the dump's own, or /sys/kernel/btf/vmlinux live
@@ -24,7 +27,7 @@ pub struct InspectArgs {
     /// own tables in memory
     #[arg(long)]
     kallsyms: Option<PathBuf>,
-    /// One JSON object per expression: {"expr", "value"} or {"expr", "error"}
+    /// One JSON object per line: {"expr"|"command", "value"|"error"}
     #[arg(long)]
     json: bool,
 }
@@ -69,22 +72,28 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Prints one expression's value or error; false on an error.
-fn show(prog: &mut Program, expr: &str, json: bool, out: &mut impl Write) -> anyhow::Result<bool> {
-    let r = prog.eval_str(expr);
+/// Prints one line's reply or error; false on an error. In JSON, a
+/// command's object is keyed "command", an expression's "expr".
+fn show(prog: &mut Program, line: &str, json: bool, out: &mut impl Write) -> anyhow::Result<bool> {
+    let r = command::run_line(prog, line);
+    let key = if command::find(line).is_some() {
+        "command"
+    } else {
+        "expr"
+    };
     match (&r, json) {
-        (Ok(v), true) => {
-            let j = serde_json::json!({ "expr": expr, "value": prog.evaluated_json(v) });
+        (Ok(reply), true) => {
+            let j = serde_json::json!({ key: line, "value": reply.json });
             writeln!(out, "{j}")?;
         }
-        (Ok(v), false) => writeln!(out, "{}", prog.evaluated_text(v))?,
+        (Ok(reply), false) => writeln!(out, "{}", reply.text)?,
         (Err(e), true) => {
-            let j = serde_json::json!({ "expr": expr, "error": e.to_string() });
+            let j = serde_json::json!({ key: line, "error": e.to_string() });
             writeln!(out, "{j}")?;
         }
         (Err(e), false) => {
             out.flush()?;
-            eprintln!("btfkit: {expr}: {e}");
+            eprintln!("btfkit: {line}: {e}");
         }
     }
     Ok(r.is_ok())
