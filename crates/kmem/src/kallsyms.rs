@@ -11,7 +11,7 @@
 //! Addresses have had four encodings ([`Encoding`]), told apart by which
 //! tables VMCOREINFO names and, for one pair, by the offsets themselves:
 //! - `kallsyms_addresses[i]`, absolute u64 (CONFIG_KALLSYMS_BASE_RELATIVE=n;
-//!   gone from the kernel since 6.11, still in older dumps);
+//!   gone by 6.12, whose VMCOREINFO names only the offsets and base);
 //! - `kallsyms_offsets[i]` (i32) with `kallsyms_relative_base` and absolute
 //!   per-CPU symbols (x86-64 SMP up to 6.14): a non-negative offset is an
 //!   absolute address, a negative one means `base - 1 - offset`;
@@ -20,6 +20,7 @@
 //! - `kallsyms_offsets[i]` alone (7.0+, "kallsyms: Get rid of kallsyms
 //!   relative base"): each entry is place-relative, the address is the
 //!   entry's own address plus the signed offset.
+
 use crate::error::{Error, Result};
 use crate::vmcoreinfo::VmcoreInfo;
 use crate::Memory;
