@@ -335,14 +335,15 @@ fn dumps_with_drgn() -> Option<(dumps::Dumps, PathBuf, btf::Btf)> {
     Some((d, btf_path, btf))
 }
 
-#[test]
-fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
-    let Some((d, btf_path, btf)) = dumps_with_drgn() else {
-        return;
-    };
-    // The tasks and modules, walked by btfkit itself (and compared below).
+/// The expressions of [`expressions`] for the dumps' tasks and modules (walked
+/// by btfkit itself on the ELF dump, and compared with drgn as the rest).
+fn pairs_for(
+    d: &dumps::Dumps,
+    btf_path: &Path,
+    btf: &btf::Btf,
+) -> Vec<(String, String, &'static str)> {
     let walk = |e: &str| -> Vec<u64> {
-        let v = inspect_json(&d.elf, &btf_path, &[e.to_owned()]);
+        let v = inspect_json(&d.elf, btf_path, &[e.to_owned()]);
         v[0]["value"]
             .as_array()
             .unwrap()
@@ -365,55 +366,167 @@ fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
         .filter(|(_, c)| *c > 1)
         .map(|(n, _)| n)
         .collect();
-    let pairs = expressions(&btf, &ambiguous, &tasks, &modules);
+    expressions(btf, &ambiguous, &tasks, &modules)
+}
+
+/// drgn's answers on `dump`, one per pair.
+fn drgn_values(
+    d: &dumps::Dumps,
+    dump: &Path,
+    pairs: &[(String, String, &'static str)],
+) -> Vec<Json> {
     let input: String = pairs.iter().map(|p| format!("{}\n", p.1)).collect();
-    let oracle = drgn::run(&d.elf, &d.kernel.vmlinux, &[], DRGN_SCRIPT, &input);
+    let oracle = drgn::run(dump, &d.kernel.vmlinux, &[], DRGN_SCRIPT, &input);
     let oracle: Vec<Json> = oracle
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(oracle.len(), pairs.len());
-    let exprs: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
-    for (name, dump) in d.all() {
-        let ours = inspect_json(dump, &btf_path, &exprs);
-        let mut equal: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut drgn_failed = Vec::new();
-        let mut differ = Vec::new();
-        for ((p, want), got) in pairs.iter().zip(&oracle).zip(&ours) {
-            // drgn gives no value (null) for names it resolves to a declaration only.
-            let Some(want) = want.get("value").filter(|v| !v.is_null()) else {
-                drgn_failed.push(format!("{}: {}", p.1, want["error"]));
-                continue;
-            };
-            match got.get("value") {
-                Some(v) if normalize(v) == normalize(want) => *equal.entry(p.2).or_default() += 1,
-                Some(v) => {
-                    differ.push(format!("{} / {}:\n  btfkit {v}\n  drgn   {want}", p.0, p.1))
-                }
-                None => differ.push(format!(
-                    "{}: btfkit error {}\n  drgn {want}",
-                    p.0, got["error"]
+    oracle
+}
+
+/// How btfkit's answers compare with drgn's.
+#[derive(Default)]
+struct Comparison<'a> {
+    equal: BTreeMap<&'a str, usize>,
+    drgn_failed: Vec<String>,
+    /// drgn could not read memory the dump left out; btfkit's error names an address.
+    both_fault: usize,
+    differ: Vec<String>,
+}
+
+impl Comparison<'_> {
+    fn total(&self) -> usize {
+        self.equal.values().sum()
+    }
+}
+
+/// drgn's read errors (FaultError) are allowed only when `filtered`: the
+/// dump left pages out, and btfkit must then fail too, naming an address.
+fn compare<'a>(
+    pairs: &'a [(String, String, &'static str)],
+    oracle: &[Json],
+    ours: &[Json],
+    filtered: bool,
+) -> Comparison<'a> {
+    let mut c = Comparison::default();
+    for ((p, want), got) in pairs.iter().zip(oracle).zip(ours) {
+        // A read drgn could not do: raised, or caught by conv() as the value.
+        let fault = want["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("FaultError"))
+            || want["value"]
+                .as_object()
+                .is_some_and(|m| m.len() == 1 && m.get("error").is_some_and(Json::is_string));
+        if filtered && fault {
+            match got["error"].as_str() {
+                Some(e) if e.contains("0x") => c.both_fault += 1,
+                _ => c.differ.push(format!(
+                    "{}: drgn {}\n  btfkit {got} (an error naming the address expected)",
+                    p.0, want["error"]
                 )),
             }
+            continue;
         }
-        let total: usize = equal.values().sum();
-        eprintln!(
-            "{name}: {total} expressions equal drgn's {equal:?}; drgn could not evaluate {}",
-            drgn_failed.len()
-        );
+        // drgn gives no value (null) for names it resolves to a declaration only.
+        let Some(want) = want.get("value").filter(|v| !v.is_null()) else {
+            c.drgn_failed.push(format!("{}: {}", p.1, want["error"]));
+            continue;
+        };
+        match got.get("value") {
+            Some(v) if normalize(v) == normalize(want) => *c.equal.entry(p.2).or_default() += 1,
+            Some(v) => c
+                .differ
+                .push(format!("{} / {}:\n  btfkit {v}\n  drgn   {want}", p.0, p.1)),
+            None => c.differ.push(format!(
+                "{}: btfkit error {}\n  drgn {want}",
+                p.0, got["error"]
+            )),
+        }
+    }
+    c
+}
+
+fn assert_equal(name: &str, c: &Comparison, pairs: usize) {
+    eprintln!(
+        "{name}: {} expressions equal drgn's {:?}; {} fail in both on pages left out; drgn could not evaluate {}",
+        c.total(),
+        c.equal,
+        c.both_fault,
+        c.drgn_failed.len()
+    );
+    assert!(
+        c.differ.is_empty(),
+        "{name}: {} of {pairs} differ:\n{}",
+        c.differ.len(),
+        c.differ[..c.differ.len().min(60)].join("\n")
+    );
+    assert!(c.total() >= 500, "{name}: only {} compared", c.total());
+    assert!(
+        c.drgn_failed.len() * 20 < pairs,
+        "{name}: drgn failed on {}: {:?}",
+        c.drgn_failed.len(),
+        &c.drgn_failed[..c.drgn_failed.len().min(10)]
+    );
+}
+
+/// [`dumps_with_drgn`] and makedumpfile's outputs.
+fn dumps_and_makedumpfile_with_drgn(
+) -> Option<(dumps::Dumps, dumps::Makedumpfile, PathBuf, btf::Btf)> {
+    let (d, btf_path, btf) = dumps_with_drgn()?;
+    let mdf = dumps::makedumpfile_or_skip(&d)?;
+    Some((d, mdf, btf_path, btf))
+}
+
+/// Every format QEMU writes (and our recompressions), and makedumpfile's
+/// unfiltered outputs (zlib, lzo, flattened) made from the same memory,
+/// against drgn on the QEMU ELF dump.
+#[test]
+fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
+    let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
+        return;
+    };
+    let pairs = pairs_for(&d, &btf_path, &btf);
+    let oracle = drgn_values(&d, &d.elf, &pairs);
+    let exprs: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
+    for (name, dump) in d.all().into_iter().chain(mdf.full()) {
+        let ours = inspect_json(dump, &btf_path, &exprs);
+        assert_equal(name, &compare(&pairs, &oracle, &ours, false), pairs.len());
+    }
+}
+
+/// makedumpfile with dump level 31 (zero, cache, user and free pages left
+/// out), ELF and kdump-compressed: drgn on each filtered dump is the
+/// oracle. What drgn reads btfkit reads equal; what drgn cannot read (a
+/// page the kdump bitmap leaves out) btfkit refuses with an error naming
+/// the address. In the ELF one, pages left out read as zeros in both.
+#[test]
+fn inspect_values_equal_drgn_on_makedumpfile_filtered_dumps() {
+    let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
+        return;
+    };
+    let mut pairs = pairs_for(&d, &btf_path, &btf);
+    // A word of pages spread over the guest's 512 MiB through the direct
+    // map: free, cache and user pages among them are left out.
+    for pfn in (0..0x20000u64).step_by(331) {
+        let off = pfn * 0x1000 + 8;
+        pairs.push((
+            format!("*(unsigned long *)(page_offset_base + {off:#x})"),
+            format!(
+                "Object(prog, 'unsigned long', address=prog['page_offset_base'].value_() + {off:#x})"
+            ),
+            "direct-map pages",
+        ));
+    }
+    let exprs: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
+    for (name, dump, says_left_out) in mdf.filtered() {
+        let oracle = drgn_values(&d, dump, &pairs);
+        let ours = inspect_json(dump, &btf_path, &exprs);
+        let c = compare(&pairs, &oracle, &ours, true);
+        assert_equal(name, &c, pairs.len());
         assert!(
-            differ.is_empty(),
-            "{name}: {} of {} differ:\n{}",
-            differ.len(),
-            pairs.len(),
-            differ[..differ.len().min(60)].join("\n")
-        );
-        assert!(total >= 500, "{name}: only {total} compared");
-        assert!(
-            drgn_failed.len() * 20 < pairs.len(),
-            "drgn failed on {}: {:?}",
-            drgn_failed.len(),
-            &drgn_failed[..drgn_failed.len().min(10)]
+            !says_left_out || c.both_fault > 0,
+            "{name}: no expression met a page left out"
         );
     }
 }

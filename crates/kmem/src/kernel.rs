@@ -43,16 +43,19 @@ impl Kernel {
             let (addr, size) = parse_sysfs(&text).ok_or_else(|| {
                 Error::Vmcoreinfo(format!("{SYS_VMCOREINFO}: cannot read {text:?}"))
             })?;
-            let mut note = vec![0; size as usize];
-            dump.read_phys(addr, &mut note)?;
-            let mut notes = Vec::new();
-            crate::elf::parse_notes(&note, addr, &mut notes)?;
-            sysfs = notes
-                .into_iter()
-                .find(|n| n.name == "VMCOREINFO")
-                .map(|n| n.desc);
+            sysfs = Some(note_at(&*dump, addr, size)?);
         }
         Kernel::new(dump, path, sysfs.as_deref()).map_err(|e| e.in_file(path))
+    }
+
+    /// A dump whose file has no VMCOREINFO (QEMU's `dump-guest-memory`
+    /// without the guest's qemu_fw_cfg module), with the physical address
+    /// and size of the kernel's VMCOREINFO note as the guest's
+    /// /sys/kernel/vmcoreinfo gave them.
+    pub fn open_with_note(path: &Path, addr: u64, size: u64) -> Result<Kernel> {
+        let dump = open_dump(path)?;
+        let note = note_at(&*dump, addr, size).map_err(|e| e.in_file(path))?;
+        Kernel::new(dump, path, Some(&note)).map_err(|e| e.in_file(path))
     }
 
     /// A kernel over `dump`; `vmcoreinfo` overrides the dump's own.
@@ -129,6 +132,25 @@ impl Kernel {
         }
         Ok(p)
     }
+}
+
+/// The VMCOREINFO text of the ELF note at physical `addr`.
+fn note_at(dump: &dyn Dump, addr: u64, size: u64) -> Result<Vec<u8>> {
+    // VMCOREINFO_NOTE_SIZE is a note header plus one page of text.
+    if size > 0x10000 {
+        return Err(Error::Vmcoreinfo(format!(
+            "a VMCOREINFO note of {size} bytes at {addr:#x}"
+        )));
+    }
+    let mut note = vec![0; size as usize];
+    dump.read_phys(addr, &mut note)?;
+    let mut notes = Vec::new();
+    crate::elf::parse_notes(&note, addr, &mut notes)?;
+    notes
+        .into_iter()
+        .find(|n| n.name == "VMCOREINFO")
+        .map(|n| n.desc)
+        .ok_or_else(|| Error::Vmcoreinfo(format!("no VMCOREINFO note at {addr:#x}")))
 }
 
 impl Memory for Kernel {

@@ -55,10 +55,12 @@ impl VmcoreInfo {
     }
 }
 
-/// /sys/kernel/vmcoreinfo: "<physical address in hex> <size in hex>".
+/// /sys/kernel/vmcoreinfo: "<physical address> <size>", both hex; the
+/// kernel prints the address with `%pa`, so with a `0x` prefix.
 pub fn parse_sysfs(text: &str) -> Option<(u64, u64)> {
     let mut it = text.split_whitespace();
-    let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+    let a = it.next()?;
+    let addr = u64::from_str_radix(a.strip_prefix("0x").unwrap_or(a), 16).ok()?;
     let size = u64::from_str_radix(it.next()?, 16).ok()?;
     Some((addr, size))
 }
@@ -78,5 +80,10 @@ mod tests {
         assert_eq!(v.kernel_offset(), Some(0x2b800000));
         assert!(v.require_symbol("nope").is_err());
         assert_eq!(parse_sysfs("1fe0a000 1024\n"), Some((0x1fe0a000, 0x1024)));
+        // As the kernel writes it (kernel/ksysfs.c, "%pa %x").
+        assert_eq!(
+            parse_sysfs("0x0000000100c66000 1024\n"),
+            Some((0x100c66000, 0x1024))
+        );
     }
 }

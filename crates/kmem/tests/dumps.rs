@@ -40,7 +40,10 @@ fn kallsyms_in_memory_equal_system_map_moved_by_kerneloffset() {
     for (name, path) in d.all() {
         let k = Kernel::open(path).unwrap();
         let offset = k.vmcoreinfo().kernel_offset().unwrap();
-        let syms = kallsyms(&k);
+        let t = Tables::from_vmcoreinfo(k.vmcoreinfo()).unwrap();
+        let (encoding, syms) = kmem::kallsyms::read_encoded(&k, &t).unwrap();
+        // 6.1 on x86-64 SMP: offsets from kallsyms_relative_base, per-CPU absolute.
+        assert_eq!(encoding, kmem::kallsyms::Encoding::RelativeAbsolutePercpu);
         assert!(syms.len() > 80_000, "{name}: {} symbols", syms.len());
         let mut checked = 0;
         for s in &syms {
