@@ -14,13 +14,13 @@ use std::path::Path;
 
 use inspect::open::Options;
 use inspect::Program;
-use kmem::{Kernel, Memory, Note};
+use kmem::{Memory, Note};
 use serde_json::Value as Json;
 use support::dumps;
 
 /// A dump's memory with some bytes replaced.
 struct Patched {
-    inner: Kernel,
+    inner: Box<dyn Memory>,
     patches: Vec<(u64, Vec<u8>)>,
     /// Notes in place of the dump's, when set.
     notes: Option<Vec<Note>>,
@@ -57,14 +57,15 @@ fn open_with_notes(dump: &Path, patches: Vec<(u64, Vec<u8>)>, notes: Option<Vec<
         vmcore: Some(dump.to_owned()),
         ..Options::default()
     };
-    inspect::open::open_wrapped(&opts, |inner| {
+    let mut prog = inspect::open::open(&opts).unwrap();
+    prog.map_memory(|inner| {
         Box::new(Patched {
             inner,
             patches,
             notes,
         })
-    })
-    .unwrap()
+    });
+    prog
 }
 
 fn run(prog: &mut Program, line: &str) -> Json {

@@ -27,16 +27,6 @@ fn setup(e: impl std::fmt::Display) -> Error {
 }
 
 pub fn open(opts: &Options) -> Result<Program> {
-    open_wrapped(opts, |k| Box::new(k))
-}
-
-/// Like [`open`], with the program reading memory through `wrap` (tests
-/// put corrupted bytes in front of a real dump); symbols and BTF are read
-/// from the kernel itself.
-pub fn open_wrapped(
-    opts: &Options,
-    wrap: impl FnOnce(Kernel) -> Box<dyn kmem::Memory>,
-) -> Result<Program> {
     let kernel = match &opts.vmcore {
         Some(p) => Kernel::open(p),
         None => Kernel::live(),
@@ -57,7 +47,7 @@ pub fn open_wrapped(
             kmem::btf::read(&kernel, start, stop).map_err(setup)?
         }
     };
-    let mut prog = Program::new(wrap(kernel), btf, ksyms::Table::new(syms.clone()));
+    let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
     // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
     // has them already); what does not read is left out and `mod` says why.
     crate::kernel::module::load_symbols(&mut prog, syms);
