@@ -478,7 +478,8 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
         let bytes = encoded.btf.to_bytes();
         dwarf2btf::embed::write_atomic(out, &bytes, None)
             .with_context(|| format!("cannot write {}", out.display()))?;
-        // Left to the process exit, as at the end of `run`: freeing ~100,000 types one by one is wasted time.
+        // Left to the process exit, as below: freeing ~100,000 types one by
+        // one is wasted time.
         std::mem::forget(encoded);
         return Ok(ExitCode::SUCCESS);
     }
