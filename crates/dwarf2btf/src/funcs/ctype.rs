@@ -81,6 +81,8 @@ pub struct TypeNamer<'a, 'u> {
     reader: DieReader<'a, 'u>,
     dies: FxHashMap<u32, Option<TypeDie<'u>>>,
     names: FxHashMap<u32, Rc<str>>,
+    /// `text_hash` of the types whose walk was not cut short.
+    text_hashes: FxHashMap<u32, u64>,
     shapes: FxHashMap<(u32, u32), u64>,
     members: FxHashMap<u32, Rc<[MemberInfo]>>,
     /// What `shape` needs of an aggregate's members (no C text, no sizes).
@@ -108,6 +110,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             reader: DieReader::new(unit, Fields::NAMER)?,
             dies: FxHashMap::default(),
             names: FxHashMap::default(),
+            text_hashes: FxHashMap::default(),
             shapes: FxHashMap::default(),
             members: FxHashMap::default(),
             shape_members: FxHashMap::default(),
@@ -461,23 +464,20 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         }
     }
 
-    /// Structural hash `levels` deep: names and kinds, plus for aggregates
-    /// their members' types one level further.
+    /// Structural hash `levels` deep: the C text of the type, plus for
+    /// aggregates (or pointers to them) their members' names, offsets and
+    /// shapes one level further.
     fn shape(&mut self, off: u32, levels: u32) -> u64 {
         if let Some(&h) = self.shapes.get(&(off, levels)) {
             return h;
         }
         let mut h = FxHasher::default();
-        self.name_rc(off).hash(&mut h);
+        self.text_hash(Some(off), 0).0.hash(&mut h);
         if levels > 0 {
             let target = self.pointee_aggregate(off);
             if let Some(agg) = target {
-                // A member's name hashes as the String `members` gives it.
                 for m in self.shape_members(agg).iter() {
-                    m.name
-                        .map_or(Default::default(), String::from_utf8_lossy)
-                        .as_ref()
-                        .hash(&mut h);
+                    m.name.unwrap_or_default().hash(&mut h);
                     m.byte_offset.hash(&mut h);
                     self.shape(m.ty, levels - 1).hash(&mut h);
                 }
@@ -486,6 +486,116 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         let v = h.finish();
         self.shapes.insert((off, levels), v);
         v
+    }
+
+    /// A hash of the C text `declare` would write for the type at `off`,
+    /// without writing it: shapes reach thousands of member types per unit,
+    /// whose text is never shown. It hashes what decides the text: each
+    /// declarator step (pointer, qualifier, array dimensions, parameter
+    /// list) and the name where the text stops (a base type, typedef,
+    /// struct, union or enum), so equal texts hash equal. The second value
+    /// is false when the walk was cut at `MAX_DEPTH` (then not cached).
+    fn text_hash(&mut self, off: Option<u32>, depth: u32) -> (u64, bool) {
+        // What `declare` prints as a whole word: `?`, `void`, a name.
+        fn word(kw: &str, name: &[u8]) -> u64 {
+            let mut h = FxHasher::default();
+            (0u8, kw, name).hash(&mut h);
+            h.finish()
+        }
+        let Some(off) = off else {
+            return (word("", b"void"), true);
+        };
+        if let Some(&h) = self.text_hashes.get(&off) {
+            return (h, true);
+        }
+        if depth > MAX_DEPTH {
+            return (word("", b"?"), false);
+        }
+        let Some(e) = self.die(off) else {
+            return (word("", b"?"), true);
+        };
+        let name = e.name.bytes(self.dwarf, self.unit);
+        let mut h = FxHasher::default();
+        let mut exact = true;
+        let mut inner = |namer: &mut Self, t: Option<u32>, h: &mut FxHasher| {
+            let (v, x) = namer.text_hash(t, depth + 1);
+            exact &= x;
+            v.hash(h);
+        };
+        match e.tag {
+            gimli::DW_TAG_base_type | gimli::DW_TAG_typedef | gimli::DW_TAG_unspecified_type => {
+                return (word("", name.unwrap_or(b"?")), true);
+            }
+            gimli::DW_TAG_structure_type
+            | gimli::DW_TAG_union_type
+            | gimli::DW_TAG_enumeration_type => {
+                let kw = match e.tag {
+                    gimli::DW_TAG_structure_type => "struct",
+                    gimli::DW_TAG_union_type => "union",
+                    _ => "enum",
+                };
+                return (word(kw, name.unwrap_or(b"{...}")), true);
+            }
+            gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type => {
+                1u8.hash(&mut h);
+                inner(self, e.ty, &mut h);
+            }
+            gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_atomic_type => {
+                (2u8, e.tag.0).hash(&mut h);
+                inner(self, e.ty, &mut h);
+            }
+            gimli::DW_TAG_array_type => {
+                3u8.hash(&mut h);
+                let mut dims = Vec::new();
+                for c in self.children(off) {
+                    if c.tag == gimli::DW_TAG_subrange_type {
+                        dims.push(match (c.attrs.count(), c.attrs.upper_bound()) {
+                            (Some(c), _) => Some(c),
+                            (None, Some(u)) => u.checked_add(1),
+                            (None, None) => None,
+                        });
+                    }
+                }
+                // No subrange prints as one unknown dimension, `[]`.
+                if dims.is_empty() {
+                    dims.push(None);
+                }
+                dims.hash(&mut h);
+                inner(self, e.ty, &mut h);
+            }
+            gimli::DW_TAG_subroutine_type => {
+                4u8.hash(&mut h);
+                let mut params = Vec::new();
+                let mut varargs = false;
+                for c in self.children(off) {
+                    match c.tag {
+                        gimli::DW_TAG_formal_parameter => params.push(c.attrs.ty()),
+                        gimli::DW_TAG_unspecified_parameters => varargs = true,
+                        _ => {}
+                    }
+                }
+                // `(void)` is how an empty prototyped list prints, and how
+                // one parameter of no type prints.
+                if params.is_empty() && !varargs && e.prototyped {
+                    params.push(None);
+                }
+                params.len().hash(&mut h);
+                for p in params {
+                    inner(self, p, &mut h);
+                }
+                varargs.hash(&mut h);
+                inner(self, e.ty, &mut h);
+            }
+            _ => return (word("", b"?"), true),
+        }
+        let v = h.finish();
+        if exact {
+            self.text_hashes.insert(off, v);
+        }
+        (v, exact)
     }
 
     /// The aggregate a type is or points to, through typedefs and qualifiers.
