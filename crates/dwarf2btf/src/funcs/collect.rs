@@ -20,6 +20,20 @@ use crate::subprograms::{RawSub, Subprograms};
 /// Chains of abstract origins longer than this are treated as corrupt.
 const MAX_CHAIN: usize = 8;
 
+/// What a caller needs of a concrete subprogram, decided by its entry
+/// address before anything else of it is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Nothing: it gets no `Concrete`.
+    Skip,
+    /// The prototype and locations, with `TypeInfo::shape` left 0.
+    Signature,
+    /// Everything, structural fingerprints included (they walk the
+    /// members of every aggregate a parameter points to, two levels deep:
+    /// the larger part of the work when every instance asks for them).
+    Shapes,
+}
+
 /// One source parameter as one instance sees it.
 #[derive(Clone, Debug)]
 pub struct SrcParam {
@@ -76,15 +90,17 @@ pub fn collect_unit(
     while let Some(die) = dies.next()? {
         subs.die(die);
     }
-    collect_from_unit(dwarf, &unit, &subs)
+    collect_from_unit(dwarf, &unit, &subs, &|_| Need::Shapes)
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
-/// recorded (the encoder's).
+/// recorded (the encoder's), and only what `need` asks for each entry
+/// address.
 pub fn collect_from_unit<'u>(
     dwarf: &Dwarf<'u>,
     unit: &gimli::Unit<Reader<'u>>,
     subs: &Subprograms<'u>,
+    need: &dyn Fn(u64) -> Need,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
@@ -116,7 +132,10 @@ pub fn collect_from_unit<'u>(
         }
         .or(ranges.first().map(|r| r.0));
         let Some(entry) = entry else { continue };
-        found.push((sub, entry, ranges));
+        let need = need(entry);
+        if need != Need::Skip {
+            found.push((sub, entry, ranges, need == Need::Shapes));
+        }
     }
 
     let mut ctx = UnitCtx {
@@ -129,8 +148,15 @@ pub fn collect_from_unit<'u>(
     };
     let mut namer = TypeNamer::new(dwarf, unit)?;
     let mut out = Vec::with_capacity(found.len());
-    for (sub, entry, ranges) in found {
-        out.push(ctx.resolve(&mut namer, sub, entry, ranges, &cu_name));
+    for (sub, entry, ranges, shapes) in found {
+        let mut c = ctx.resolve(&mut namer, sub, entry, ranges, &cu_name);
+        if shapes {
+            c.ret.shape = namer.shape_of(c.ret.die);
+            for p in &mut c.params {
+                p.ty.shape = namer.shape_of(p.ty.die);
+            }
+        }
+        out.push(c);
     }
     Ok(out)
 }

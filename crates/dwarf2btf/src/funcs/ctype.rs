@@ -54,6 +54,7 @@ pub struct TypeInfo {
     /// Hash of the type's structure two levels deep (through pointers into
     /// aggregates' members), so that one struct name built against different
     /// headers (seed 000's `elf_note_info`) gives different fingerprints.
+    /// 0 until [`TypeNamer::shape_of`] fills it in.
     pub shape: u64,
     /// Whether the type, stripped of typedefs and qualifiers, is a struct or union.
     pub aggregate: bool,
@@ -186,7 +187,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             c,
             size,
             class,
-            shape: self.shape(off, 2),
+            shape: 0,
             aggregate,
             pointer: tag == Some(gimli::DW_TAG_pointer_type),
         }
@@ -461,6 +462,15 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             "void".into()
         } else {
             args.join(", ")
+        }
+    }
+
+    /// The fingerprint of [`TypeInfo::shape`] for the type DIE at .debug_info
+    /// offset `die` (0 for void).
+    pub fn shape_of(&mut self, die: Option<u64>) -> u64 {
+        match die.and_then(|d| u32::try_from(d.checked_sub(self.base)?).ok()) {
+            Some(off) => self.shape(off, 2),
+            None => 0,
         }
     }
 

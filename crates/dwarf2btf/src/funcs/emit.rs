@@ -13,9 +13,12 @@
 //!   So fentry by name reaches only the instance whose prototype the FUNC
 //!   carries, and every instance keeps a FUNC with its true prototype.
 //! - Instances whose prototypes are the same (same FUNC name, parameter
-//!   names and types, compared by the model's structural fingerprint) share
-//!   one FUNC, decided in `finish` in unit order, so the output does not
-//!   depend on threads. Prototypes that differ only past the fingerprint's
+//!   names and types: C text, and where several symbols carry the name the
+//!   model's structural fingerprint too) share one FUNC, decided in
+//!   `finish` in unit order, so the output does not depend on threads. A
+//!   name one symbol carries has one address, so the fingerprint, which
+//!   tells apart same-name functions built against different headers, has
+//!   nothing to tell apart there and is not computed. Prototypes that differ only past the fingerprint's
 //!   depth would wrongly share; those that dedup would make equal but the
 //!   fingerprint tells apart (a struct declared in one unit, defined in the
 //!   other) get two FUNCs with their own tags: safe, a few bytes larger.
@@ -30,7 +33,7 @@ use btf::{Btf, Param, Type, TypeData, TypeId};
 use rustc_hash::{FxHashMap, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
-use super::collect::{collect_from_unit, Concrete};
+use super::collect::{collect_from_unit, Concrete, Need};
 use super::lookup::KernelLookup;
 use super::{names_match, read_symbols, Binding};
 use crate::convert::UnitBuilder;
@@ -92,6 +95,18 @@ impl ExactFuncs {
         }
     }
 
+    /// What `candidates` reads of the subprogram at `entry`: nothing
+    /// without a symbol there. Fingerprints only decide which instances of
+    /// one symbol name share a FUNC; a name that one symbol carries has one
+    /// address, whose descriptions share a FUNC by their C prototype alone.
+    fn need(&self, entry: u64) -> Need {
+        match self.by_addr.get(&entry) {
+            None => Need::Skip,
+            Some(names) if names.iter().any(|n| self.name_count.get(n) > Some(&1)) => Need::Shapes,
+            Some(_) => Need::Signature,
+        }
+    }
+
     /// The candidates of one concrete subprogram: one per symbol at its entry.
     fn candidates(
         &self,
@@ -135,8 +150,8 @@ impl ExactFuncs {
                 continue;
             };
             let mut key = FxHasher::default();
-            name.hash(&mut key);
-            c.ret.shape.hash(&mut key);
+            // The C text always, the fingerprint where `need` asked for it.
+            (name, &c.ret.c, c.ret.shape).hash(&mut key);
             let mut params: Vec<(String, TypeId)> = Vec::new();
             let mut ok = true;
             match &verdict.signature {
@@ -146,7 +161,7 @@ impl ExactFuncs {
                             ok = false;
                             break;
                         };
-                        (p.name.as_str(), p.ty.shape).hash(&mut key);
+                        (p.name.as_str(), &p.ty.c, p.ty.shape).hash(&mut key);
                         params.push((p.name.clone(), t));
                     }
                     if c.varargs {
@@ -220,13 +235,13 @@ impl FuncPolicy for ExactFuncs {
 
     fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
         let offset = cx.types.unit_offset().0 as u64;
-        let concretes = collect_from_unit(cx.dwarf, cx.unit, cx.subprograms).map_err(|source| {
-            Error::Dwarf {
-                path: cx.path.to_owned(),
-                offset,
-                source,
-            }
-        })?;
+        let concretes =
+            collect_from_unit(cx.dwarf, cx.unit, cx.subprograms, &|entry| self.need(entry))
+                .map_err(|source| Error::Dwarf {
+                    path: cx.path.to_owned(),
+                    offset,
+                    source,
+                })?;
         let mut found = Vec::new();
         let mut u64_id = None;
         let mut protos = FxHashMap::default();
