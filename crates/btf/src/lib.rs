@@ -340,4 +340,12 @@ impl Btf {
         self.strings = strings.into();
         self.str_index = OnceLock::new();
     }
+
+    /// [`Btf::set_contents`] with the index of `strings` that their builder
+    /// kept (it must index every string of `strings`), so that the next
+    /// [`Btf::add_str`] does not index them again.
+    pub fn set_contents_indexed(&mut self, types: Vec<Type>, strings: Vec<u8>, index: StringIndex) {
+        self.set_contents(types, strings);
+        self.str_index = OnceLock::from(index);
+    }
 }

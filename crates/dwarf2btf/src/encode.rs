@@ -77,6 +77,30 @@ pub fn encode_with<P: FuncPolicy>(
     policy: &P,
     progress: &dyn Progress,
 ) -> Result<Encoded> {
+    let pool = worker_pool(elf.path(), opts.jobs)?;
+    encode_in(&pool, elf, base, opts, policy, progress)
+}
+
+/// The pool of `jobs` threads that an encode runs on.
+fn worker_pool(path: &std::path::Path, jobs: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| Error::Encode {
+            path: path.to_owned(),
+            msg: format!("cannot start worker threads: {e}"),
+        })
+}
+
+/// [`encode_with`] on `pool`.
+fn encode_in<P: FuncPolicy>(
+    pool: &rayon::ThreadPool,
+    elf: &ElfFile,
+    base: Option<Arc<Btf>>,
+    opts: &EncodeOptions,
+    policy: &P,
+    progress: &dyn Progress,
+) -> Result<Encoded> {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
@@ -140,13 +164,6 @@ pub fn encode_with<P: FuncPolicy>(
     if let Some((start, end)) = info_range {
         elf.release(start, end);
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs)
-        .build()
-        .map_err(|e| Error::Encode {
-            path: path.to_owned(),
-            msg: format!("cannot start worker threads: {e}"),
-        })?;
     let vars_cx = vars::VarsContext::new(&info, opts.vars);
     let copts = ConvertOptions {
         collect_vars: opts.vars != VarsMode::None,
@@ -176,7 +193,7 @@ pub fn encode_with<P: FuncPolicy>(
         dedup: !opts.no_dedup && segments.len() > 1,
     };
     progress.stage("converting compilation units", headers.len() as u64);
-    let results = run_largest_first(&pool, &segments, |units| {
+    let results = run_largest_first(pool, &segments, |units| {
         encode_segment(&seg_cx, units, policy)
     });
     progress.stage("merging", 0);
@@ -532,7 +549,9 @@ impl Sink {
             Some(b) => Btf::new_split(b.clone()),
             None => Btf::new(),
         };
-        btf.set_contents(self.types, self.strings.into_bytes());
+        // The strings' index goes along: the policy's `finish` adds names.
+        let (strings, index) = self.strings.into_indexed();
+        btf.set_contents_indexed(self.types, strings, index);
         btf
     }
 }
@@ -619,14 +638,17 @@ pub fn encode(
     opts: &EncodeOptions,
     progress: &dyn Progress,
 ) -> Result<Encoded> {
+    let pool = worker_pool(elf.path(), opts.jobs)?;
+    // The policies read the symbol table on the pool too.
     match opts.funcs {
         FuncMode::Exact => {
-            let policy = crate::funcs::emit::ExactFuncs::from_elf(elf, opts.addr_tags)?;
-            encode_with(elf, base, opts, &policy, progress)
+            let tags = opts.addr_tags;
+            let policy = pool.install(|| crate::funcs::emit::ExactFuncs::from_elf(elf, tags))?;
+            encode_in(&pool, elf, base, opts, &policy, progress)
         }
         FuncMode::Pahole => {
-            let policy = crate::pahole::PaholeFuncs::from_elf(elf)?;
-            encode_with(elf, base, opts, &policy, progress)
+            let policy = pool.install(|| crate::pahole::PaholeFuncs::from_elf(elf))?;
+            encode_in(&pool, elf, base, opts, &policy, progress)
         }
     }
 }

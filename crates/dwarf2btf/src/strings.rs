@@ -104,8 +104,9 @@ impl Strings {
         self.base.as_ref().map(|b| &b.btf)
     }
 
-    /// The own string section (what follows the base's).
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+    /// The own string section and its index (local offsets, as
+    /// [`btf::Btf::set_contents_indexed`] takes it).
+    pub fn into_indexed(self) -> (Vec<u8>, StringIndex) {
+        (self.bytes, self.index)
     }
 }

@@ -71,8 +71,10 @@ pub struct Candidate {
 impl ExactFuncs {
     pub fn from_elf(elf: &ElfFile, tags: AddrTags) -> Result<ExactFuncs> {
         let obj = elf.object()?;
-        let lookup = kernel_lookup(&obj);
-        Ok(ExactFuncs::new(read_symbols(&obj), lookup, tags))
+        // Two passes over a symbol table of 100,000s of names, each
+        // building hash maps: side by side (the encode waits for them).
+        let (lookup, symbols) = rayon::join(|| kernel_lookup(&obj), || read_symbols(&obj));
+        Ok(ExactFuncs::new(symbols, lookup, tags))
     }
 
     /// `symbols`: the STT_FUNC symbols; `lookup`: over every symbol.
