@@ -129,6 +129,8 @@ fn encode_in<P: FuncPolicy>(
     // segment's DIEs (another segment's that are dropped come back from the
     // page cache).
     let lists_file_ranges = [
+        ".debug_line",
+        ".debug_abbrev",
         ".debug_loclists",
         ".debug_loc",
         ".debug_rnglists",
