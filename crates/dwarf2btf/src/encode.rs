@@ -78,7 +78,8 @@ pub fn encode_with<P: FuncPolicy>(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    encode_in(&pool, elf, base, opts, policy, progress)
+    let (btf, warnings) = gather(&pool, elf, base, opts, policy, progress)?;
+    final_dedup(btf, warnings, elf.path(), opts, progress)
 }
 
 /// The pool of `jobs` threads that an encode runs on.
@@ -92,15 +93,16 @@ fn worker_pool(path: &std::path::Path, jobs: usize) -> Result<rayon::ThreadPool>
         })
 }
 
-/// [`encode_with`] on `pool`.
-fn encode_in<P: FuncPolicy>(
+/// [`encode_with`] on `pool` up to the final dedup: the BTF with every
+/// type, function and variable, and the warnings.
+fn gather<P: FuncPolicy>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
     base: Option<Arc<Btf>>,
     opts: &EncodeOptions,
     policy: &P,
     progress: &dyn Progress,
-) -> Result<Encoded> {
+) -> Result<(Btf, Vec<String>)> {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
@@ -219,6 +221,18 @@ fn encode_in<P: FuncPolicy>(
     policy.finish(policy_units, &mut btf)?;
     vars::add_datasecs(&mut btf, &info, secinfos);
     kfuncs::tag_kfuncs(&mut btf, &obj, &info);
+    Ok((btf, warnings))
+}
+
+/// The last step of an encode: the final dedup. It runs after everything
+/// [`gather`] held, and the policy, are freed: it is where memory peaks.
+fn final_dedup(
+    mut btf: Btf,
+    warnings: Vec<String>,
+    path: &std::path::Path,
+    opts: &EncodeOptions,
+    progress: &dyn Progress,
+) -> Result<Encoded> {
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
@@ -641,18 +655,20 @@ pub fn encode(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    // The policies read the symbol table on the pool too.
-    match opts.funcs {
+    // The policies read the symbol table on the pool too, and are freed
+    // (their symbol maps are tens of MB on vmlinux) before the final dedup.
+    let (btf, warnings) = match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
             let policy = pool.install(|| crate::funcs::emit::ExactFuncs::from_elf(elf, tags))?;
-            encode_in(&pool, elf, base, opts, &policy, progress)
+            gather(&pool, elf, base, opts, &policy, progress)?
         }
         FuncMode::Pahole => {
             let policy = pool.install(|| crate::pahole::PaholeFuncs::from_elf(elf))?;
-            encode_in(&pool, elf, base, opts, &policy, progress)
+            gather(&pool, elf, base, opts, &policy, progress)?
         }
-    }
+    };
+    final_dedup(btf, warnings, elf.path(), opts, progress)
 }
 
 /// Counts of types per kind name, for reports and tests.
