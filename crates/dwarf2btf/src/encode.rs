@@ -590,25 +590,6 @@ impl Shift {
     }
 }
 
-/// Interns every string of `section` in `sink`; returns a table from
-/// section offset to `sink` offset (filled at string starts).
-fn intern_all(sink: &mut Sink, section: &[u8]) -> Vec<u32> {
-    let mut map = vec![0u32; section.len()];
-    let mut off = 0usize;
-    while off < section.len() {
-        let end = section
-            .get(off..)
-            .and_then(|r| r.iter().position(|&b| b == 0))
-            .map_or(section.len(), |e| off + e);
-        let global = sink.strings.add(section.get(off..end).unwrap_or(&[]));
-        if let Some(slot) = map.get_mut(off) {
-            *slot = global;
-        }
-        off = end + 1;
-    }
-    map
-}
-
 /// Appends a unit's types to `sink` (whose strings they use already):
 /// local ids shifted.
 fn append_unit(sink: &mut Sink, types: Vec<Type>) -> Shift {
@@ -633,13 +614,30 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
     };
     let str_start = piece.start_str_off();
     let (types, strings) = piece.into_contents();
-    let str_map = intern_all(sink, &strings);
+    // Only the strings the types use: a segment's section holds every name
+    // its units had, most of them of types its dedup dropped. Section
+    // offset -> `sink` offset, filled on first use (0: not yet; the empty
+    // string, at 0, is 0 in every section).
+    let mut str_map = vec![0u32; strings.len()];
     sink.types.reserve(types.len());
     for mut t in types {
         t.for_each_str_mut(|s| {
-            if *s >= str_start {
-                *s = str_map.get((*s - str_start) as usize).copied().unwrap_or(0);
+            if *s < str_start {
+                return;
             }
+            let local = (*s - str_start) as usize;
+            *s = match str_map.get(local) {
+                Some(&0) | None => {
+                    let bytes = strings.get(local..).unwrap_or_default();
+                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                    let global = sink.strings.add(&bytes[..end]);
+                    if let Some(slot) = str_map.get_mut(local) {
+                        *slot = global;
+                    }
+                    global
+                }
+                Some(&global) => global,
+            };
         });
         t.for_each_ref_mut(|r| *r = shift.map(*r));
         sink.add_type(t);
