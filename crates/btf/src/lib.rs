@@ -293,12 +293,14 @@ impl Btf {
         {
             return off;
         }
-        let mut index = self
-            .str_index
-            .take()
-            .unwrap_or_else(|| StringIndex::build(&self.strings));
-        let off = index.intern(self.strings.to_mut(), s.as_bytes());
-        self.str_index = OnceLock::from(index);
+        // Built once; then reached through `get_mut`, without the
+        // synchronisation of putting it back into the OnceLock per string.
+        self.str_index
+            .get_or_init(|| StringIndex::build(&self.strings));
+        let off = match self.str_index.get_mut() {
+            Some(index) => index.intern(self.strings.to_mut(), s.as_bytes()),
+            None => 0,
+        };
         off + self.start_str_off
     }
 
