@@ -30,7 +30,7 @@
 use std::hash::{Hash, Hasher};
 
 use btf::{Btf, Param, Type, TypeData, TypeId};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
 use super::collect::{collect_from_unit, Concrete, Need};
@@ -52,6 +52,8 @@ pub struct ExactFuncs {
     by_addr: FxHashMap<u64, Vec<String>>,
     /// Symbol name -> how many STT_FUNC symbols carry it.
     name_count: FxHashMap<String, usize>,
+    /// Entry addresses with a symbol whose name several symbols carry.
+    shared: FxHashSet<u64>,
     /// Where the kernel attaches each name.
     lookup: KernelLookup,
 }
@@ -89,10 +91,16 @@ impl ExactFuncs {
             *name_count.entry(name.clone()).or_default() += 1;
             by_addr.entry(addr).or_default().push(name);
         }
+        let shared = by_addr
+            .iter()
+            .filter(|(_, names)| names.iter().any(|n| name_count.get(n) > Some(&1)))
+            .map(|(&addr, _)| addr)
+            .collect();
         ExactFuncs {
             tags,
             by_addr,
             name_count,
+            shared,
             lookup,
         }
     }
@@ -102,10 +110,12 @@ impl ExactFuncs {
     /// one symbol name share a FUNC; a name that one symbol carries has one
     /// address, whose descriptions share a FUNC by their C prototype alone.
     fn need(&self, entry: u64) -> Need {
-        match self.by_addr.get(&entry) {
-            None => Need::Skip,
-            Some(names) if names.iter().any(|n| self.name_count.get(n) > Some(&1)) => Need::Shapes,
-            Some(_) => Need::Signature,
+        if !self.by_addr.contains_key(&entry) {
+            Need::Skip
+        } else if self.shared.contains(&entry) {
+            Need::Shapes
+        } else {
+            Need::Signature
         }
     }
 
