@@ -339,12 +339,18 @@ pub fn convert_unit<'a, 'd>(
             msg: format!("compilation unit at {unit_offset:#x} is larger than 2 GiB"),
         });
     }
+    // A kernel unit has about one type per 50 bytes of DWARF: sized up
+    // front, the unit's lists grow without a dozen copies each.
+    let expect = unit.header.length_including_self() / 50;
     let mut conv = Conv {
         dwarf,
         unit,
         opts,
-        b: UnitBuilder::new(strings),
-        map: Vec::new(),
+        b: UnitBuilder {
+            types: Vec::with_capacity(expect),
+            strings,
+        },
+        map: Vec::with_capacity(expect),
         aliases: Vec::new(),
         stack: Vec::new(),
         members: Vec::new(),
