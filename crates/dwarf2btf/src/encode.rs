@@ -14,6 +14,13 @@
 //! same types per kind and layouts as one dedup. An input of one segment
 //! (modules, small programs) is deduplicated once, exactly as libbpf would.
 //!
+//! Strings of the output, when there are several segments (and no base): appending a
+//! segment interns the strings its types use, type by type, and the
+//! policy, the DATASECs and the kfunc tags add each string right before
+//! the type that uses it. So every string is there once, in the order of
+//! its first use by the types in id order, which is what the final dedup's
+//! string pass would make of them (libbpf's order): that pass is skipped.
+//!
 //! Ids that outlive a segment's dedup (the types a policy or a variable
 //! refers to from outside the BTF) are carried through it by anchors: one
 //! DECL_TAG per such id, component_idx = its anchor number, appended after
@@ -78,8 +85,8 @@ pub fn encode_with<P: FuncPolicy>(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    let (btf, warnings) = gather(&pool, elf, base, opts, policy, progress)?;
-    final_dedup(btf, warnings, elf.path(), opts, progress)
+    let gathered = gather(&pool, elf, base, opts, policy, progress)?;
+    final_dedup(gathered, elf.path(), opts, progress)
 }
 
 /// The pool of `jobs` threads that an encode runs on.
@@ -93,8 +100,17 @@ fn worker_pool(path: &std::path::Path, jobs: usize) -> Result<rayon::ThreadPool>
         })
 }
 
-/// [`encode_with`] on `pool` up to the final dedup: the BTF with every
-/// type, function and variable, and the warnings.
+/// Everything an encode found, before the final dedup.
+struct Gathered {
+    /// Every type, function and variable.
+    btf: Btf,
+    warnings: Vec<String>,
+    /// Each string of `btf` once, in the order of first use (see the
+    /// module comment).
+    strings_in_order: bool,
+}
+
+/// [`encode_with`] on `pool` up to the final dedup.
 fn gather<P: FuncPolicy>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
@@ -102,7 +118,7 @@ fn gather<P: FuncPolicy>(
     opts: &EncodeOptions,
     policy: &P,
     progress: &dyn Progress,
-) -> Result<(Btf, Vec<String>)> {
+) -> Result<Gathered> {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
@@ -221,22 +237,33 @@ fn gather<P: FuncPolicy>(
     policy.finish(policy_units, &mut btf)?;
     vars::add_datasecs(&mut btf, &info, secinfos);
     kfuncs::tag_kfuncs(&mut btf, &obj, &info);
-    Ok((btf, warnings))
+    // Split BTF's own section starts without the empty string that
+    // `Strings` puts first: the string pass drops it.
+    let strings_in_order = seg_cx.dedup && btf.base().is_none();
+    Ok(Gathered {
+        btf,
+        warnings,
+        strings_in_order,
+    })
 }
 
 /// The last step of an encode: the final dedup. It runs after everything
 /// [`gather`] held, and the policy, are freed: it is where memory peaks.
 fn final_dedup(
-    mut btf: Btf,
-    warnings: Vec<String>,
+    gathered: Gathered,
     path: &std::path::Path,
     opts: &EncodeOptions,
     progress: &dyn Progress,
 ) -> Result<Encoded> {
+    let Gathered {
+        mut btf,
+        warnings,
+        strings_in_order,
+    } = gathered;
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
-        btf = dedup(btf, path, false)?;
+        btf = dedup(btf, path, strings_in_order)?;
     }
     if opts.layout && btf.base().is_none() {
         btf.set_layout(true);
@@ -655,7 +682,7 @@ pub fn encode(
     let pool = worker_pool(elf.path(), opts.jobs)?;
     // The policies read the symbol table on the pool too, and are freed
     // (their symbol maps are tens of MB on vmlinux) before the final dedup.
-    let (btf, warnings) = match opts.funcs {
+    let gathered = match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
             let policy = pool.install(|| crate::funcs::emit::ExactFuncs::from_elf(elf, tags))?;
@@ -666,7 +693,7 @@ pub fn encode(
             gather(&pool, elf, base, opts, &policy, progress)?
         }
     };
-    final_dedup(btf, warnings, elf.path(), opts, progress)
+    final_dedup(gathered, elf.path(), opts, progress)
 }
 
 /// Counts of types per kind name, for reports and tests.

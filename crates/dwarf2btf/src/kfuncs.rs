@@ -81,6 +81,10 @@ pub fn tag_kfuncs(btf: &mut Btf, obj: &object::File<'_>, info: &ElfInfo<'_>) -> 
         .filter(|(_, t)| btf.name_of(t).is_ok_and(|n| names.contains(n)))
         .map(|(id, _)| id)
         .collect();
+    if funcs.is_empty() {
+        // No string either: every string of an encode is used.
+        return 0;
+    }
     let tag = btf.add_str(KFUNC_TAG);
     for &id in &funcs {
         btf.add_type(Type::new(
