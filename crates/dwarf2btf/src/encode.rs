@@ -85,7 +85,7 @@ pub fn encode_with<P: FuncPolicy>(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    let gathered = gather(&pool, elf, base, opts, policy, progress)?;
+    let gathered = gather(&pool, elf, base, opts, || Ok(policy), progress)?;
     final_dedup(gathered, elf.path(), opts, progress)
 }
 
@@ -110,15 +110,22 @@ struct Gathered {
     strings_in_order: bool,
 }
 
-/// [`encode_with`] on `pool` up to the final dedup.
-fn gather<P: FuncPolicy>(
+/// [`encode_with`] on `pool` up to the final dedup. `make_policy` runs
+/// on the pool while the unit headers are read (a policy reads the symbol
+/// table: tens of ms on vmlinux); the policy is dropped on return.
+fn gather<P, R, F>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
     base: Option<Arc<Btf>>,
     opts: &EncodeOptions,
-    policy: &P,
+    make_policy: F,
     progress: &dyn Progress,
-) -> Result<Gathered> {
+) -> Result<Gathered>
+where
+    P: FuncPolicy,
+    R: std::ops::Deref<Target = P> + Send,
+    F: FnOnce() -> Result<R> + Send,
+{
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
@@ -157,33 +164,15 @@ fn gather<P: FuncPolicy>(
     .into_iter()
     .filter_map(in_place)
     .collect();
-    let dwarf_err = |e: gimli::Error, offset: u64| Error::Dwarf {
-        path: path.to_owned(),
-        offset,
-        source: e,
-    };
-    let mut headers = Vec::new();
-    let mut iter = dwarf.units();
-    loop {
-        let at = headers
-            .last()
-            .and_then(|h: &gimli::UnitHeader<Reader<'_>>| {
-                let off = h.offset().as_debug_info_offset()?.0;
-                Some((off + h.length_including_self()) as u64)
-            })
-            .unwrap_or(0);
-        match iter.next() {
-            Ok(Some(h)) => headers.push(h),
-            Ok(None) => break,
-            Err(e) => return Err(dwarf_err(e, at)),
-        }
-    }
+    let (policy, headers) = pool.join(make_policy, || read_headers(&dwarf, path));
+    let (policy, headers) = (policy?, headers?);
     // Reading the headers faulted in pages all over .debug_info (the kernel
     // maps the neighbours of each faulting page too): drop them until each
     // segment reads its own.
     if let Some((start, end)) = info_range {
         elf.release(start, end);
     }
+    let policy = &*policy;
     let vars_cx = vars::VarsContext::new(&info, opts.vars);
     let copts = ConvertOptions {
         collect_vars: opts.vars != VarsMode::None,
@@ -273,6 +262,36 @@ fn final_dedup(
         warnings,
         types_before_dedup,
     })
+}
+
+/// Every unit header of .debug_info, in order.
+fn read_headers<'d>(
+    dwarf: &Dwarf<'d>,
+    path: &std::path::Path,
+) -> Result<Vec<gimli::UnitHeader<Reader<'d>>>> {
+    let mut headers: Vec<gimli::UnitHeader<Reader<'d>>> = Vec::new();
+    let mut iter = dwarf.units();
+    loop {
+        match iter.next() {
+            Ok(Some(h)) => headers.push(h),
+            Ok(None) => return Ok(headers),
+            Err(source) => {
+                // Where the failing header starts: after the last good one.
+                let offset = headers
+                    .last()
+                    .and_then(|h| {
+                        let off = h.offset().as_debug_info_offset()?.0;
+                        Some((off + h.length_including_self()) as u64)
+                    })
+                    .unwrap_or(0);
+                return Err(Error::Dwarf {
+                    path: path.to_owned(),
+                    offset,
+                    source,
+                });
+            }
+        }
+    }
 }
 
 /// Cuts the units into runs of about [`SEGMENT_BYTES`].
@@ -680,17 +699,18 @@ pub fn encode(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    // The policies read the symbol table on the pool too, and are freed
-    // (their symbol maps are tens of MB on vmlinux) before the final dedup.
+    // The policies are built on the pool while the DWARF is opened, and
+    // freed (their symbol maps are tens of MB on vmlinux) before the final
+    // dedup.
     let gathered = match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
-            let policy = pool.install(|| crate::funcs::emit::ExactFuncs::from_elf(elf, tags))?;
-            gather(&pool, elf, base, opts, &policy, progress)?
+            let make = || crate::funcs::emit::ExactFuncs::from_elf(elf, tags).map(Box::new);
+            gather(&pool, elf, base, opts, make, progress)?
         }
         FuncMode::Pahole => {
-            let policy = pool.install(|| crate::pahole::PaholeFuncs::from_elf(elf))?;
-            gather(&pool, elf, base, opts, &policy, progress)?
+            let make = || crate::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
+            gather(&pool, elf, base, opts, make, progress)?
         }
     };
     final_dedup(gathered, elf.path(), opts, progress)
