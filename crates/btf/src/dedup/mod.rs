@@ -448,37 +448,6 @@ fn shallow_equal_struct(a: &Type, b: &Type) -> bool {
             .all(|(x, y)| x.name_off == y.name_off && x.offset == y.offset)
 }
 
-/// The kinds `is_equiv` compares; it stops with an error at any other.
-fn walk_compares(kind: u8) -> bool {
-    matches!(
-        kind,
-        BTF_KIND_INT
-            | BTF_KIND_ENUM
-            | BTF_KIND_ENUM64
-            | BTF_KIND_FWD
-            | BTF_KIND_FLOAT
-            | BTF_KIND_CONST
-            | BTF_KIND_VOLATILE
-            | BTF_KIND_RESTRICT
-            | BTF_KIND_PTR
-            | BTF_KIND_TYPEDEF
-            | BTF_KIND_FUNC
-            | BTF_KIND_TYPE_TAG
-            | BTF_KIND_ARRAY
-            | BTF_KIND_STRUCT
-            | BTF_KIND_UNION
-            | BTF_KIND_FUNC_PROTO
-    )
-}
-
-/// Kinds that refer to no other type.
-fn ref_free(kind: u8) -> bool {
-    matches!(
-        kind,
-        BTF_KIND_INT | BTF_KIND_ENUM | BTF_KIND_ENUM64 | BTF_KIND_FWD | BTF_KIND_FLOAT
-    )
-}
-
 fn is_struct_or_fwd(kind: u8) -> bool {
     matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_FWD)
 }
@@ -651,53 +620,6 @@ impl EnumIndex {
             .entry(Self::content_hash(t))
             .and_modify(|c| *c = AMBIGUOUS)
             .or_insert(id);
-    }
-}
-
-/// Pass 3's shortcut for structs that many shallowly equal candidates
-/// are not equivalent to. The kernel has some 700 tracepoint unions
-/// `{ struct trace_event_call event; btf_trace_<name> handler; }`, equal
-/// but for the typedef of `handler`: each new one would be walked against
-/// every earlier one, a quarter of a million walks that fail at the second
-/// member.
-///
-/// The names of the types that the members refer to are a necessary
-/// condition of equivalence: every pair of types a successful walk meets
-/// is recorded with equal names or resolves to one type (and `map` only
-/// ever joins types of one name), so two structs whose members' types
-/// differ in a name are never equivalent. Skipping such a candidate is
-/// exact as long as its walk could only have answered "no"; it could also
-/// have stopped with an error, on a pair of a kind the walk does not know
-/// (a VAR, DATASEC, DECL_TAG...) where a member, pointer or parameter
-/// should be. So the shortcut is taken only in BTF where no type the walk
-/// follows refers to such a kind, and only once enough walks have failed
-/// for that check (one look at every reference) to pay.
-#[derive(Default)]
-struct MemberNames {
-    usable: bool,
-    failures: u32,
-    /// Struct id -> hash of its members' types' names.
-    of: FxHashMap<TypeId, u64>,
-}
-
-/// Failed walks after which `MemberNames` checks whether it may be used.
-const MEMBER_NAMES_AFTER: u32 = 1024;
-
-impl MemberNames {
-    fn of(&mut self, d: &Dedup, id: TypeId) -> u64 {
-        *self.of.entry(id).or_insert_with(|| {
-            let members = d.ty(id).map_or(&[][..], Type::members);
-            let names = members.iter().map(|m| d.ty(m.ty).map_or(0, |t| t.name_off));
-            rustc_hash::FxBuildHasher.hash_one(names.collect::<Vec<_>>())
-        })
-    }
-
-    /// A walk failed: after enough of them, decide whether to shortcut.
-    fn failed(&mut self, d: &Dedup) {
-        self.failures += 1;
-        if self.failures == MEMBER_NAMES_AFTER {
-            self.usable = d.walks_cannot_err();
-        }
     }
 }
 
@@ -1183,21 +1105,6 @@ impl<'a> Dedup<'a> {
         Ok(true)
     }
 
-    /// Whether no walk of `is_equiv` can end in an error: no type whose
-    /// references it follows refers to a kind it does not compare.
-    fn walks_cannot_err(&self) -> bool {
-        let end = self.start_id + self.types.len() as TypeId;
-        (1..end).all(|id| {
-            let Some(t) = self.ty(id) else { return false };
-            if !walk_compares(t.kind()) || ref_free(t.kind()) {
-                return true;
-            }
-            let mut ok = true;
-            t.for_each_ref(|r| ok &= r == 0 || self.ty(r).is_some_and(|t| walk_compares(t.kind())));
-            ok
-        })
-    }
-
     /// After an equivalence, record what the hypothetical map learnt.
     ///
     /// Only pairs with a struct, union or FWD on a side can change `map`,
@@ -1240,7 +1147,6 @@ impl<'a> Dedup<'a> {
         // drops it anyway.
         let mut table = std::mem::take(&mut self.table);
         let mut stack = Vec::new();
-        let mut names = MemberNames::default();
         for i in 0..self.types.len() {
             let id = self.start_id + i as u32;
             if is_mapped(self.map[id as usize]) {
@@ -1258,14 +1164,7 @@ impl<'a> Dedup<'a> {
                 hash_struct(t)
             };
             let mut new_id = id;
-            let mut own_names = None;
             for c in table.get(h) {
-                if !is_typedef && names.usable {
-                    let own = *own_names.get_or_insert_with(|| names.of(self, id));
-                    if names.of(self, c) != own {
-                        continue;
-                    }
-                }
                 // A FWD under the same hash would look equivalent and
                 // create a FWD <-> struct loop: only structs qualify (and
                 // for a typedef, typedefs).
@@ -1279,7 +1178,6 @@ impl<'a> Dedup<'a> {
                 }
                 self.hypot_clear();
                 if !self.is_equiv(id, c, &mut stack)? {
-                    names.failed(self);
                     continue;
                 }
                 self.merge_hypot_map();
