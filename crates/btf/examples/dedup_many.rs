@@ -15,13 +15,9 @@
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-/// CPU time of the calling thread, in seconds (Linux schedstat, no unsafe).
-fn thread_cpu() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(f64::NAN, |ns| ns / 1e9)
-}
+#[path = "support/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
