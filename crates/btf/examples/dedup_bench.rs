@@ -14,13 +14,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-/// CPU time of the calling thread, in seconds (Linux schedstat, no unsafe).
-fn thread_cpu() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(f64::NAN, |ns| ns / 1e9)
-}
+#[path = "support/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
