@@ -376,7 +376,7 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             TypeData::LocParam {
                 size: size_or_type,
                 flags,
-                values,
+                values: values.into(),
             }
         }
         BTF_KIND_LOC_PROTO => {
@@ -424,7 +424,7 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
                 kind,
                 size_or_type,
                 vlen,
-                words,
+                words: words.into(),
             }
         }
     };

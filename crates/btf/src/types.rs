@@ -97,7 +97,9 @@ pub enum TypeData {
     LocParam {
         size: u32,
         flags: u32,
-        values: Vec<u32>,
+        /// Boxed, not a Vec: every `Type` is as large as its largest kind,
+        /// and these rare kinds must not make millions of types larger.
+        values: Box<[u32]>,
     },
     /// The LOC_PARAM of each parameter at an inline site; 0: no location.
     LocProto {
@@ -113,8 +115,9 @@ pub enum TypeData {
         kind: u8,
         size_or_type: u32,
         vlen: u32,
-        /// `info_sz + vlen * elem_sz` bytes as 32-bit words.
-        words: Vec<u32>,
+        /// `info_sz + vlen * elem_sz` bytes as 32-bit words (boxed, as
+        /// `LocParam::values`).
+        words: Box<[u32]>,
     },
 }
 

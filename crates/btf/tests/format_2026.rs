@@ -342,7 +342,7 @@ fn validator_location_kinds_bpf_next_rejects_each_broken_case() {
         btf.type_by_id_mut(id).unwrap().data = TypeData::LocParam {
             size,
             flags,
-            values,
+            values: values.into(),
         };
     };
     let cases: Vec<(&str, Rule, Break)> = vec![

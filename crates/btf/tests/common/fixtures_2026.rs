@@ -72,7 +72,7 @@ pub fn loc_btf() -> Btf {
             TypeData::LocParam {
                 size,
                 flags,
-                values: values[..n].to_vec(),
+                values: values[..n].into(),
             },
         ));
     }
