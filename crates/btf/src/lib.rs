@@ -88,6 +88,20 @@ pub struct Btf {
     /// that readers pay nothing for it and a base shared through `Arc` by
     /// the builders of a split encode is indexed once, not once per user.
     str_index: OnceLock<StringIndex>,
+    /// What the parser learnt of the own types, while they are as parsed.
+    facts: Option<ParseFacts>,
+}
+
+/// Facts about a BTF's own types gathered while parsing them (no extra
+/// pass), so that the dedup of a split BTF does not walk its base's ~100,000
+/// types again for them. Dropped by any change to the types.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParseFacts {
+    /// Every type id the own types refer to is below the type count, and
+    /// no type has a kind whose references are unknown.
+    pub refs_valid: bool,
+    /// Some DECL_TAG has component_idx -1 (the form of an `addr=` tag).
+    pub decl_tags: bool,
 }
 
 impl Default for Btf {
@@ -126,6 +140,7 @@ impl Btf {
             start_id,
             start_str_off,
             str_index: OnceLock::new(),
+            facts: None,
         }
     }
 
@@ -246,6 +261,7 @@ impl Btf {
 
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
+        self.facts = None;
         self.types.get_mut(i as usize)
     }
 
@@ -324,6 +340,7 @@ impl Btf {
     /// Appends a type and returns its id.
     pub fn add_type(&mut self, t: Type) -> TypeId {
         let id = self.type_count();
+        self.facts = None;
         self.types.push(t);
         id
     }
@@ -339,5 +356,6 @@ impl Btf {
         self.types = types;
         self.strings = strings.into();
         self.str_index = OnceLock::new();
+        self.facts = None;
     }
 }

@@ -12,7 +12,7 @@ use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Endian, Header};
+use crate::{Btf, Endian, Header, ParseFacts};
 
 /// A bounds-checked little/big-endian reader over the type section.
 struct Cursor<'a> {
@@ -209,11 +209,26 @@ impl Btf {
         };
         // A rough guess avoids most re-allocations: an average type is ~30 bytes.
         btf.types.reserve(types_bytes.len() / 30);
+        let mut max_ref = 0;
+        let mut facts = ParseFacts {
+            refs_valid: true,
+            decl_tags: false,
+        };
         while cur.remaining() > 0 {
             let id = btf.start_id + btf.types.len() as u32;
             let t = parse_type(&mut cur, id, &layouts)?;
+            t.for_each_ref(|r| max_ref = max_ref.max(r));
+            match t.data {
+                TypeData::Unknown { .. } => facts.refs_valid = false,
+                TypeData::DeclTag {
+                    component_idx: -1, ..
+                } => facts.decl_tags = true,
+                _ => {}
+            }
             btf.types.push(t);
         }
+        facts.refs_valid &= max_ref < btf.type_count();
+        btf.facts = Some(facts);
         Ok(btf)
     }
 }

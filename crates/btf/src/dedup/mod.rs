@@ -294,12 +294,15 @@ fn run(
 }
 
 /// Every id a type of `btf` or of its bases refers to must exist: the passes
-/// below index by id.
+/// below index by id. An object whose parser found its references in range
+/// (a base read from a file: ~100,000 types per module encode) is not
+/// walked again.
 fn check_ids(btf: &Btf) -> Result<()> {
     let count = btf.type_count();
     let mut b = Some(btf);
     while let Some(cur) = b {
-        for (id, t) in cur.iter() {
+        let checked = cur.facts.is_some_and(|f| f.refs_valid);
+        for (id, t) in cur.iter().filter(|_| !checked) {
             if let TypeData::Unknown { kind, .. } = t.data {
                 // Its words may hold type ids that renumbering would break.
                 return Err(Error::Dedup {
@@ -719,7 +722,17 @@ impl<'a> Dedup<'a> {
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();
         let end = self.start_id + self.types.len() as TypeId;
-        for id in 1..end {
+        // Bases whose parser saw no DECL_TAG of a whole type (every base
+        // pahole or a compiler wrote) have no `addr=` tags to look for.
+        let bases = std::iter::successors(btf.base.as_deref(), |b| b.base.as_deref());
+        let mut first = 1;
+        for b in bases.collect::<Vec<_>>().into_iter().rev() {
+            if b.start_id != first || b.facts.is_none_or(|f| f.decl_tags) {
+                break;
+            }
+            first = b.type_count();
+        }
+        for id in first..end {
             let Some(t) = self.ty(id) else { continue };
             if let TypeData::DeclTag {
                 ty,
@@ -1201,16 +1214,29 @@ impl<'a> Dedup<'a> {
 
     /// Pass 4: FWDs to the only canonical struct or union of their name.
     fn resolve_fwds(&mut self) {
-        // name -> the canonical struct or union of that name, 0 if several.
-        let mut names: FxHashMap<u32, TypeId> = FxHashMap::default();
+        let fwds = std::mem::take(&mut self.canon_fwds);
         let structs = std::mem::take(&mut self.canon_structs);
+        // Only the names of FWDs left count: a module usually has none, and
+        // then its base's structs are not walked.
+        // name -> the canonical struct or union of that name, 0 if several,
+        // UNPROCESSED if none.
+        let mut names: FxHashMap<u32, TypeId> = fwds
+            .iter()
+            .filter(|&&id| self.map[id as usize] == id)
+            .filter_map(|&id| Some((self.ty(id)?.name_off, UNPROCESSED)))
+            .collect();
+        if names.is_empty() {
+            return;
+        }
         for id in (1..self.start_id).chain(structs) {
             let Some(t) = self.ty(id) else { continue };
             if matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) && self.map[id as usize] == id {
-                names.entry(t.name_off).and_modify(|v| *v = 0).or_insert(id);
+                if let Some(v) = names.get_mut(&t.name_off) {
+                    *v = if *v == UNPROCESSED { id } else { 0 };
+                }
             }
         }
-        for id in std::mem::take(&mut self.canon_fwds) {
+        for id in fwds {
             let Some(t) = self.ty(id) else { continue };
             if self.map[id as usize] != id {
                 continue;
@@ -1218,7 +1244,7 @@ impl<'a> Dedup<'a> {
             let Some(&cand) = names.get(&t.name_off) else {
                 continue;
             };
-            if cand != 0 && kind_of(self.ty(cand)) == fwd_kind(t) {
+            if cand != 0 && cand != UNPROCESSED && kind_of(self.ty(cand)) == fwd_kind(t) {
                 self.map[id as usize] = cand;
             }
         }
