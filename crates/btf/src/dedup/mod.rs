@@ -821,13 +821,16 @@ impl<'a> Dedup<'a> {
 
     /// Split BTF: enter the base's types as canonical candidates.
     fn prep(&mut self) -> Result<()> {
-        self.table.reserve(self.start_id as usize);
+        if self.start_id <= 1 {
+            return Ok(());
+        }
+        self.table.reserve_base(self.start_id);
         for id in 1..self.start_id {
             let Some(t) = self.ty(id) else {
                 return Err(Error::TypeId(id));
             };
             if let Some(h) = self.hash_of(id, t) {
-                self.table.add(h, id);
+                self.table.add_base(h, id);
             }
         }
         Ok(())
