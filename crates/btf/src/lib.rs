@@ -91,6 +91,9 @@ pub struct Btf {
     str_index: OnceLock<StringIndex>,
     /// What the parser learnt of the own types, while they are as parsed.
     facts: Option<ParseFacts>,
+    /// The dedup's candidates of these types, for split BTF over them
+    /// (`dedup::prepare_base`), built on first use. Dropped with `facts`.
+    dedup_base: OnceLock<Arc<dedup::table::BaseEntries>>,
 }
 
 /// Facts about a BTF's own types gathered while parsing them (no extra
@@ -142,6 +145,7 @@ impl Btf {
             start_str_off,
             str_index: OnceLock::new(),
             facts: None,
+            dedup_base: OnceLock::new(),
         }
     }
 
@@ -263,6 +267,7 @@ impl Btf {
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
         self.facts = None;
+        self.dedup_base = OnceLock::new();
         self.types.get_mut(i as usize)
     }
 
@@ -342,6 +347,7 @@ impl Btf {
     pub fn add_type(&mut self, t: Type) -> TypeId {
         let id = self.type_count();
         self.facts = None;
+        self.dedup_base = OnceLock::new();
         self.types.push(t);
         id
     }
@@ -358,5 +364,6 @@ impl Btf {
         self.strings = strings.into();
         self.str_index = OnceLock::new();
         self.facts = None;
+        self.dedup_base = OnceLock::new();
     }
 }

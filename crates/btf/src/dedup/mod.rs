@@ -122,16 +122,17 @@
 //! than recursion for the graph walks, whose depth the input decides.
 
 mod strings;
-mod table;
+pub(crate) mod table;
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::*;
 use crate::types::*;
 use crate::{Btf, Error, Result};
-use table::CandTable;
+use table::{BaseEntries, CandTable};
 
 /// Options of the deduplication.
 #[derive(Clone, Debug, Default)]
@@ -331,6 +332,28 @@ fn check_ids(btf: &Btf) -> Result<()> {
     Ok(())
 }
 
+/// The candidate table's part for base BTF `base` (its own base must be
+/// none), built once and kept with it: FUNCs hashed without address tags,
+/// typedefs by libbpf 1.1. An encoder may build it on another thread
+/// while it converts a module ([`prepare_base`]).
+fn base_table(base: &Btf) -> Arc<BaseEntries> {
+    base.dedup_base
+        .get_or_init(|| {
+            let hashes = base.iter().filter_map(|(id, t)| Some((id, plain_hash(t)?)));
+            Arc::new(BaseEntries::build(base.type_count(), hashes))
+        })
+        .clone()
+}
+
+/// Builds what a dedup of split BTF over `base` needs of it, if that does
+/// not depend on the split BTF (see `base_table`): for a caller with a core
+/// to spare before its dedup.
+pub fn prepare_base(base: &Btf) {
+    if base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags) {
+        base_table(base);
+    }
+}
+
 /// Not yet given a canonical type.
 const UNPROCESSED: u32 = u32::MAX;
 /// A reference type whose referenced types are being resolved.
@@ -379,6 +402,22 @@ fn hash_typedef(t: &Type) -> i64 {
 
 fn equal_typedef(a: &Type, b: &Type) -> bool {
     a.name_off == b.name_off && a.info() == b.info()
+}
+
+/// The hash of a type as it is entered in the table, a FUNC's without
+/// address tags and a TYPEDEF's by libbpf 1.1; `None` for the kinds never
+/// entered.
+fn plain_hash(t: &Type) -> Option<i64> {
+    Some(match t.kind() {
+        BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
+        | BTF_KIND_LOCSEC => return None,
+        BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
+        BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
+        BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
+        BTF_KIND_ARRAY => hash_array(t),
+        BTF_KIND_FUNC_PROTO => hash_fnproto(t),
+        _ => hash_common(t),
+    })
 }
 
 /// The word after `struct btf_type` of an INT or a DECL_TAG.
@@ -790,18 +829,11 @@ impl<'a> Dedup<'a> {
 
     /// The hash of any type as it is entered in the table.
     fn hash_of(&self, id: TypeId, t: &Type) -> Option<i64> {
-        Some(match t.kind() {
-            BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
-            | BTF_KIND_LOCSEC => return None,
-            BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
-            BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
-            BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
-            BTF_KIND_ARRAY => hash_array(t),
-            BTF_KIND_FUNC_PROTO => hash_fnproto(t),
-            BTF_KIND_FUNC => self.hash_func(id, t),
-            BTF_KIND_TYPEDEF if self.rules == Rules::Libbpf1_8 => hash_typedef(t),
-            _ => hash_common(t),
-        })
+        match t.kind() {
+            BTF_KIND_FUNC => Some(self.hash_func(id, t)),
+            BTF_KIND_TYPEDEF if self.rules == Rules::Libbpf1_8 => Some(hash_typedef(t)),
+            _ => plain_hash(t),
+        }
     }
 
     /// Whether pass 3 deduplicates this kind: structs and unions, and with
@@ -824,15 +856,37 @@ impl<'a> Dedup<'a> {
         if self.start_id <= 1 {
             return Ok(());
         }
-        self.table.reserve_base(self.start_id);
-        for id in 1..self.start_id {
-            let Some(t) = self.ty(id) else {
-                return Err(Error::TypeId(id));
-            };
-            if let Some(h) = self.hash_of(id, t) {
-                self.table.add_base(h, id);
+        // A base's own table, shared by every dedup over it, when the
+        // hashes of its types depend on nothing else: no tags of this BTF
+        // on base FUNCs, libbpf 1.1's typedefs.
+        let shared = match self.base {
+            Some(b)
+                if self.rules == Rules::Libbpf1_1
+                    && b.start_id == 1
+                    && b.type_count() == self.start_id
+                    && b.facts.is_some_and(|f| !f.decl_tags)
+                    && self.func_tags.keys().all(|&id| id >= self.start_id) =>
+            {
+                Some(base_table(b))
             }
-        }
+            _ => None,
+        };
+        let base = match shared {
+            Some(t) => t,
+            None => {
+                let mut hashes = Vec::new();
+                for id in 1..self.start_id {
+                    let Some(t) = self.ty(id) else {
+                        return Err(Error::TypeId(id));
+                    };
+                    if let Some(h) = self.hash_of(id, t) {
+                        hashes.push((id, h));
+                    }
+                }
+                Arc::new(BaseEntries::build(self.start_id, hashes.into_iter()))
+            }
+        };
+        self.table = CandTable::over_base(base);
         Ok(())
     }
 

@@ -22,6 +22,8 @@
 //! touched, replayed in their insertion order with the growths that fell
 //! between them, as `add` would have left them.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::types::TypeId;
@@ -49,22 +51,54 @@ pub(super) struct CandTable {
     len: usize,
     cap: usize,
     growths: u32,
-    base: BaseEntries,
+    base: Arc<BaseEntries>,
 }
 
 /// The base's candidates, entered before any other and not yet in
 /// `slots`. Indexed by base id: its key, and the previous base id in its
 /// chain (0: none); `heads` (a power of two long) gives a chain's newest id.
-#[derive(Debug, Default)]
-struct BaseEntries {
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BaseEntries {
     keys: Vec<i64>,
     next: Vec<u32>,
     heads: Vec<u32>,
     /// The base ids whose insertion grew the table, in order.
     grew_at: Vec<TypeId>,
+    /// The table's counts after the base's entries.
+    len: usize,
+    cap: usize,
+    growths: u32,
 }
 
 impl BaseEntries {
+    /// The base's candidates: `hashes` gives, for ids `1..end` in
+    /// increasing order, those entered and their keys.
+    pub(super) fn build(end: TypeId, hashes: impl Iterator<Item = (TypeId, i64)>) -> BaseEntries {
+        let mut b = BaseEntries {
+            keys: vec![0; end as usize],
+            next: vec![0; end as usize],
+            heads: vec![0; (end as usize).next_power_of_two().max(2)],
+            ..BaseEntries::default()
+        };
+        // libbpf's growth rule, as `CandTable::count_insert` counts it.
+        let mut counts = CandTable::default();
+        for (id, hash) in hashes {
+            let growths = counts.growths;
+            counts.count_insert();
+            if counts.growths != growths {
+                b.grew_at.push(id);
+            }
+            let Some(slot) = b.head(hash) else { continue };
+            if let (Some(k), Some(n)) = (b.keys.get_mut(id as usize), b.next.get_mut(id as usize)) {
+                *k = hash;
+                *n = b.heads[slot];
+                b.heads[slot] = id;
+            }
+        }
+        (b.len, b.cap, b.growths) = (counts.len, counts.cap, counts.growths);
+        b
+    }
+
     fn head(&self, hash: i64) -> Option<usize> {
         if self.heads.len() < 2 {
             return None;
@@ -100,30 +134,14 @@ impl CandTable {
         list.epoch = growths;
     }
 
-    /// Room for the base's ids `1..end`, entered with `add_base`.
-    pub(super) fn reserve_base(&mut self, end: TypeId) {
-        let b = &mut self.base;
-        b.keys = vec![0; end as usize];
-        b.next = vec![0; end as usize];
-        b.heads = vec![0; (end as usize).next_power_of_two().max(2)];
-    }
-
-    /// Adds base candidate `id` under `hash`: base ids come first, in
-    /// increasing order, before any `add`.
-    pub(super) fn add_base(&mut self, hash: i64, id: TypeId) {
-        let growths = self.growths;
-        self.count_insert();
-        if self.growths != growths {
-            self.base.grew_at.push(id);
-        }
-        let Some(slot) = self.base.head(hash) else {
-            return;
-        };
-        let b = &mut self.base;
-        if let (Some(k), Some(n)) = (b.keys.get_mut(id as usize), b.next.get_mut(id as usize)) {
-            *k = hash;
-            *n = b.heads[slot];
-            b.heads[slot] = id;
+    /// A table holding the base candidates of `base`, and nothing else yet.
+    pub(super) fn over_base(base: Arc<BaseEntries>) -> CandTable {
+        CandTable {
+            len: base.len,
+            cap: base.cap,
+            growths: base.growths,
+            base,
+            ..CandTable::default()
         }
     }
 
@@ -261,16 +279,14 @@ mod tests {
         let key = |id: u32| i64::from(id % 7) * 1_000_003 - 3;
         let base_end = 300u32;
         let mut all = CandTable::default();
-        let mut split = CandTable::default();
-        split.reserve_base(base_end);
-        for id in 1..base_end {
-            // Some base types are not entered (VARs, DATASECs).
-            if id % 11 == 0 {
-                continue;
-            }
-            all.add(key(id), id);
-            split.add_base(key(id), id);
+        // Some base types are not entered (VARs, DATASECs).
+        let base = (1..base_end)
+            .filter(|id| id % 11 != 0)
+            .map(|id| (id, key(id)));
+        for (id, k) in base.clone() {
+            all.add(k, id);
         }
+        let mut split = CandTable::over_base(Arc::new(BaseEntries::build(base_end, base)));
         // Keys looked up before and after own additions, and one never
         // touched until the end.
         for k in [key(1), key(2)] {
