@@ -29,7 +29,8 @@ use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
 pub use load::{
-    default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
+    default_base, elf_btf_section, load_base_file, load_file, parse_any, read_blob, LoadError,
+    SYSFS_VMLINUX,
 };
 pub use strings::StringIndex;
 pub use types::*;
@@ -88,6 +89,23 @@ pub struct Btf {
     /// that readers pay nothing for it and a base shared through `Arc` by
     /// the builders of a split encode is indexed once, not once per user.
     str_index: OnceLock<StringIndex>,
+    /// What the parser learnt of the own types, while they are as parsed.
+    facts: Option<ParseFacts>,
+    /// The dedup's candidates of these types, for split BTF over them
+    /// (`dedup::prepare_base`), built on first use. Dropped with `facts`.
+    dedup_base: OnceLock<Arc<dedup::table::BaseEntries>>,
+}
+
+/// Facts about a BTF's own types gathered while parsing them (no extra
+/// pass), so that the dedup of a split BTF does not walk its base's ~100,000
+/// types again for them. Dropped by any change to the types.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParseFacts {
+    /// Every type id the own types refer to is below the type count, and
+    /// no type has a kind whose references are unknown.
+    pub refs_valid: bool,
+    /// Some DECL_TAG has component_idx -1 (the form of an `addr=` tag).
+    pub decl_tags: bool,
 }
 
 impl Default for Btf {
@@ -126,6 +144,8 @@ impl Btf {
             start_id,
             start_str_off,
             str_index: OnceLock::new(),
+            facts: None,
+            dedup_base: OnceLock::new(),
         }
     }
 
@@ -246,6 +266,8 @@ impl Btf {
 
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
+        self.facts = None;
+        self.dedup_base = OnceLock::new();
         self.types.get_mut(i as usize)
     }
 
@@ -326,6 +348,8 @@ impl Btf {
     /// Appends a type and returns its id.
     pub fn add_type(&mut self, t: Type) -> TypeId {
         let id = self.type_count();
+        self.facts = None;
+        self.dedup_base = OnceLock::new();
         self.types.push(t);
         id
     }
@@ -341,6 +365,8 @@ impl Btf {
         self.types = types;
         self.strings = strings.into();
         self.str_index = OnceLock::new();
+        self.facts = None;
+        self.dedup_base = OnceLock::new();
     }
 
     /// [`Btf::set_contents`] with the index of `strings` that their builder

@@ -6,13 +6,13 @@
 //! the types make sense (ids in range, sizes); that is `validate`'s job, so that
 //! `dump` can still show a blob the kernel would reject.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Endian, Header};
+use crate::{Btf, Endian, Header, ParseFacts, StringIndex};
 
 /// A bounds-checked little/big-endian reader over the type section.
 struct Cursor<'a> {
@@ -77,29 +77,33 @@ fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Resu
 impl Btf {
     /// Parses base BTF (ids start at 1, strings at 0).
     pub fn parse(data: &[u8]) -> Result<Btf> {
-        Self::parse_impl(data, None, None)
+        Self::parse_impl(data, None, None, false)
     }
 
     /// Parses split BTF whose ids and string offsets continue after `base`'s.
     pub fn parse_split(data: &[u8], base: Arc<Btf>) -> Result<Btf> {
-        Self::parse_impl(data, Some(base), None)
+        Self::parse_impl(data, Some(base), None, false)
     }
 
     /// Parses BTF read from a file, over `base` if given. `strings(at,
     /// len)` may give the string section (at `at` of `data`, `len` bytes)
-    /// without a copy: a mapping of just that part of the file.
+    /// without a copy: a mapping of just that part of the file. With
+    /// `index_strings`, the string index is built on a second thread while
+    /// the types are parsed.
     pub(crate) fn parse_from_file(
         data: &[u8],
         base: Option<Arc<Btf>>,
         strings: &dyn Fn(usize, usize) -> Option<Bytes>,
+        index_strings: bool,
     ) -> Result<Btf> {
-        Self::parse_impl(data, base, Some(strings))
+        Self::parse_impl(data, base, Some(strings), index_strings)
     }
 
     fn parse_impl(
         data: &[u8],
         base: Option<Arc<Btf>>,
         strings_from: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
+        index_strings: bool,
     ) -> Result<Btf> {
         if data.is_empty() {
             return Err(Error::Empty);
@@ -207,15 +211,56 @@ impl Btf {
             base: hdr_len as usize + type_off as usize,
             endian,
         };
-        // A rough guess avoids most re-allocations: an average type is ~30 bytes.
-        btf.types.reserve(types_bytes.len() / 30);
-        while cur.remaining() > 0 {
-            let id = btf.start_id + btf.types.len() as u32;
-            let t = parse_type(&mut cur, id, &layouts)?;
-            btf.types.push(t);
-        }
+        let start_id = btf.start_id;
+        let (types, facts) = if index_strings {
+            let strings = &btf.strings;
+            let (parsed, index) = std::thread::scope(|s| {
+                let index = s.spawn(|| StringIndex::build(strings));
+                let parsed = parse_types(&mut cur, start_id, &layouts);
+                (parsed, index.join())
+            });
+            if let Ok(index) = index {
+                btf.str_index = OnceLock::from(index);
+            }
+            parsed?
+        } else {
+            parse_types(&mut cur, start_id, &layouts)?
+        };
+        btf.types = types;
+        btf.facts = Some(facts);
         Ok(btf)
     }
+}
+
+/// The types of a type section whose first id is `start_id`, and what was
+/// learnt of them on the way.
+fn parse_types(
+    cur: &mut Cursor,
+    start_id: TypeId,
+    layouts: &[KindLayout],
+) -> Result<(Vec<Type>, ParseFacts)> {
+    // A rough guess avoids most re-allocations: an average type is ~30 bytes.
+    let mut types = Vec::with_capacity(cur.remaining() / 30);
+    let mut max_ref = 0;
+    let mut facts = ParseFacts {
+        refs_valid: true,
+        decl_tags: false,
+    };
+    while cur.remaining() > 0 {
+        let id = start_id + types.len() as u32;
+        let t = parse_type(cur, id, layouts)?;
+        t.for_each_ref(|r| max_ref = max_ref.max(r));
+        match t.data {
+            TypeData::Unknown { .. } => facts.refs_valid = false,
+            TypeData::DeclTag {
+                component_idx: -1, ..
+            } => facts.decl_tags = true,
+            _ => {}
+        }
+        types.push(t);
+    }
+    facts.refs_valid &= max_ref < start_id + types.len() as u32;
+    Ok((types, facts))
 }
 
 fn shift_section(e: Error, hdr_len: u32) -> Error {

@@ -128,6 +128,13 @@ where
 {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
+    if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
+        // The dedup's part of the base, ~100,000 candidates, on another
+        // core while the module is converted; the dedup waits for it if it
+        // is not ready. Not joined: an encode that fails ends the process.
+        let b = Arc::clone(b);
+        std::thread::spawn(move || btf::dedup::prepare_base(&b));
+    }
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
     let obj = elf.object()?;
     let info = ElfInfo::new(&obj);

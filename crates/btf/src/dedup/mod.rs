@@ -122,16 +122,17 @@
 //! than recursion for the graph walks, whose depth the input decides.
 
 mod strings;
-mod table;
+pub(crate) mod table;
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::*;
 use crate::types::*;
 use crate::{Btf, Error, Result};
-use table::CandTable;
+use table::{BaseEntries, CandTable};
 
 /// Options of the deduplication.
 #[derive(Clone, Debug, Default)]
@@ -294,12 +295,15 @@ fn run(
 }
 
 /// Every id a type of `btf` or of its bases refers to must exist: the passes
-/// below index by id.
+/// below index by id. An object whose parser found its references in range
+/// (a base read from a file: ~100,000 types per module encode) is not
+/// walked again.
 fn check_ids(btf: &Btf) -> Result<()> {
     let count = btf.type_count();
     let mut b = Some(btf);
     while let Some(cur) = b {
-        for (id, t) in cur.iter() {
+        let checked = cur.facts.is_some_and(|f| f.refs_valid);
+        for (id, t) in cur.iter().filter(|_| !checked) {
             if let TypeData::Unknown { kind, .. } = t.data {
                 // Its words may hold type ids that renumbering would break.
                 return Err(Error::Dedup {
@@ -326,6 +330,28 @@ fn check_ids(btf: &Btf) -> Result<()> {
         b = cur.base.as_deref();
     }
     Ok(())
+}
+
+/// The candidate table's part for base BTF `base` (its own base must be
+/// none), built once and kept with it: FUNCs hashed without address tags,
+/// typedefs by libbpf 1.1. An encoder may build it on another thread
+/// while it converts a module ([`prepare_base`]).
+fn base_table(base: &Btf) -> Arc<BaseEntries> {
+    base.dedup_base
+        .get_or_init(|| {
+            let hashes = base.iter().filter_map(|(id, t)| Some((id, plain_hash(t)?)));
+            Arc::new(BaseEntries::build(base.type_count(), hashes))
+        })
+        .clone()
+}
+
+/// Builds what a dedup of split BTF over `base` needs of it, if that does
+/// not depend on the split BTF (see `base_table`): for a caller with a core
+/// to spare before its dedup.
+pub fn prepare_base(base: &Btf) {
+    if base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags) {
+        base_table(base);
+    }
 }
 
 /// Not yet given a canonical type.
@@ -376,6 +402,22 @@ fn hash_typedef(t: &Type) -> i64 {
 
 fn equal_typedef(a: &Type, b: &Type) -> bool {
     a.name_off == b.name_off && a.info() == b.info()
+}
+
+/// The hash of a type as it is entered in the table, a FUNC's without
+/// address tags and a TYPEDEF's by libbpf 1.1; `None` for the kinds never
+/// entered.
+fn plain_hash(t: &Type) -> Option<i64> {
+    Some(match t.kind() {
+        BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
+        | BTF_KIND_LOCSEC => return None,
+        BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
+        BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
+        BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
+        BTF_KIND_ARRAY => hash_array(t),
+        BTF_KIND_FUNC_PROTO => hash_fnproto(t),
+        _ => hash_common(t),
+    })
 }
 
 /// The word after `struct btf_type` of an INT or a DECL_TAG.
@@ -719,7 +761,17 @@ impl<'a> Dedup<'a> {
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();
         let end = self.start_id + self.types.len() as TypeId;
-        for id in 1..end {
+        // Bases whose parser saw no DECL_TAG of a whole type (every base
+        // pahole or a compiler wrote) have no `addr=` tags to look for.
+        let bases = std::iter::successors(btf.base.as_deref(), |b| b.base.as_deref());
+        let mut first = 1;
+        for b in bases.collect::<Vec<_>>().into_iter().rev() {
+            if b.start_id != first || b.facts.is_none_or(|f| f.decl_tags) {
+                break;
+            }
+            first = b.type_count();
+        }
+        for id in first..end {
             let Some(t) = self.ty(id) else { continue };
             if let TypeData::DeclTag {
                 ty,
@@ -777,18 +829,11 @@ impl<'a> Dedup<'a> {
 
     /// The hash of any type as it is entered in the table.
     fn hash_of(&self, id: TypeId, t: &Type) -> Option<i64> {
-        Some(match t.kind() {
-            BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
-            | BTF_KIND_LOCSEC => return None,
-            BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
-            BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
-            BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),
-            BTF_KIND_ARRAY => hash_array(t),
-            BTF_KIND_FUNC_PROTO => hash_fnproto(t),
-            BTF_KIND_FUNC => self.hash_func(id, t),
-            BTF_KIND_TYPEDEF if self.rules == Rules::Libbpf1_8 => hash_typedef(t),
-            _ => hash_common(t),
-        })
+        match t.kind() {
+            BTF_KIND_FUNC => Some(self.hash_func(id, t)),
+            BTF_KIND_TYPEDEF if self.rules == Rules::Libbpf1_8 => Some(hash_typedef(t)),
+            _ => plain_hash(t),
+        }
     }
 
     /// Whether pass 3 deduplicates this kind: structs and unions, and with
@@ -808,15 +853,40 @@ impl<'a> Dedup<'a> {
 
     /// Split BTF: enter the base's types as canonical candidates.
     fn prep(&mut self) -> Result<()> {
-        self.table.reserve(self.start_id as usize);
-        for id in 1..self.start_id {
-            let Some(t) = self.ty(id) else {
-                return Err(Error::TypeId(id));
-            };
-            if let Some(h) = self.hash_of(id, t) {
-                self.table.add(h, id);
-            }
+        if self.start_id <= 1 {
+            return Ok(());
         }
+        // A base's own table, shared by every dedup over it, when the
+        // hashes of its types depend on nothing else: no tags of this BTF
+        // on base FUNCs, libbpf 1.1's typedefs.
+        let shared = match self.base {
+            Some(b)
+                if self.rules == Rules::Libbpf1_1
+                    && b.start_id == 1
+                    && b.type_count() == self.start_id
+                    && b.facts.is_some_and(|f| !f.decl_tags)
+                    && self.func_tags.keys().all(|&id| id >= self.start_id) =>
+            {
+                Some(base_table(b))
+            }
+            _ => None,
+        };
+        let base = match shared {
+            Some(t) => t,
+            None => {
+                let mut hashes = Vec::new();
+                for id in 1..self.start_id {
+                    let Some(t) = self.ty(id) else {
+                        return Err(Error::TypeId(id));
+                    };
+                    if let Some(h) = self.hash_of(id, t) {
+                        hashes.push((id, h));
+                    }
+                }
+                Arc::new(BaseEntries::build(self.start_id, hashes.into_iter()))
+            }
+        };
+        self.table = CandTable::over_base(base);
         Ok(())
     }
 
@@ -1201,16 +1271,29 @@ impl<'a> Dedup<'a> {
 
     /// Pass 4: FWDs to the only canonical struct or union of their name.
     fn resolve_fwds(&mut self) {
-        // name -> the canonical struct or union of that name, 0 if several.
-        let mut names: FxHashMap<u32, TypeId> = FxHashMap::default();
+        let fwds = std::mem::take(&mut self.canon_fwds);
         let structs = std::mem::take(&mut self.canon_structs);
+        // Only the names of FWDs left count: a module usually has none, and
+        // then its base's structs are not walked.
+        // name -> the canonical struct or union of that name, 0 if several,
+        // UNPROCESSED if none.
+        let mut names: FxHashMap<u32, TypeId> = fwds
+            .iter()
+            .filter(|&&id| self.map[id as usize] == id)
+            .filter_map(|&id| Some((self.ty(id)?.name_off, UNPROCESSED)))
+            .collect();
+        if names.is_empty() {
+            return;
+        }
         for id in (1..self.start_id).chain(structs) {
             let Some(t) = self.ty(id) else { continue };
             if matches!(t.kind(), BTF_KIND_STRUCT | BTF_KIND_UNION) && self.map[id as usize] == id {
-                names.entry(t.name_off).and_modify(|v| *v = 0).or_insert(id);
+                if let Some(v) = names.get_mut(&t.name_off) {
+                    *v = if *v == UNPROCESSED { id } else { 0 };
+                }
             }
         }
-        for id in std::mem::take(&mut self.canon_fwds) {
+        for id in fwds {
             let Some(t) = self.ty(id) else { continue };
             if self.map[id as usize] != id {
                 continue;
@@ -1218,7 +1301,7 @@ impl<'a> Dedup<'a> {
             let Some(&cand) = names.get(&t.name_off) else {
                 continue;
             };
-            if cand != 0 && kind_of(self.ty(cand)) == fwd_kind(t) {
+            if cand != 0 && cand != UNPROCESSED && kind_of(self.ty(cand)) == fwd_kind(t) {
                 self.map[id as usize] = cand;
             }
         }

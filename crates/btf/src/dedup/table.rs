@@ -14,6 +14,15 @@
 //! bytes, this table reproduces the order, not the buckets: it counts entries
 //! the way libbpf's growth rule does and remembers, per key, how many growths
 //! it has already applied, reversing lazily when a key is next touched.
+//!
+//! A split BTF's base enters ~100,000 candidates before the first own type
+//! and a module looks up a few hundred keys: the base's entries go into a
+//! chained table of flat arrays (no list per key), and a key's base
+//! candidates become a list of the main table only when the key is first
+//! touched, replayed in their insertion order with the growths that fell
+//! between them, as `add` would have left them.
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -42,6 +51,69 @@ pub(super) struct CandTable {
     len: usize,
     cap: usize,
     growths: u32,
+    base: Arc<BaseEntries>,
+}
+
+/// The base's candidates, entered before any other and not yet in
+/// `slots`. Indexed by base id: its key, and the previous base id in its
+/// chain (0: none); `heads` (a power of two long) gives a chain's newest id.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BaseEntries {
+    keys: Vec<i64>,
+    next: Vec<u32>,
+    heads: Vec<u32>,
+    /// The base ids whose insertion grew the table, in order.
+    grew_at: Vec<TypeId>,
+    /// The table's counts after the base's entries.
+    len: usize,
+    cap: usize,
+    growths: u32,
+}
+
+impl BaseEntries {
+    /// The base's candidates: `hashes` gives, for ids `1..end` in
+    /// increasing order, those entered and their keys.
+    pub(super) fn build(end: TypeId, hashes: impl Iterator<Item = (TypeId, i64)>) -> BaseEntries {
+        let mut b = BaseEntries {
+            keys: vec![0; end as usize],
+            next: vec![0; end as usize],
+            heads: vec![0; (end as usize).next_power_of_two().max(2)],
+            ..BaseEntries::default()
+        };
+        // libbpf's growth rule, as `CandTable::count_insert` counts it.
+        let mut counts = CandTable::default();
+        for (id, hash) in hashes {
+            let growths = counts.growths;
+            counts.count_insert();
+            if counts.growths != growths {
+                b.grew_at.push(id);
+            }
+            let Some(slot) = b.head(hash) else { continue };
+            if let (Some(k), Some(n)) = (b.keys.get_mut(id as usize), b.next.get_mut(id as usize)) {
+                *k = hash;
+                *n = b.heads[slot];
+                b.heads[slot] = id;
+            }
+        }
+        (b.len, b.cap, b.growths) = (counts.len, counts.cap, counts.growths);
+        b
+    }
+
+    fn head(&self, hash: i64) -> Option<usize> {
+        if self.heads.len() < 2 {
+            return None;
+        }
+        let bits = self.heads.len().trailing_zeros();
+        // The top bits of a multiplicative mix: the keys are libbpf's
+        // hashes, whose low bits are the last field's.
+        let h = (hash as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Some((h >> (64 - bits)) as usize)
+    }
+
+    /// The table's growth count right after base id `id` was entered.
+    fn growths_at(&self, id: TypeId) -> u32 {
+        self.grew_at.partition_point(|&g| g <= id) as u32
+    }
 }
 
 impl CandTable {
@@ -62,16 +134,58 @@ impl CandTable {
         list.epoch = growths;
     }
 
-    /// Room for `n` more keys: entering a base's types one by one would
-    /// grow the map a dozen times (libbpf's growth count, which decides the
-    /// order, is kept apart in `count_insert`).
-    pub(super) fn reserve(&mut self, n: usize) {
-        self.slots.reserve(n);
+    /// A table holding the base candidates of `base`, and nothing else yet.
+    pub(super) fn over_base(base: Arc<BaseEntries>) -> CandTable {
+        CandTable {
+            len: base.len,
+            cap: base.cap,
+            growths: base.growths,
+            base,
+            ..CandTable::default()
+        }
+    }
+
+    /// Moves the base candidates of `hash` into `slots`, if it has any and
+    /// is not there yet: the lists `add` would have built.
+    fn take_base(&mut self, hash: i64) {
+        let Some(slot) = self.base.head(hash) else {
+            return;
+        };
+        if self.slots.contains_key(&hash) {
+            return;
+        }
+        let b = &self.base;
+        let mut ids = Vec::new();
+        let mut id = b.heads[slot];
+        while id != 0 {
+            if b.keys.get(id as usize) == Some(&hash) {
+                ids.push(id);
+            }
+            id = b.next.get(id as usize).copied().unwrap_or(0);
+        }
+        let Some((&first, rest)) = ids.split_last() else {
+            return;
+        };
+        if rest.is_empty() {
+            self.slots.insert(hash, first);
+            return;
+        }
+        let mut list = List {
+            epoch: b.growths_at(first),
+            ids: vec![first],
+        };
+        for &id in rest.iter().rev() {
+            Self::catch_up(&mut list, b.growths_at(id));
+            list.ids.push(id);
+        }
+        self.slots.insert(hash, MANY | self.lists.len() as u32);
+        self.lists.push(list);
     }
 
     /// Adds a candidate under `hash`, in front of the others (libbpf's
     /// `hashmap__append`).
     pub(super) fn add(&mut self, hash: i64, id: TypeId) {
+        self.take_base(hash);
         self.count_insert();
         let growths = self.growths;
         match self.slots.entry(hash) {
@@ -97,6 +211,7 @@ impl CandTable {
 
     /// The candidates under `hash`, in the order libbpf would try them.
     pub(super) fn get(&mut self, hash: i64) -> Candidates<'_> {
+        self.take_base(hash);
         let growths = self.growths;
         match self.slots.get(&hash) {
             None => Candidates::One(None),
@@ -155,5 +270,51 @@ mod tests {
             let out: Vec<TypeId> = table.get(7).collect();
             assert_eq!(out, model, "after adding {id}");
         }
+    }
+
+    /// Base candidates entered with `add_base` come out, with the own ones
+    /// added after them, in the order of a table that got them all by `add`.
+    #[test]
+    fn base_entries_replay_add() {
+        let key = |id: u32| i64::from(id % 7) * 1_000_003 - 3;
+        let base_end = 300u32;
+        let mut all = CandTable::default();
+        // Some base types are not entered (VARs, DATASECs).
+        let base = (1..base_end)
+            .filter(|id| id % 11 != 0)
+            .map(|id| (id, key(id)));
+        for (id, k) in base.clone() {
+            all.add(k, id);
+        }
+        let mut split = CandTable::over_base(Arc::new(BaseEntries::build(base_end, base)));
+        // Keys looked up before and after own additions, and one never
+        // touched until the end.
+        for k in [key(1), key(2)] {
+            assert_eq!(
+                all.get(k).collect::<Vec<_>>(),
+                split.get(k).collect::<Vec<_>>()
+            );
+        }
+        for id in base_end..base_end + 500 {
+            let k = if id % 5 == 0 {
+                key(id)
+            } else {
+                i64::from(id) << 20
+            };
+            all.add(k, id);
+            split.add(k, id);
+            assert_eq!(
+                all.get(k).collect::<Vec<_>>(),
+                split.get(k).collect::<Vec<_>>()
+            );
+        }
+        for id in 0..7 {
+            let k = key(id);
+            assert_eq!(
+                all.get(k).collect::<Vec<_>>(),
+                split.get(k).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(split.get(12345).count(), 0);
     }
 }
