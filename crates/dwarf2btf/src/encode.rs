@@ -2,8 +2,9 @@
 //!
 //! Invariant: the output depends only on the input and the options, never on
 //! the number of threads. The units are cut into segments of consecutive
-//! units, about [`SEGMENT_BYTES`] of DWARF each (a cut that depends only on
-//! the input); segments are encoded in parallel, largest first, each one
+//! units, about [`SEGMENT_BYTES`] of DWARF each, at least [`MIN_SEGMENTS`]
+//! of them if there are several (a cut that depends only on the input);
+//! segments are encoded in parallel, largest first, each one
 //! sequentially: its units' types (`convert.rs`), the function
 //! policy's and the variables' types, appended in unit order, then
 //! deduplicated on their own. The deduplicated segments are appended to the
@@ -65,12 +66,19 @@ pub struct Encoded {
     pub types_before_dedup: u32,
 }
 
-/// DWARF bytes per segment: a segment's dedup removes most of the
+/// DWARF bytes per segment, at most: a segment's dedup removes most of the
 /// duplication between its units (they share headers); segments must be
 /// many enough to keep every core busy and small enough to bound memory.
 /// Cutting by bytes, not by units, gives segments of similar cost (units
 /// range from a few KiB to MiBs).
 pub const SEGMENT_BYTES: usize = 6 << 20;
+
+/// An input larger than one segment is cut into at least this many: a
+/// large module (mlx5_core.ko, 17 MiB of DWARF) in three segments kept one
+/// of two cores idle for a third of its encode. The cut still depends on
+/// the input alone; inputs up to [`SEGMENT_BYTES`] (all but a few modules)
+/// stay one segment, deduplicated once.
+const MIN_SEGMENTS: usize = 8;
 
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
@@ -301,15 +309,22 @@ fn read_headers<'d>(
     }
 }
 
-/// Cuts the units into runs of about [`SEGMENT_BYTES`].
+/// Cuts the units into runs of about [`SEGMENT_BYTES`], or of a
+/// [`MIN_SEGMENTS`]th of the input if that is less.
 fn cut_segments<'h, 'd>(
     headers: &'h [gimli::UnitHeader<Reader<'d>>],
 ) -> Vec<&'h [gimli::UnitHeader<Reader<'d>>]> {
+    let total: usize = headers.iter().map(|h| h.length_including_self()).sum();
+    let limit = if total > SEGMENT_BYTES {
+        total.div_ceil(MIN_SEGMENTS).min(SEGMENT_BYTES)
+    } else {
+        SEGMENT_BYTES
+    };
     let mut segments = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, h) in headers.iter().enumerate() {
         bytes += h.length_including_self();
-        if bytes >= SEGMENT_BYTES {
+        if bytes >= limit {
             segments.extend(headers.get(start..=i));
             (start, bytes) = (i + 1, 0);
         }

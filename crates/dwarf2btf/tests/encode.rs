@@ -502,8 +502,8 @@ fn encode_kind_counts_match_pahole_1_24() {
     assert_eq!(kinds(&ours.btf), kinds(&theirs));
 }
 
-/// 20 debug modules spread over the tree, in a fixed order.
-fn twenty_modules(root: &Path) -> Vec<PathBuf> {
+/// Every `.ko` under `root`, sorted by path.
+fn all_modules(root: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
@@ -520,6 +520,12 @@ fn twenty_modules(root: &Path) -> Vec<PathBuf> {
     let mut all = Vec::new();
     walk(root, &mut all);
     all.sort();
+    all
+}
+
+/// 20 debug modules spread over the tree, in a fixed order.
+fn twenty_modules(root: &Path) -> Vec<PathBuf> {
+    let all = all_modules(root);
     let step = (all.len() / 20).max(1);
     all.into_iter().step_by(step).take(20).collect()
 }
@@ -569,6 +575,34 @@ fn encode_debian_module_same_bytes_for_any_thread_count() {
     let one = encode(&m, Some(ours.btf.clone()), 1).to_bytes();
     let two = encode(&m, Some(ours.btf.clone()), 2).to_bytes();
     assert_eq!(one, two);
+}
+
+/// The largest debug module (mlx5_core.ko, 17 MiB of DWARF) is cut into
+/// several segments, deduplicated apart and then together: the same bytes
+/// at any thread count, and the layouts of the .BTF Debian's pahole made.
+#[test]
+fn encode_debian_largest_module_in_segments_same_bytes_and_layouts_as_pahole() {
+    let Some(k) = testkit::debian_kernel() else {
+        return;
+    };
+    let largest = all_modules(&k.dbg_modules)
+        .into_iter()
+        .max_by_key(|m| std::fs::metadata(m).map_or(0, |md| md.len()))
+        .expect("a module");
+    let debian_base = Arc::new(btf::load_file(&k.vmlinux, None).expect("Debian's .BTF"));
+    let one = encode(&largest, Some(debian_base.clone()), 1);
+    let two = encode(&largest, Some(debian_base.clone()), 2).to_bytes();
+    let four = encode(&largest, Some(debian_base.clone()), 4).to_bytes();
+    assert!(
+        one.to_bytes() == two && two == four,
+        "bytes differ by thread count"
+    );
+    let rel = largest
+        .strip_prefix(&k.dbg_modules)
+        .expect("under dbg-modules");
+    let data = std::fs::read(k.image_modules.join(rel)).expect("shipped module");
+    let theirs = btf::parse_any(&data, Some(debian_base)).expect("shipped .BTF");
+    assert_same_layouts(&rel.display().to_string(), &one, &theirs);
 }
 
 // ---- --vars all (issue 5).
