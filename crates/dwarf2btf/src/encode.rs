@@ -93,8 +93,7 @@ pub fn encode_with<P: FuncPolicy>(
     progress: &dyn Progress,
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
-    let gathered = gather(&pool, elf, base, opts, || Ok(policy), progress)?;
-    final_dedup(gathered, elf.path(), opts, progress)
+    encode_on(&pool, elf, base, opts, || Ok(policy), progress)
 }
 
 /// The pool of `jobs` threads that an encode runs on.
@@ -118,17 +117,18 @@ struct Gathered {
     strings_in_order: bool,
 }
 
-/// [`encode_with`] on `pool` up to the final dedup. `make_policy` runs
-/// on the pool while the unit headers are read (a policy reads the symbol
-/// table: tens of ms on vmlinux); the policy is dropped on return.
-fn gather<P, R, F>(
+/// [`encode_with`] on `pool`. `make_policy` runs on the pool while the
+/// unit headers and the ELF's symbols are read (a policy reads the symbol
+/// table: tens of ms on vmlinux); the policy is freed during the final
+/// dedup.
+fn encode_on<P, R, F>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
     base: Option<Arc<Btf>>,
     opts: &EncodeOptions,
     make_policy: F,
     progress: &dyn Progress,
-) -> Result<Gathered>
+) -> Result<Encoded>
 where
     P: FuncPolicy,
     R: std::ops::Deref<Target = P> + Send,
@@ -145,13 +145,12 @@ where
     }
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
     let obj = elf.object()?;
-    let info = ElfInfo::new(&obj);
     let sections = DwarfSections::load(elf, &obj)?;
     let dwarf = sections.dwarf();
     // Where a section lies in the mapped file, when it is read in place
     // (not compressed, not relocated): segments release their pages.
     let in_place = |name: &str| {
-        (!info.relocatable)
+        (obj.kind() != object::ObjectKind::Relocatable)
             .then(|| obj.section_by_name(name))
             .flatten()
             .and_then(|s| match s.compressed_file_range() {
@@ -179,15 +178,18 @@ where
     .into_iter()
     .filter_map(in_place)
     .collect();
-    let (policy, headers) = pool.join(make_policy, || read_headers(&dwarf, path));
-    let (policy, headers) = (policy?, headers?);
+    // The ELF's symbols and sections are read in the policy's shadow too.
+    let (policy, (headers, info)) = pool.join(make_policy, || {
+        (read_headers(&dwarf, path), ElfInfo::new(&obj))
+    });
+    let (owned_policy, headers) = (policy?, headers?);
     // Reading the headers faulted in pages all over .debug_info (the kernel
     // maps the neighbours of each faulting page too): drop them until each
     // segment reads its own.
     if let Some((start, end)) = info_range {
         elf.release(start, end);
     }
-    let policy = &*policy;
+    let policy = &*owned_policy;
     let vars_cx = vars::VarsContext::new(&info, opts.vars);
     let copts = ConvertOptions {
         collect_vars: opts.vars != VarsMode::None,
@@ -244,15 +246,23 @@ where
     // Split BTF's own section starts without the empty string that
     // `Strings` puts first: the string pass drops it.
     let strings_in_order = seg_cx.dedup && btf.base().is_none();
-    Ok(Gathered {
+    let gathered = Gathered {
         btf,
         warnings,
         strings_in_order,
-    })
+    };
+    // What was read to get here (the policy's symbol maps, the ELF's
+    // symbols, the unit headers: tens of MB on vmlinux, ~15 ms to free) is
+    // freed on one core while the final dedup starts on another.
+    let leftovers = (owned_policy, info, headers);
+    let (encoded, ()) = pool.join(
+        || final_dedup(gathered, path, opts, progress),
+        move || drop(leftovers),
+    );
+    encoded
 }
 
-/// The last step of an encode: the final dedup. It runs after everything
-/// [`gather`] held, and the policy, are freed: it is where memory peaks.
+/// The last step of an encode: the final dedup. It is where memory peaks.
 fn final_dedup(
     gathered: Gathered,
     path: &std::path::Path,
@@ -722,20 +732,19 @@ pub fn encode(
 ) -> Result<Encoded> {
     let pool = worker_pool(elf.path(), opts.jobs)?;
     // The policies are built on the pool while the DWARF is opened, and
-    // freed (their symbol maps are tens of MB on vmlinux) before the final
+    // freed (their symbol maps are tens of MB on vmlinux) during the final
     // dedup.
-    let gathered = match opts.funcs {
+    match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
             let make = || crate::funcs::emit::ExactFuncs::from_elf(elf, tags).map(Box::new);
-            gather(&pool, elf, base, opts, make, progress)?
+            encode_on(&pool, elf, base, opts, make, progress)
         }
         FuncMode::Pahole => {
             let make = || crate::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
-            gather(&pool, elf, base, opts, make, progress)?
+            encode_on(&pool, elf, base, opts, make, progress)
         }
-    };
-    final_dedup(gathered, elf.path(), opts, progress)
+    }
 }
 
 /// Counts of types per kind name, for reports and tests.

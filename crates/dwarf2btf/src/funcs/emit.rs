@@ -48,14 +48,40 @@ pub const ADDR_TAG_PREFIX: &str = "addr=";
 /// The `--funcs exact` policy.
 pub struct ExactFuncs {
     tags: AddrTags,
+    symbols: FuncSymbols,
+    /// Where the kernel attaches each name.
+    lookup: KernelLookup,
+}
+
+/// The STT_FUNC symbols, by address and by name.
+struct FuncSymbols {
     /// Entry address -> symbol names there.
     by_addr: FxHashMap<u64, Vec<String>>,
     /// Symbol name -> how many STT_FUNC symbols carry it.
     name_count: FxHashMap<String, usize>,
     /// Entry addresses with a symbol whose name several symbols carry.
     shared: FxHashSet<u64>,
-    /// Where the kernel attaches each name.
-    lookup: KernelLookup,
+}
+
+impl FuncSymbols {
+    fn new(symbols: Vec<(String, u64, u64, Binding)>) -> FuncSymbols {
+        let mut by_addr: FxHashMap<u64, Vec<String>> = FxHashMap::default();
+        let mut name_count: FxHashMap<String, usize> = FxHashMap::default();
+        for (name, addr, _, _) in symbols {
+            *name_count.entry(name.clone()).or_default() += 1;
+            by_addr.entry(addr).or_default().push(name);
+        }
+        let shared = by_addr
+            .iter()
+            .filter(|(_, names)| names.iter().any(|n| name_count.get(n) > Some(&1)))
+            .map(|(&addr, _)| addr)
+            .collect();
+        FuncSymbols {
+            by_addr,
+            name_count,
+            shared,
+        }
+    }
 }
 
 /// One encodable instance of a unit, with its prototype in the unit's builder.
@@ -75,34 +101,15 @@ impl ExactFuncs {
         let obj = elf.object()?;
         // Two passes over a symbol table of 100,000s of names, each
         // building hash maps: side by side (the encode waits for them).
-        let (lookup, symbols) = rayon::join(|| kernel_lookup(&obj), || read_symbols(&obj));
-        Ok(ExactFuncs::new(symbols, lookup, tags))
-    }
-
-    /// `symbols`: the STT_FUNC symbols; `lookup`: over every symbol.
-    pub fn new(
-        symbols: Vec<(String, u64, u64, Binding)>,
-        lookup: KernelLookup,
-        tags: AddrTags,
-    ) -> ExactFuncs {
-        let mut by_addr: FxHashMap<u64, Vec<String>> = FxHashMap::default();
-        let mut name_count: FxHashMap<String, usize> = FxHashMap::default();
-        for (name, addr, _, _) in symbols {
-            *name_count.entry(name.clone()).or_default() += 1;
-            by_addr.entry(addr).or_default().push(name);
-        }
-        let shared = by_addr
-            .iter()
-            .filter(|(_, names)| names.iter().any(|n| name_count.get(n) > Some(&1)))
-            .map(|(&addr, _)| addr)
-            .collect();
-        ExactFuncs {
+        let (lookup, symbols) = rayon::join(
+            || kernel_lookup(&obj),
+            || FuncSymbols::new(read_symbols(&obj)),
+        );
+        Ok(ExactFuncs {
             tags,
-            by_addr,
-            name_count,
-            shared,
+            symbols,
             lookup,
-        }
+        })
     }
 
     /// What `candidates` reads of the subprogram at `entry`: nothing
@@ -110,9 +117,9 @@ impl ExactFuncs {
     /// one symbol name share a FUNC; a name that one symbol carries has one
     /// address, whose descriptions share a FUNC by their C prototype alone.
     fn need(&self, entry: u64) -> Need {
-        if !self.by_addr.contains_key(&entry) {
+        if !self.symbols.by_addr.contains_key(&entry) {
             Need::Skip
-        } else if self.shared.contains(&entry) {
+        } else if self.symbols.shared.contains(&entry) {
             Need::Shapes
         } else {
             Need::Signature
@@ -129,7 +136,7 @@ impl ExactFuncs {
         protos: &mut FxHashMap<u64, TypeId>,
         found: &mut Vec<Candidate>,
     ) {
-        let Some(symbols) = self.by_addr.get(&c.entry) else {
+        let Some(symbols) = self.symbols.by_addr.get(&c.entry) else {
             return;
         };
         if c.error.is_some() {
@@ -306,9 +313,13 @@ impl FuncPolicy for ExactFuncs {
             let mut addrs = g.addrs.clone();
             addrs.sort_unstable();
             if named.get(g.name.as_str()) == Some(&i) {
-                let unique = self.name_count.get(&g.name) == Some(&1)
+                let unique = self.symbols.name_count.get(&g.name) == Some(&1)
                     && match addrs.as_slice() {
-                        [a] => self.by_addr.get(a).is_some_and(|s| s.contains(&g.name)),
+                        [a] => self
+                            .symbols
+                            .by_addr
+                            .get(a)
+                            .is_some_and(|s| s.contains(&g.name)),
                         _ => false,
                     };
                 let tag = match self.tags {
