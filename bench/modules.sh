@@ -13,8 +13,11 @@
 # small and the base's cost weighs, and a few are large.
 #
 # Each round copies the 50 modules afresh (not timed), then for each module
-# runs pahole and btfkit back to back, each under GNU time (wall, CPU, peak
-# RSS), both pinned to the same JOBS cores. The machine is shared and drifts
+# runs pahole and btfkit back to back, both pinned to the same JOBS cores,
+# each under GNU time (CPU, peak RSS) with its wall time taken to the
+# microsecond by bench/measure.py (GNU time's %e truncates to 10 ms, half
+# of a small module's encode), less the wrappers' own time (GNU time and
+# taskset running `true`, measured at the start). The machine is shared and drifts
 # in speed; a pair is two runs seconds apart, so the ratios are taken per
 # pair: the median of the per-module ratios, and per round the ratio of the
 # total wall times; the reported total ratio is the median over rounds.
@@ -32,8 +35,8 @@ mods=${2:-$cache/dbg-modules}
 jobs=${3:-2}
 runs=${RUNS:-3}
 count=50
-for t in pahole /usr/bin/time taskset; do
-  command -v "$t" >/dev/null || { echo "missing $t (apt-get install dwarves time util-linux)" >&2; exit 1; }
+for t in pahole python3 /usr/bin/time taskset; do
+  command -v "$t" >/dev/null || { echo "missing $t (apt-get install dwarves python3 time util-linux)" >&2; exit 1; }
 done
 
 cargo build --release -q -p btfkit
@@ -56,11 +59,14 @@ echo
 
 cores="0-$((jobs - 1))"
 flags=(-J --btf_gen_floats -j --lang_exclude=rust --btf_base "$vmlinux")
+overhead=$(python3 bench/measure.py calibrate taskset -c "$cores")
+echo "wall times less $(awk -v o="$overhead" 'BEGIN { printf "%.2f", o * 1000 }') ms per run: GNU time and taskset running true"
+echo
 # One line per run in $tmp/runs: tool round module wall cpu rss_kib.
 run() { # tool round index file
   local exe=pahole
   [[ $1 == ours ]] && exe=$tmp/bin/pahole
-  LLVM_OBJCOPY=objcopy /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+  LLVM_OBJCOPY=objcopy python3 bench/measure.py run "$tmp/time" "$overhead" \
     taskset -c "$cores" "$exe" "${flags[@]}" "$4" >/dev/null 2>"$tmp/err" ||
     { echo "$1 failed on $4:"; cat "$tmp/err"; exit 1; } >&2
   awk -v t="$1" -v r="$2" -v m="$3" '{ print t, r, m, $1, $2 + $3, $4 }' "$tmp/time" >>"$tmp/runs"
