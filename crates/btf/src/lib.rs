@@ -16,6 +16,7 @@ pub mod distill;
 pub mod dump;
 pub mod error;
 pub mod format;
+pub mod hugepages;
 pub mod kernel;
 pub mod layout;
 mod load;

@@ -239,8 +239,10 @@ fn parse_types(
     start_id: TypeId,
     layouts: &[KindLayout],
 ) -> Result<(Vec<Type>, ParseFacts)> {
-    // A rough guess avoids most re-allocations: an average type is ~30 bytes.
-    let mut types = Vec::with_capacity(cur.remaining() / 30);
+    // Room for the most types the section can hold (12 bytes is the
+    // smallest), so that the vector is never moved; pages past the last
+    // type are never touched.
+    let mut types = crate::hugepages::vec(cur.remaining() / 12);
     let mut max_ref = 0;
     let mut facts = ParseFacts {
         refs_valid: true,
