@@ -153,8 +153,12 @@ impl<'a> DwarfSections<'a> {
 
 /// Applies a relocatable object's RELA relocations to one debug section.
 /// Only the absolute kinds that debug sections use are meaningful
-/// (R_X86_64_32, R_X86_64_64, R_X86_64_32S); a relocation of another kind
+/// (R_X86_64_64, R_X86_64_32, R_X86_64_32S); a relocation of another kind
 /// or out of bounds is an error naming the section and offset.
+///
+/// The RELA records are read as an array and the symbols' values looked up
+/// in a table of them: a large module's `.debug_info` has a million
+/// relocations.
 fn relocate<'a>(
     elf: &ElfFile,
     obj: &object::File<'a>,
@@ -162,47 +166,72 @@ fn relocate<'a>(
     name: &'static str,
     data: Cow<'a, [u8]>,
 ) -> Result<Cow<'a, [u8]>> {
-    let mut relocs = section.relocations().peekable();
-    if relocs.peek().is_none() {
-        return Ok(data);
-    }
+    use object::elf::{R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_NONE};
+    use object::read::elf::{Rela, SectionHeader, Sym};
     let bad = |msg: String| Error::Section {
         path: elf.path.clone(),
         section: name,
         msg,
     };
-    let mut out = data.into_owned();
-    for (offset, r) in relocs {
-        // R_X86_64_NONE: a relocation the linker voided (lld's `-r` does so
-        // for references to discarded sections, e.g. in clang-built modules).
-        if matches!(r.flags(), object::RelocationFlags::Elf { r_type: 0 }) {
-            continue;
-        }
-        let s = match r.target() {
-            object::RelocationTarget::Symbol(i) => obj
-                .symbol_by_index(i)
-                .map_err(|e| bad(format!("relocation at {offset:#x}: {e}")))?
-                .address(),
-            object::RelocationTarget::Absolute => 0,
-            _ => {
+    // `ElfFile::object` admits only 64-bit little-endian ELF.
+    let object::File::Elf64(file) = obj else {
+        return Err(bad("relocations of a file that is not 64-bit ELF".into()));
+    };
+    let endian = file.endian();
+    let sections = file.elf_section_table();
+    let symbols = file.elf_symbol_table();
+    let chain = sections
+        .relocation_sections(endian, symbols.section())
+        .map_err(|e| bad(e.to_string()))?;
+    // The section's relocation sections, each naming the next (ld -r
+    // writes one).
+    let mut tables = Vec::new();
+    let mut next = chain.get(section.index());
+    while let Some(index) = next {
+        let relas = sections
+            .section(index)
+            .and_then(|h| h.data_as_array::<object::elf::Rela64<_>, _>(endian, elf.data()))
+            .map_err(|e| bad(format!("relocations: {e}")))?;
+        tables.push(relas);
+        next = chain.get(index);
+    }
+    if tables.iter().all(|t| t.is_empty()) {
+        return Ok(data);
+    }
+    let values: Vec<u64> = symbols
+        .symbols()
+        .iter()
+        .map(|s| s.st_value(endian))
+        .collect();
+    // Each page of the copy is written: huge pages spare the faults of a
+    // section that is tens of MB in a large module.
+    let mut out = btf::hugepages::vec(data.len());
+    out.extend_from_slice(&data);
+    for rela in tables.into_iter().flatten() {
+        let offset = rela.r_offset(endian);
+        let width = match rela.r_type(endian, false) {
+            // A relocation the linker voided (lld's `-r` does so for
+            // references to discarded sections, e.g. in clang-built modules).
+            R_X86_64_NONE => continue,
+            R_X86_64_64 => 8,
+            R_X86_64_32 | R_X86_64_32S => 4,
+            kind => {
                 return Err(bad(format!(
-                    "relocation at {offset:#x}: unsupported target"
+                    "relocation at {offset:#x}: unsupported kind {kind}"
                 )))
             }
         };
-        let value = s.wrapping_add(r.addend() as u64);
-        let width = match (r.kind(), r.size()) {
-            (object::RelocationKind::Absolute, 32 | 64) => usize::from(r.size() / 8),
-            (kind, size) => {
-                return Err(bad(format!(
-                    "relocation at {offset:#x}: unsupported kind {kind:?}/{size}"
-                )))
-            }
-        };
-        let at = usize::try_from(offset).map_err(|_| bad(format!("offset {offset:#x}")))?;
-        let slot = out
-            .get_mut(at..at.saturating_add(width))
-            .filter(|s| s.len() == width)
+        // Symbol 0 is the absolute value 0.
+        let sym = rela.r_sym(endian, false) as usize;
+        let s = *values.get(sym).ok_or_else(|| {
+            bad(format!(
+                "relocation at {offset:#x}: symbol {sym} out of range"
+            ))
+        })?;
+        let value = s.wrapping_add(rela.r_addend(endian) as u64);
+        let slot = usize::try_from(offset)
+            .ok()
+            .and_then(|at| out.get_mut(at..at.checked_add(width)?))
             .ok_or_else(|| bad(format!("relocation at {offset:#x} is out of bounds")))?;
         slot.copy_from_slice(&value.to_le_bytes()[..width]);
     }
