@@ -395,6 +395,49 @@ fn bad_input_truncated_dwarf_is_an_error_with_offset() {
 }
 
 #[test]
+fn bad_input_corrupt_relocations_are_errors_naming_section_and_offset() {
+    let fx = Fixture::new();
+    fx.write("a.c", FIXTURE_A);
+    let obj = fx.cc("a.o", &["a.c"], &["-g", "-O2", "-c"]);
+    let Some((off, size)) = section_range(&obj, ".rela.debug_info").filter(|r| r.1 >= 24) else {
+        return testkit::skip("readelf found no .rela.debug_info in the object");
+    };
+    // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
+    let field = |rec: usize, at: usize| off + rec * 24 + at;
+    let last = size / 24 - 1;
+    let cases: [(&str, usize, u64, &str); 3] = [
+        (
+            "offset past the section",
+            field(0, 0),
+            u64::MAX - 3,
+            "out of bounds",
+        ),
+        (
+            "a PC-relative kind",
+            field(last, 8),
+            2,
+            "unsupported kind 2",
+        ),
+        (
+            "a symbol past the table",
+            field(0, 8),
+            0xffff_ff00_0000_0001,
+            "out of range",
+        ),
+    ];
+    for (what, at, value, expect) in cases {
+        let bad = patched(&fx, &obj, "bad.o", |d| {
+            d[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        });
+        let msg = assert_error(&bad, what);
+        assert!(
+            msg.contains(".debug_info") && msg.contains("relocation at 0x") && msg.contains(expect),
+            "{what}: {msg}"
+        );
+    }
+}
+
+#[test]
 fn bad_input_unknown_tags_and_forms() {
     let fx = Fixture::new();
     let elf = fixture_elf(&fx, "fx", &["-g", "-O0"]);
