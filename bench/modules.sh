@@ -13,14 +13,15 @@
 # small and the base's cost weighs, and a few are large.
 #
 # Each round copies the 50 modules afresh (not timed), then for each module
-# runs pahole and btfkit back to back, both pinned to the same JOBS cores,
-# each under GNU time (CPU, peak RSS) with its wall time taken to the
-# microsecond by bench/measure.py (GNU time's %e truncates to 10 ms, half
-# of a small module's encode), less the wrappers' own time (GNU time and
-# taskset running `true`, measured at the start). The machine is shared and drifts
-# in speed; a pair is two runs seconds apart, so the ratios are taken per
-# pair: the median of the per-module ratios, and per round the ratio of the
-# total wall times; the reported total ratio is the median over rounds.
+# runs pahole and btfkit back to back (which goes first alternates), both
+# pinned to the same JOBS cores, each under GNU time (CPU, peak RSS) with
+# its wall time taken to the microsecond by bench/measure.py (GNU time's %e
+# truncates to 10 ms, half of a small module's encode), less the wrappers'
+# own time (GNU time and taskset running `true`, measured at the start).
+# The machine is shared and drifts in speed; a pair is two runs seconds
+# apart, so the ratios are taken per pair: the median of the per-module
+# ratios, and per round the ratio of the total wall times; the reported
+# total ratio is the median over rounds.
 # Targets (issue 14): total wall <= 0.33 of pahole's; per-module peak RSS
 # no higher than pahole's.
 #
@@ -79,9 +80,17 @@ for ((r = 0; r <= runs; r++)); do
     i=$((i + 1))
     cp "$ko" "$tmp/p/$i.ko" && cp "$ko" "$tmp/o/$i.ko"
   done <"$tmp/list"
+  # Which tool goes first alternates: each pays for the memory the
+  # other just freed (a virtual machine may have handed it back to its
+  # host) equally often.
   for ((i = 1; i <= count; i++)); do
-    run pahole "$r" "$i" "$tmp/p/$i.ko"
-    run ours "$r" "$i" "$tmp/o/$i.ko"
+    if (((i + r) % 2)); then
+      run pahole "$r" "$i" "$tmp/p/$i.ko"
+      run ours "$r" "$i" "$tmp/o/$i.ko"
+    else
+      run ours "$r" "$i" "$tmp/o/$i.ko"
+      run pahole "$r" "$i" "$tmp/p/$i.ko"
+    fi
   done
 done
 # Round 0 warmed the page cache.
