@@ -23,10 +23,12 @@ fn hash(s: &[u8]) -> u64 {
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(s)
 }
 
-fn at(section: &[u8], off: u32) -> &[u8] {
-    let rest = section.get(off as usize..).unwrap_or_default();
-    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-    &rest[..end]
+/// Whether the string at `off` is `s`: without finding its end first (one
+/// comparison of `s.len() + 1` bytes at most).
+fn is_at(section: &[u8], off: u32, s: &[u8]) -> bool {
+    section
+        .get(off as usize..)
+        .is_some_and(|rest| rest.starts_with(s) && rest.get(s.len()).is_none_or(|&b| b == 0))
 }
 
 impl StringIndex {
@@ -54,7 +56,7 @@ impl StringIndex {
         let mut key = hash(s);
         loop {
             match self.map.get(&key) {
-                Some(&o) if at(section, o) == s => return Ok(o),
+                Some(&o) if is_at(section, o, s) => return Ok(o),
                 Some(_) => key = key.wrapping_add(PROBE),
                 None => return Err(key),
             }
