@@ -12,7 +12,9 @@ const HUGE: usize = 2 << 20;
 /// pages where it can. glibc gives a large allocation its own mapping, 16
 /// bytes into it; a mapping whose length is a multiple of 2 MiB is placed
 /// on a 2 MiB boundary (Linux 6.7 and later), so the capacity is rounded up
-/// to fill whole huge pages. Pages never touched cost nothing.
+/// to fill whole huge pages. Pages never touched cost nothing. The first
+/// 2 MiB keep small pages: the allocator wrote its header there before the
+/// advice, and a huge page comes only from the first fault in its range.
 pub fn vec<T>(min: usize) -> Vec<T> {
     let size = std::mem::size_of::<T>().max(1);
     let bytes = min.saturating_mul(size);
