@@ -149,10 +149,10 @@ impl Unwinder {
                 };
                 unwind(prog, &self.tables, &stacks, s)
             }
-            Err(why) => Trace {
+            Err(registers::NoStart { ok, why }) => Trace {
                 frames: Vec::new(),
                 end: End {
-                    ok: false,
+                    ok,
                     why,
                     at: t.addr,
                 },

@@ -84,7 +84,25 @@ pub struct Start {
 }
 
 /// Why a task has no starting registers: part of the reply.
-pub type NoStart = String;
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoStart {
+    /// A normal state, not a problem: the task runs in user mode, so its
+    /// trace has no kernel frames and ends at its user-mode registers.
+    pub ok: bool,
+    pub why: String,
+}
+
+impl From<String> for NoStart {
+    fn from(why: String) -> NoStart {
+        NoStart { ok: false, why }
+    }
+}
+
+impl From<&str> for NoStart {
+    fn from(why: &str) -> NoStart {
+        why.to_owned().into()
+    }
+}
 
 /// The starting registers of `task`; `running` is the CPU running it, if one does.
 pub fn start(
@@ -103,10 +121,13 @@ pub fn start(
                 )
             })?;
         if note.user_mode() {
-            return Err(format!(
-                "running in user mode on CPU {cpu} at {:#x}: no kernel frames",
-                note.rip()
-            ));
+            return Err(NoStart {
+                ok: true,
+                why: format!(
+                    "running in user mode on CPU {cpu} at {:#x}: no kernel frames",
+                    note.rip()
+                ),
+            });
         }
         let mut words = [0u64; 21];
         words.copy_from_slice(&note.regs[..21]);
