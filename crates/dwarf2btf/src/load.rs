@@ -127,6 +127,10 @@ impl<'a> DwarfSections<'a> {
                 path: elf.path.clone(),
             });
         }
+        let relocator = match obj.kind() {
+            object::ObjectKind::Relocatable => Some(Relocator::new(elf, obj)?),
+            _ => None,
+        };
         let sections = gimli::DwarfSections::load(|id: SectionId| -> Result<Cow<'a, [u8]>> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
@@ -136,10 +140,10 @@ impl<'a> DwarfSections<'a> {
                 section: id.name(),
                 msg: e.to_string(),
             })?;
-            if obj.kind() == object::ObjectKind::Relocatable {
-                return relocate(elf, obj, &section, id.name(), data);
+            match &relocator {
+                Some(r) => r.apply(section.index(), id.name(), data),
+                None => Ok(data),
             }
-            Ok(data)
         })?;
         Ok(DwarfSections { sections })
     }
@@ -151,91 +155,130 @@ impl<'a> DwarfSections<'a> {
     }
 }
 
-/// Applies a relocatable object's RELA relocations to one debug section.
+/// Applies a relocatable object's RELA relocations to its debug sections.
 /// Only the absolute kinds that debug sections use are meaningful
 /// (R_X86_64_64, R_X86_64_32, R_X86_64_32S); a relocation of another kind
 /// or out of bounds is an error naming the section and offset.
 ///
 /// The RELA records are read as an array and the symbols' values looked up
-/// in a table of them: a large module's `.debug_info` has a million
-/// relocations.
-fn relocate<'a>(
-    elf: &ElfFile,
-    obj: &object::File<'a>,
-    section: &object::Section<'a, '_>,
-    name: &'static str,
-    data: Cow<'a, [u8]>,
-) -> Result<Cow<'a, [u8]>> {
-    use object::elf::{R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_NONE};
-    use object::read::elf::{Rela, SectionHeader, Sym};
-    let bad = |msg: String| Error::Section {
-        path: elf.path.clone(),
-        section: name,
-        msg,
-    };
-    // `ElfFile::object` admits only 64-bit little-endian ELF.
-    let object::File::Elf64(file) = obj else {
-        return Err(bad("relocations of a file that is not 64-bit ELF".into()));
-    };
-    let endian = file.endian();
-    let sections = file.elf_section_table();
-    let symbols = file.elf_symbol_table();
-    let chain = sections
-        .relocation_sections(endian, symbols.section())
-        .map_err(|e| bad(e.to_string()))?;
-    // The section's relocation sections, each naming the next (ld -r
-    // writes one).
-    let mut tables = Vec::new();
-    let mut next = chain.get(section.index());
-    while let Some(index) = next {
-        let relas = sections
-            .section(index)
-            .and_then(|h| h.data_as_array::<object::elf::Rela64<_>, _>(endian, elf.data()))
-            .map_err(|e| bad(format!("relocations: {e}")))?;
-        tables.push(relas);
-        next = chain.get(index);
-    }
-    if tables.iter().all(|t| t.is_empty()) {
-        return Ok(data);
-    }
-    let values: Vec<u64> = symbols
-        .symbols()
-        .iter()
-        .map(|s| s.st_value(endian))
-        .collect();
-    // Each page of the copy is written: huge pages spare the faults of a
-    // section that is tens of MB in a large module.
-    let mut out = btf::hugepages::vec(data.len());
-    out.extend_from_slice(&data);
-    for rela in tables.into_iter().flatten() {
-        let offset = rela.r_offset(endian);
-        let width = match rela.r_type(endian, false) {
-            // A relocation the linker voided (lld's `-r` does so for
-            // references to discarded sections, e.g. in clang-built modules).
-            R_X86_64_NONE => continue,
-            R_X86_64_64 => 8,
-            R_X86_64_32 | R_X86_64_32S => 4,
-            kind => {
-                return Err(bad(format!(
-                    "relocation at {offset:#x}: unsupported kind {kind}"
-                )))
-            }
+/// in a table of them, built once for all the sections: a large module's
+/// `.debug_info` has a million relocations.
+struct Relocator<'o, 'a> {
+    elf: &'a ElfFile,
+    file: &'o object::read::elf::ElfFile64<'a, object::Endianness>,
+    /// Section index -> its first relocation section, and each relocation
+    /// section -> the next for the same section.
+    chain: object::read::elf::RelocationSections,
+    /// Symbol index -> value.
+    values: Vec<u64>,
+}
+
+impl<'o, 'a> Relocator<'o, 'a> {
+    fn new(elf: &'a ElfFile, obj: &'o object::File<'a>) -> Result<Relocator<'o, 'a>> {
+        use object::read::elf::Sym;
+        let bad = |msg: String| Error::Section {
+            path: elf.path.clone(),
+            section: ".symtab",
+            msg,
         };
-        // Symbol 0 is the absolute value 0.
-        let sym = rela.r_sym(endian, false) as usize;
-        let s = *values.get(sym).ok_or_else(|| {
-            bad(format!(
-                "relocation at {offset:#x}: symbol {sym} out of range"
-            ))
-        })?;
-        let value = s.wrapping_add(rela.r_addend(endian) as u64);
-        let slot = usize::try_from(offset)
-            .ok()
-            .and_then(|at| out.get_mut(at..at.checked_add(width)?))
-            .ok_or_else(|| bad(format!("relocation at {offset:#x} is out of bounds")))?;
-        slot.copy_from_slice(&value.to_le_bytes()[..width]);
+        // `ElfFile::object` admits only 64-bit little-endian ELF.
+        let object::File::Elf64(file) = obj else {
+            return Err(bad("relocations of a file that is not 64-bit ELF".into()));
+        };
+        let endian = file.endian();
+        let symbols = file.elf_symbol_table();
+        let chain = file
+            .elf_section_table()
+            .relocation_sections(endian, symbols.section())
+            .map_err(|e| bad(e.to_string()))?;
+        let values = symbols
+            .symbols()
+            .iter()
+            .map(|s| s.st_value(endian))
+            .collect();
+        Ok(Relocator {
+            elf,
+            file,
+            chain,
+            values,
+        })
     }
-    Ok(Cow::Owned(out))
+
+    /// `data`, the contents of the section at `index` named `name`, with
+    /// its relocations applied (borrowed as it is when it has none).
+    fn apply(
+        &self,
+        index: object::SectionIndex,
+        name: &'static str,
+        data: Cow<'a, [u8]>,
+    ) -> Result<Cow<'a, [u8]>> {
+        use object::elf::{R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_NONE, SHT_RELA};
+        use object::read::elf::{Rela, SectionHeader};
+        let bad = |msg: String| Error::Section {
+            path: self.elf.path.clone(),
+            section: name,
+            msg,
+        };
+        let endian = self.file.endian();
+        let sections = self.file.elf_section_table();
+        // The section's relocation sections, each naming the next (ld -r
+        // writes one).
+        let mut tables = Vec::new();
+        let mut next = self.chain.get(index);
+        while let Some(at) = next {
+            let header = sections
+                .section(at)
+                .map_err(|e| bad(format!("relocations: {e}")))?;
+            if header.sh_type(endian) != SHT_RELA {
+                return Err(bad(format!(
+                    "relocations in section {} are not RELA (x86-64 has no other)",
+                    at.0
+                )));
+            }
+            let relas = header
+                .data_as_array::<object::elf::Rela64<_>, _>(endian, self.elf.data())
+                .map_err(|e| bad(format!("relocations: {e}")))?;
+            tables.push(relas);
+            next = self.chain.get(at);
+        }
+        if tables.iter().all(|t| t.is_empty()) {
+            return Ok(data);
+        }
+        // Each page of the copy is written: huge pages spare the faults of
+        // a section that is tens of MB in a large module.
+        let mut out = btf::hugepages::vec(data.len());
+        out.extend_from_slice(&data);
+        for rela in tables.into_iter().flatten() {
+            let offset = rela.r_offset(endian);
+            let width = match rela.r_type(endian, false) {
+                // A relocation the linker voided (lld's `-r` does so for
+                // references to discarded sections, e.g. in clang-built
+                // modules).
+                R_X86_64_NONE => continue,
+                R_X86_64_64 => 8,
+                R_X86_64_32 | R_X86_64_32S => 4,
+                kind => {
+                    return Err(bad(format!(
+                        "relocation at {offset:#x}: unsupported kind {kind}"
+                    )))
+                }
+            };
+            // Symbol 0 is the absolute value 0.
+            let sym = rela.r_sym(endian, false) as usize;
+            let s = *self.values.get(sym).ok_or_else(|| {
+                bad(format!(
+                    "relocation at {offset:#x}: symbol {sym} out of range"
+                ))
+            })?;
+            let value = s.wrapping_add(rela.r_addend(endian) as u64);
+            let slot = usize::try_from(offset)
+                .ok()
+                .and_then(|at| out.get_mut(at..at.checked_add(width)?))
+                .ok_or_else(|| bad(format!("relocation at {offset:#x} is out of bounds")))?;
+            slot.copy_from_slice(&value.to_le_bytes()[..width]);
+        }
+        Ok(Cow::Owned(out))
+    }
 }
 
 /// What an ELF symbol is, as far as the encoder cares.

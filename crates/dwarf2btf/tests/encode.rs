@@ -435,6 +435,24 @@ fn bad_input_corrupt_relocations_are_errors_naming_section_and_offset() {
             "{what}: {msg}"
         );
     }
+    // The relocation section's header says SHT_REL (implicit addends, which
+    // x86-64 never uses): refused, not read as RELA records.
+    let data = std::fs::read(&obj).expect("read");
+    let word = |at: usize, n: usize| {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&data[at..at + n]);
+        u64::from_le_bytes(b) as usize
+    };
+    let (shoff, shentsize, shnum) = (word(0x28, 8), word(0x3a, 2), word(0x3c, 2));
+    let rela = (0..shnum)
+        .find(|&i| word(shoff + i * shentsize + 0x18, 8) == off)
+        .expect("the section header of .rela.debug_info");
+    let rel = patched(&fx, &obj, "rel.o", |d| {
+        let at = shoff + rela * shentsize + 4;
+        d[at..at + 4].copy_from_slice(&9u32.to_le_bytes());
+    });
+    let msg = assert_error(&rel, "SHT_REL");
+    assert!(msg.contains("are not RELA"), "{msg}");
 }
 
 #[test]
