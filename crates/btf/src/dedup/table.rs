@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::hugepages::ZeroedWords;
 use crate::types::TypeId;
 
 /// A key's entry: a single candidate id, or (with [`MANY`] set) the index
@@ -56,12 +57,16 @@ pub(super) struct CandTable {
 
 /// The base's candidates, entered before any other and not yet in
 /// `slots`. Indexed by base id: its key, and the previous base id in its
-/// chain (0: none); `heads` (a power of two long) gives a chain's newest id.
-#[derive(Clone, Debug, Default)]
+/// chain (0: none); a head per chain (a power of two of them) gives its
+/// newest id. The three arrays share one zeroed buffer of words (on
+/// vmlinux ~1.6 MB: one huge page, filled in random order).
+#[derive(Debug, Default)]
 pub(crate) struct BaseEntries {
-    keys: Vec<i64>,
-    next: Vec<u32>,
-    heads: Vec<u32>,
+    /// The keys (two words per id, the low one first), then the links
+    /// (one per id), then the heads.
+    words: ZeroedWords,
+    /// Base ids, 0 included: the keys and links are this long.
+    ids: usize,
     /// The base ids whose insertion grew the table, in order.
     grew_at: Vec<TypeId>,
     /// The table's counts after the base's entries.
@@ -74,10 +79,11 @@ impl BaseEntries {
     /// The base's candidates: `hashes` gives, for ids `1..end` in
     /// increasing order, those entered and their keys.
     pub(super) fn build(end: TypeId, hashes: impl Iterator<Item = (TypeId, i64)>) -> BaseEntries {
+        let ids = end as usize;
+        let heads = ids.next_power_of_two().max(2);
         let mut b = BaseEntries {
-            keys: vec![0; end as usize],
-            next: vec![0; end as usize],
-            heads: vec![0; (end as usize).next_power_of_two().max(2)],
+            words: ZeroedWords::new(3 * ids + heads),
+            ids,
             ..BaseEntries::default()
         };
         // libbpf's growth rule, as `CandTable::count_insert` counts it.
@@ -88,22 +94,42 @@ impl BaseEntries {
             if counts.growths != growths {
                 b.grew_at.push(id);
             }
-            let Some(slot) = b.head(hash) else { continue };
-            if let (Some(k), Some(n)) = (b.keys.get_mut(id as usize), b.next.get_mut(id as usize)) {
-                *k = hash;
-                *n = b.heads[slot];
-                b.heads[slot] = id;
-            }
+            let i = id as usize;
+            let Some(slot) = b.head(hash).filter(|_| i < ids) else {
+                continue;
+            };
+            let (keys, rest) = b.words.split_at_mut(2 * ids);
+            let (next, heads) = rest.split_at_mut(ids);
+            keys[2 * i..2 * i + 2].copy_from_slice(&[hash as u32, (hash >> 32) as u32]);
+            next[i] = heads[slot];
+            heads[slot] = id;
         }
         (b.len, b.cap, b.growths) = (counts.len, counts.cap, counts.growths);
         b
     }
 
+    fn heads(&self) -> &[u32] {
+        self.words.get(3 * self.ids..).unwrap_or_default()
+    }
+
+    fn key(&self, id: TypeId) -> Option<i64> {
+        let i = id as usize;
+        let w = self.words.get(2 * i..2 * i + 2).filter(|_| i < self.ids)?;
+        Some((u64::from(w[1]) << 32 | u64::from(w[0])) as i64)
+    }
+
+    fn next(&self, id: TypeId) -> TypeId {
+        let i = id as usize;
+        let link = (i < self.ids).then(|| self.words.get(2 * self.ids + i));
+        link.flatten().copied().unwrap_or(0)
+    }
+
     fn head(&self, hash: i64) -> Option<usize> {
-        if self.heads.len() < 2 {
+        let heads = self.words.len().checked_sub(3 * self.ids)?;
+        if heads < 2 {
             return None;
         }
-        let bits = self.heads.len().trailing_zeros();
+        let bits = heads.trailing_zeros();
         // The top bits of a multiplicative mix: the keys are libbpf's
         // hashes, whose low bits are the last field's.
         let h = (hash as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -156,12 +182,12 @@ impl CandTable {
         }
         let b = &self.base;
         let mut ids = Vec::new();
-        let mut id = b.heads[slot];
+        let mut id = b.heads().get(slot).copied().unwrap_or(0);
         while id != 0 {
-            if b.keys.get(id as usize) == Some(&hash) {
+            if b.key(id) == Some(hash) {
                 ids.push(id);
             }
-            id = b.next.get(id as usize).copied().unwrap_or(0);
+            id = b.next(id);
         }
         let Some((&first, rest)) = ids.split_last() else {
             return;
