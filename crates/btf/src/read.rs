@@ -25,25 +25,74 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn u32(&mut self, what: &'static str) -> Result<u32> {
-        let bytes = self
-            .data
-            .get(self.pos..self.pos + 4)
-            .ok_or(Error::Truncated {
-                what,
-                offset: self.base + self.pos,
-                need: 4,
-                have: self.data.len().saturating_sub(self.pos),
+        match self.data.get(self.pos..).and_then(<[u8]>::first_chunk::<4>) {
+            Some(&b) => {
+                self.pos += 4;
+                Ok(self.endian.u32(b))
+            }
+            None => Err(self.truncated(what)),
+        }
+    }
+
+    /// The next `n` records of `len` bytes each, or `RecordsPastEnd`.
+    fn records(&mut self, n: u32, len: usize, id: TypeId, offset: usize) -> Result<Records<'a>> {
+        let bytes = (n as usize)
+            .checked_mul(len)
+            .and_then(|b| self.data.get(self.pos..)?.get(..b))
+            .ok_or(Error::RecordsPastEnd {
+                id,
+                offset,
+                vlen: n,
             })?;
-        self.pos += 4;
-        let b = [bytes[0], bytes[1], bytes[2], bytes[3]];
-        Ok(match self.endian {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
+        self.pos += bytes.len();
+        Ok(Records {
+            chunks: bytes.chunks_exact(len),
+            endian: self.endian,
         })
+    }
+
+    #[cold]
+    fn truncated(&self, what: &'static str) -> Error {
+        Error::Truncated {
+            what,
+            offset: self.base + self.pos,
+            need: 4,
+            have: self.data.len().saturating_sub(self.pos),
+        }
     }
 
     fn remaining(&self) -> usize {
         self.data.len() - self.pos
+    }
+}
+
+/// Records of one type, whose bounds were checked once: each yields its
+/// words.
+struct Records<'a> {
+    chunks: std::slice::ChunksExact<'a, u8>,
+    endian: Endian,
+}
+
+impl<'a> Records<'a> {
+    /// Each record's first `N` words.
+    fn words<const N: usize>(self) -> impl Iterator<Item = [u32; N]> + use<'a, N> {
+        let endian = self.endian;
+        self.chunks.map(move |c| {
+            std::array::from_fn(|i| {
+                c.get(4 * i..4 * i + 4)
+                    .and_then(|w| w.first_chunk::<4>())
+                    .map_or(0, |&b| endian.u32(b))
+            })
+        })
+    }
+}
+
+impl Endian {
+    fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        }
     }
 }
 
@@ -54,11 +103,7 @@ fn header_u32(data: &[u8], off: usize, endian: Endian) -> Result<u32> {
         need: 4,
         have: data.len().saturating_sub(off),
     })?;
-    let b = [b[0], b[1], b[2], b[3]];
-    Ok(match endian {
-        Endian::Little => u32::from_le_bytes(b),
-        Endian::Big => u32::from_be_bytes(b),
-    })
+    Ok(endian.u32([b[0], b[1], b[2], b[3]]))
 }
 
 fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Result<&'a [u8]> {
@@ -290,13 +335,6 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
     let kind = info_kind(info);
     let vlen = info_vlen(info);
     let kind_flag = info_kflag(info);
-    let records = |len: usize, cur: &Cursor| -> Result<()> {
-        if (vlen as usize).saturating_mul(len) > cur.remaining() {
-            Err(Error::RecordsPastEnd { id, offset, vlen })
-        } else {
-            Ok(())
-        }
-    };
     let data = match kind {
         BTF_KIND_INT => {
             let d = cur.u32("btf_int")?;
@@ -314,15 +352,13 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             nelems: cur.u32("btf_array")?,
         }),
         BTF_KIND_STRUCT | BTF_KIND_UNION => {
-            records(BTF_MEMBER_LEN, cur)?;
-            let mut members = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                members.push(Member {
-                    name_off: cur.u32("btf_member")?,
-                    ty: cur.u32("btf_member")?,
-                    offset: cur.u32("btf_member")?,
-                });
-            }
+            let members = (cur.records(vlen, BTF_MEMBER_LEN, id, offset)?.words())
+                .map(|[name_off, ty, offset]| Member {
+                    name_off,
+                    ty,
+                    offset,
+                })
+                .collect();
             if kind == BTF_KIND_STRUCT {
                 TypeData::Struct {
                     size: size_or_type,
@@ -336,14 +372,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             }
         }
         BTF_KIND_ENUM => {
-            records(BTF_ENUM_LEN, cur)?;
-            let mut values = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                values.push(EnumValue {
-                    name_off: cur.u32("btf_enum")?,
-                    val: cur.u32("btf_enum")?,
-                });
-            }
+            let values = (cur.records(vlen, BTF_ENUM_LEN, id, offset)?.words())
+                .map(|[name_off, val]| EnumValue { name_off, val })
+                .collect();
             TypeData::Enum {
                 size: size_or_type,
                 values,
@@ -359,14 +390,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             linkage: vlen,
         },
         BTF_KIND_FUNC_PROTO => {
-            records(BTF_PARAM_LEN, cur)?;
-            let mut params = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                params.push(Param {
-                    name_off: cur.u32("btf_param")?,
-                    ty: cur.u32("btf_param")?,
-                });
-            }
+            let params = (cur.records(vlen, BTF_PARAM_LEN, id, offset)?.words())
+                .map(|[name_off, ty]| Param { name_off, ty })
+                .collect();
             TypeData::FuncProto {
                 ret: size_or_type,
                 params,
@@ -377,15 +403,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             linkage: cur.u32("btf_var")?,
         },
         BTF_KIND_DATASEC => {
-            records(BTF_VAR_SECINFO_LEN, cur)?;
-            let mut vars = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                vars.push(VarSecinfo {
-                    ty: cur.u32("btf_var_secinfo")?,
-                    offset: cur.u32("btf_var_secinfo")?,
-                    size: cur.u32("btf_var_secinfo")?,
-                });
-            }
+            let vars = (cur.records(vlen, BTF_VAR_SECINFO_LEN, id, offset)?.words())
+                .map(|[ty, offset, size]| VarSecinfo { ty, offset, size })
+                .collect();
             TypeData::Datasec {
                 size: size_or_type,
                 vars,
@@ -398,17 +418,12 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
         },
         BTF_KIND_TYPE_TAG => TypeData::TypeTag { ty: size_or_type },
         BTF_KIND_ENUM64 => {
-            records(BTF_ENUM64_LEN, cur)?;
-            let mut values = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                let name_off = cur.u32("btf_enum64")?;
-                let lo = cur.u32("btf_enum64")?;
-                let hi = cur.u32("btf_enum64")?;
-                values.push(Enum64Value {
+            let values = (cur.records(vlen, BTF_ENUM64_LEN, id, offset)?.words())
+                .map(|[name_off, lo, hi]| Enum64Value {
                     name_off,
                     val: (hi as u64) << 32 | lo as u64,
-                });
-            }
+                })
+                .collect();
             TypeData::Enum64 {
                 size: size_or_type,
                 values,
@@ -416,10 +431,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
         }
         BTF_KIND_LOC_PARAM => {
             let flags = cur.u32("btf_loc_param")?;
-            records(BTF_LOC_VALUE_LEN, cur)?;
-            let values = (0..vlen)
-                .map(|_| cur.u32("btf_loc_param value"))
-                .collect::<Result<Vec<_>>>()?;
+            let values = (cur.records(vlen, BTF_LOC_VALUE_LEN, id, offset)?.words())
+                .map(|[v]| v)
+                .collect::<Vec<_>>();
             TypeData::LocParam {
                 size: size_or_type,
                 flags,
@@ -427,22 +441,21 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             }
         }
         BTF_KIND_LOC_PROTO => {
-            records(BTF_LOC_PROTO_PARAM_LEN, cur)?;
-            let params = (0..vlen)
-                .map(|_| cur.u32("btf_loc_proto param"))
-                .collect::<Result<Vec<_>>>()?;
+            let params = (cur
+                .records(vlen, BTF_LOC_PROTO_PARAM_LEN, id, offset)?
+                .words())
+            .map(|[p]| p)
+            .collect();
             TypeData::LocProto { params }
         }
         BTF_KIND_LOCSEC => {
-            records(BTF_LOC_LEN, cur)?;
-            let mut locs = Vec::with_capacity(vlen as usize);
-            for _ in 0..vlen {
-                locs.push(Loc {
-                    func: cur.u32("btf_loc")?,
-                    loc_proto: cur.u32("btf_loc")?,
-                    offset: cur.u32("btf_loc")?,
-                });
-            }
+            let locs = (cur.records(vlen, BTF_LOC_LEN, id, offset)?.words())
+                .map(|[func, loc_proto, offset]| Loc {
+                    func,
+                    loc_proto,
+                    offset,
+                })
+                .collect();
             TypeData::Locsec { locs }
         }
         kind => {
