@@ -12,8 +12,10 @@
 //! types that are equal, so deduplicating a segment first changes little
 //! but the size of the last dedup's input (3.4 M -> 0.24 M types on
 //! vmlinux) and the peak memory; on Debian's vmlinux the result has the
-//! same types per kind and layouts as one dedup. An input of one segment
-//! (modules, small programs) is deduplicated once, exactly as libbpf would.
+//! same types per kind and layouts as one dedup. An input up to one
+//! segment's size (modules, small programs) is cut too, for the cores to
+//! convert it side by side, but its segments are only appended: it is
+//! deduplicated once, exactly as libbpf would.
 //!
 //! Strings of the output, when there are several segments (and no base): appending a
 //! segment interns the strings its types use, type by type, and the
@@ -76,9 +78,17 @@ pub const SEGMENT_BYTES: usize = 6 << 20;
 /// An input larger than one segment is cut into at least this many: a
 /// large module (mlx5_core.ko, 17 MiB of DWARF) in three segments kept one
 /// of two cores idle for a third of its encode. The cut still depends on
-/// the input alone; inputs up to [`SEGMENT_BYTES`] (all but a few modules)
-/// stay one segment, deduplicated once.
+/// the input alone.
 const MIN_SEGMENTS: usize = 8;
+
+/// Inputs up to [`SEGMENT_BYTES`] (all but a few modules) are cut into
+/// [`MIN_SEGMENTS`] too, in pieces of at least this much DWARF, but their
+/// segments are not deduplicated: appended in order, they are the types
+/// one segment would have made, and the final dedup is the only one, as
+/// in libbpf. The cut only lets the cores convert units side by side
+/// (drbd.ko, 12 units: one core converted for 40 ms while the other
+/// waited).
+const MIN_PIECE_BYTES: usize = 256 << 10;
 
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
@@ -200,7 +210,7 @@ where
     let mut warnings = Vec::new();
     let mut policy_units = Vec::new();
     let mut secinfos = Vec::new();
-    let segments = cut_segments(&headers);
+    let (segments, dedup_segments) = cut_segments(&headers);
     let seg_cx = SegmentContext {
         path,
         dwarf: &dwarf,
@@ -213,10 +223,10 @@ where
         elf,
         info_file_offset,
         lists_file_ranges,
-        // One segment is the whole input: its single dedup is the final
-        // one. (Deduplicating twice is not always a no-op for split BTF:
-        // the second pass can map to the base what libbpf's one pass keeps.)
-        dedup: !opts.no_dedup && segments.len() > 1,
+        // A small input's single dedup is the final one. (Deduplicating
+        // twice is not always a no-op for split BTF: the second pass can
+        // map to the base what libbpf's one pass keeps.)
+        dedup: !opts.no_dedup && dedup_segments,
     };
     progress.stage("converting compilation units", headers.len() as u64);
     let results = run_largest_first(pool, &segments, |units| {
@@ -320,15 +330,19 @@ fn read_headers<'d>(
 }
 
 /// Cuts the units into runs of about [`SEGMENT_BYTES`], or of a
-/// [`MIN_SEGMENTS`]th of the input if that is less.
+/// [`MIN_SEGMENTS`]th of the input if that is less (but at least
+/// [`MIN_PIECE_BYTES`] for an input of one segment's size); and says
+/// whether the input is larger than one segment, whose segments are then
+/// deduplicated each.
 fn cut_segments<'h, 'd>(
     headers: &'h [gimli::UnitHeader<Reader<'d>>],
-) -> Vec<&'h [gimli::UnitHeader<Reader<'d>>]> {
+) -> (Vec<&'h [gimli::UnitHeader<Reader<'d>>]>, bool) {
     let total: usize = headers.iter().map(|h| h.length_including_self()).sum();
-    let limit = if total > SEGMENT_BYTES {
+    let large = total > SEGMENT_BYTES;
+    let limit = if large {
         total.div_ceil(MIN_SEGMENTS).min(SEGMENT_BYTES)
     } else {
-        SEGMENT_BYTES
+        total.div_ceil(MIN_SEGMENTS).max(MIN_PIECE_BYTES)
     };
     let mut segments = Vec::new();
     let (mut start, mut bytes) = (0, 0);
@@ -342,7 +356,7 @@ fn cut_segments<'h, 'd>(
     if start < headers.len() || segments.is_empty() {
         segments.extend(headers.get(start..));
     }
-    segments
+    (segments, large)
 }
 
 /// Runs `f` on every segment on the pool's threads, the largest segments
