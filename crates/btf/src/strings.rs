@@ -76,13 +76,18 @@ impl StringIndex {
         }
     }
 
+    /// The number of slots (a power of two, or 0).
+    fn capacity(&self) -> usize {
+        self.slots.len() / 2
+    }
+
     fn mask(&self) -> usize {
-        self.slots.len() / 2 - 1
+        self.capacity().saturating_sub(1)
     }
 
     /// The first slot that `h` probes: the top bits of a multiplicative mix.
     fn home(&self, h: u32) -> usize {
-        let bits = (self.slots.len() / 2).trailing_zeros();
+        let bits = self.capacity().trailing_zeros();
         (h.wrapping_mul(0x9e37_79b9) as u64 >> (32 - bits)) as usize
     }
 
@@ -106,7 +111,7 @@ impl StringIndex {
     /// Fills free slot `slot` (from `find`), growing the table past half
     /// full.
     fn insert(&mut self, slot: usize, off: u32, h: u32) {
-        if self.slots.is_empty() || 2 * (self.len + 1) > self.slots.len() / 2 {
+        if 2 * (self.len + 1) > self.capacity() {
             self.grow();
             let slot = self.free_slot(h);
             return self.insert(slot, off, h);
@@ -129,7 +134,7 @@ impl StringIndex {
 
     /// Twice the slots; entries move by their stored hash.
     fn grow(&mut self) {
-        let mut bigger = StringIndex::with_slots(self.slots.len());
+        let mut bigger = StringIndex::with_slots(2 * self.capacity());
         for pair in self.slots.chunks_exact(2) {
             if pair[0] != 0 {
                 let slot = bigger.free_slot(pair[1]);
