@@ -11,6 +11,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::load::ElfFile;
+
 const EHDR_SIZE: usize = 64;
 const SHDR_SIZE: usize = 64;
 const SHT_PROGBITS: u32 = 1;
@@ -198,17 +200,42 @@ fn pieces<'a>(elf: &'a [u8], e: &'a Embedding, header: &'a mut [u8; EHDR_SIZE]) 
 
 /// Writes the ELF `elf` with `sections` embedded (see [`embed_sections`]) to
 /// `path` as [`write_atomic`] does, streaming from `elf` instead of building
-/// the whole image in memory (a vmlinux is tens of MB).
+/// the whole image in memory (a vmlinux is tens of MB). The input's bytes
+/// after its header go from file to file in the kernel (`copy_file_range`):
+/// a module is mostly DWARF that the embedding leaves as it is
+/// (mlx5_core.ko: 61 MB), and a file system that shares extents (XFS,
+/// Btrfs) need not copy it at all.
 pub fn write_embedded(
     path: &Path,
-    elf: &[u8],
+    elf: &ElfFile,
     sections: &[(&str, &[u8])],
     perm: Option<std::fs::Permissions>,
 ) -> Result<(), EmbedError> {
-    let e = plan(elf, sections).map_err(EmbedError::Elf)?;
+    let data = elf.data();
+    let e = plan(data, sections).map_err(EmbedError::Elf)?;
     let mut header = [0u8; EHDR_SIZE];
-    let parts = pieces(elf, &e, &mut header);
+    let [head, body, tail] = pieces(data, &e, &mut header);
+    let body = match elf.file() {
+        Some(from) => Part::Copy {
+            from,
+            offset: EHDR_SIZE as u64,
+            bytes: body,
+        },
+        None => Part::Bytes(body),
+    };
+    let parts = [Part::Bytes(head), body, Part::Bytes(tail)];
     write_atomic_parts(path, &parts, perm).map_err(EmbedError::Io)
+}
+
+/// A piece of a file being written.
+enum Part<'a> {
+    Bytes(&'a [u8]),
+    /// `bytes`, which are also `from`'s bytes at `offset`.
+    Copy {
+        from: &'a std::fs::File,
+        offset: u64,
+        bytes: &'a [u8],
+    },
 }
 
 /// Why [`write_embedded`] failed: the input ELF, or writing the output.
@@ -241,13 +268,13 @@ pub fn write_atomic(
     bytes: &[u8],
     perm: Option<std::fs::Permissions>,
 ) -> std::io::Result<()> {
-    write_atomic_parts(path, &[bytes], perm)
+    write_atomic_parts(path, &[Part::Bytes(bytes)], perm)
 }
 
 /// [`write_atomic`] of the concatenation of `parts`.
 fn write_atomic_parts(
     path: &Path,
-    parts: &[&[u8]],
+    parts: &[Part],
     perm: Option<std::fs::Permissions>,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
@@ -262,7 +289,17 @@ fn write_atomic_parts(
     let result = (|| {
         let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
         for part in parts {
-            f.write_all(part)?;
+            match *part {
+                Part::Bytes(b) => f.write_all(b)?,
+                Part::Copy {
+                    from,
+                    offset,
+                    bytes,
+                } => {
+                    f.flush()?;
+                    copy_range(f.get_ref(), from, offset, bytes)?;
+                }
+            }
         }
         let f = f.into_inner().map_err(|e| e.into_error())?;
         if let Some(perm) = perm {
@@ -275,4 +312,75 @@ fn write_atomic_parts(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Appends `bytes`, which are `from`'s bytes at `offset`, to `out` (at its
+/// position): by `copy_file_range`, which copies in the kernel, and by a
+/// write of what it did not copy (a kernel or a pair of file systems it
+/// does not serve, an input that ended early).
+fn copy_range(
+    mut out: &std::fs::File,
+    from: &std::fs::File,
+    offset: u64,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0;
+    if let Ok(mut off_in) = libc::loff_t::try_from(offset) {
+        while done < bytes.len() {
+            // SAFETY: two open descriptors and a valid offset pointer; with
+            // a null output offset the kernel writes at `out`'s position
+            // and advances it, as a write would.
+            let n = unsafe {
+                libc::copy_file_range(
+                    from.as_raw_fd(),
+                    &mut off_in,
+                    out.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    bytes.len() - done,
+                    0,
+                )
+            };
+            match usize::try_from(n) {
+                Ok(n) if n > 0 => done += n,
+                _ => break,
+            }
+        }
+    }
+    out.write_all(bytes.get(done..).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `out` after `copy_range` of `from`'s bytes 3.. (given also as
+    /// `bytes`) appended to "head".
+    fn appended(from: &std::fs::File, bytes: &[u8]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut out = std::fs::File::create(&path).unwrap();
+        out.write_all(b"head").unwrap();
+        copy_range(&out, from, 3, bytes).unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn copy_range_copies_from_the_offset_in_the_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, b"abcdefgh").unwrap();
+        let from = std::fs::File::open(&path).unwrap();
+        assert_eq!(appended(&from, b"defgh"), b"headdefgh");
+    }
+
+    #[test]
+    fn copy_range_writes_what_the_kernel_cannot_copy() {
+        // A descriptor open for writing only: copy_file_range refuses it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, b"abcdefgh").unwrap();
+        let from = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert_eq!(appended(&from, b"defgh"), b"headdefgh");
+    }
 }

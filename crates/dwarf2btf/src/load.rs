@@ -25,6 +25,8 @@ pub type Dwarf<'a> = gimli::Dwarf<Reader<'a>>;
 pub struct ElfFile {
     path: PathBuf,
     map: memmap2::Mmap,
+    /// The file mapped (none for an image given as bytes).
+    file: Option<std::fs::File>,
 }
 
 impl ElfFile {
@@ -41,6 +43,7 @@ impl ElfFile {
         Ok(ElfFile {
             path: path.to_owned(),
             map,
+            file: Some(file),
         })
     }
 
@@ -56,6 +59,7 @@ impl ElfFile {
         Ok(ElfFile {
             path: path.to_owned(),
             map: map.make_read_only().map_err(io)?,
+            file: None,
         })
     }
 
@@ -65,6 +69,12 @@ impl ElfFile {
 
     pub fn data(&self) -> &[u8] {
         &self.map
+    }
+
+    /// The file whose bytes [`ElfFile::data`] maps (none for an image
+    /// given as bytes).
+    pub fn file(&self) -> Option<&std::fs::File> {
+        self.file.as_ref()
     }
 
     /// Tells the kernel that the file bytes `start..end` are not needed for

@@ -501,7 +501,7 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     // Streamed from the mapped input: no second copy of a vmlinux in memory.
     let perm = std::fs::metadata(file).ok().map(|m| m.permissions());
-    dwarf2btf::embed::write_embedded(file, elf.data(), &sections, perm)
+    dwarf2btf::embed::write_embedded(file, &elf, &sections, perm)
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     // The process ends here (a kernel build runs one per module): freeing
     // the BTF and the base's ~100,000 types one by one is wasted time.
