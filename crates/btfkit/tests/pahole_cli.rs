@@ -107,6 +107,37 @@ fn version_is_what_the_kernel_scripts_parse() {
     }
 }
 
+/// `btfkit encode --embed` writes the input with .BTF appended (its other
+/// bytes copied by the kernel from the input file), the same .BTF as `-o`.
+#[test]
+fn encode_embed_appends_the_btf_of_dash_o_bpftool() {
+    let fx = Fixture::new();
+    let obj = object(&fx);
+    let (btf, embedded) = (fx.path("t.btf"), fx.path("t.embedded.o"));
+    let out = Command::new(BTFKIT)
+        .args(["encode", "-o"])
+        .arg(&btf)
+        .arg("--embed")
+        .arg(&embedded)
+        .arg(&obj)
+        .output()
+        .expect("run btfkit");
+    assert!(out.status.success(), "{}", text(&out));
+    let before = std::fs::read(&obj).expect("read");
+    let after = std::fs::read(&embedded).expect("read");
+    assert_appended_only(&before, &after, "encode --embed");
+    let raw = std::fs::read(&btf).expect("read");
+    assert!(
+        after.windows(raw.len()).any(|w| w == raw.as_slice()),
+        "the embedded file does not hold the BTF of -o"
+    );
+    let (Some(dump), Some(raw_dump)) = (bpftool_dump(&embedded), bpftool_dump(&btf)) else {
+        return;
+    };
+    assert_eq!(dump, raw_dump);
+    assert!(dump.contains("STRUCT 'box' size=24 vlen=3"), "{dump}");
+}
+
 #[test]
 fn kernel_6_1_command_line_writes_btf_in_place_libbpf() {
     let fx = Fixture::new();

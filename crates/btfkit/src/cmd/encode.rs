@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
+use dwarf2btf::embed::EmbedError;
 use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, Progress, VarsMode};
 
 #[derive(clap::Args)]
@@ -198,11 +199,14 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     if let Some(out) = &args.embed {
-        let image = dwarf2btf::embed::embed_btf(elf.data(), &bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.elf.display()))?;
+        // Streamed from the input (its unchanged bytes copied in the
+        // kernel), as `pahole -J` in place is.
         let perm = std::fs::metadata(&args.elf).ok().map(|m| m.permissions());
-        dwarf2btf::embed::write_atomic(out, &image, perm)
-            .with_context(|| format!("cannot write {}", out.display()))?;
+        match dwarf2btf::embed::write_embedded(out, &elf, &[(".BTF", &bytes)], perm) {
+            Ok(()) => {}
+            Err(EmbedError::Elf(e)) => anyhow::bail!("{}: {e}", args.elf.display()),
+            Err(EmbedError::Io(e)) => anyhow::bail!("cannot write {}: {e}", out.display()),
+        }
     }
     // The process ends here: freeing the BTF and the base's ~100,000 types
     // one by one would cost a module's encode a tenth of its time.
