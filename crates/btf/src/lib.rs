@@ -42,6 +42,16 @@ pub enum Endian {
     Big,
 }
 
+impl Endian {
+    /// A 32-bit word of a blob in this byte order.
+    pub(crate) fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        }
+    }
+}
+
 /// What the header says beyond the section offsets, kept for a byte-exact rewrite.
 #[derive(Clone, Debug)]
 pub struct Header {

@@ -87,23 +87,17 @@ impl<'a> Records<'a> {
     }
 }
 
-impl Endian {
-    fn u32(self, b: [u8; 4]) -> u32 {
-        match self {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
-        }
-    }
-}
-
 fn header_u32(data: &[u8], off: usize, endian: Endian) -> Result<u32> {
-    let b = data.get(off..off + 4).ok_or(Error::Truncated {
-        what: "header",
-        offset: off,
-        need: 4,
-        have: data.len().saturating_sub(off),
-    })?;
-    Ok(endian.u32([b[0], b[1], b[2], b[3]]))
+    let b = data
+        .get(off..)
+        .and_then(<[u8]>::first_chunk::<4>)
+        .ok_or(Error::Truncated {
+            what: "header",
+            offset: off,
+            need: 4,
+            have: data.len().saturating_sub(off),
+        })?;
+    Ok(endian.u32(*b))
 }
 
 fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Result<&'a [u8]> {

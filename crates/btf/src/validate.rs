@@ -27,7 +27,7 @@ use std::fmt;
 
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Endian};
+use crate::Btf;
 
 /// The kernel whose verifier rules apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -211,12 +211,8 @@ pub fn validate_blob_for(blob: &[u8], btf: &Btf, target: Target) -> Vec<Problem>
     let mut problems = Vec::new();
     let h = btf.header();
     let rd = |off: usize| -> Option<u32> {
-        let b = blob.get(off..off.checked_add(4)?)?;
-        let b = [b[0], b[1], b[2], b[3]];
-        Some(match h.endian {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
-        })
+        let b = blob.get(off..)?.first_chunk::<4>()?;
+        Some(h.endian.u32(*b))
     };
     let blob_problem = |problems: &mut Vec<Problem>, detail: String| {
         problems.push(Problem {
