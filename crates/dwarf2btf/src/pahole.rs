@@ -27,9 +27,9 @@ use crate::load::ElfFile;
 use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The `--funcs pahole` policy.
-pub struct PaholeFuncs {
+pub struct PaholeFuncs<'a> {
     /// Where the kernel attaches each name.
-    lookup: KernelLookup,
+    lookup: KernelLookup<'a>,
 }
 
 /// The functions of one unit that may be encoded. Names and parameters of
@@ -125,14 +125,14 @@ fn entry_address(cx: &UnitContext<'_, '_>, offset: u64) -> gimli::Result<Option<
     Ok(ranges.next()?.map(|r| r.begin))
 }
 
-impl PaholeFuncs {
-    pub fn from_elf(elf: &ElfFile) -> Result<PaholeFuncs> {
+impl<'a> PaholeFuncs<'a> {
+    pub fn from_elf(elf: &'a ElfFile) -> Result<PaholeFuncs<'a>> {
         let obj = elf.object()?;
         Ok(PaholeFuncs::new(crate::funcs::emit::kernel_lookup(&obj)))
     }
 
     /// `lookup`: over every symbol of the ELF file.
-    pub fn new(lookup: KernelLookup) -> PaholeFuncs {
+    pub fn new(lookup: KernelLookup<'a>) -> PaholeFuncs<'a> {
         PaholeFuncs { lookup }
     }
 
@@ -214,7 +214,7 @@ impl PaholeFuncs {
     }
 }
 
-impl FuncPolicy for PaholeFuncs {
+impl FuncPolicy for PaholeFuncs<'_> {
     type Unit = Candidates;
 
     fn unit(&self, cx: &UnitContext<'_, '_>, _out: &mut UnitBuilder) -> Result<Candidates> {

@@ -169,7 +169,8 @@ struct Reach {
     tagged: HashMap<u64, u32>,
     /// Whether a BTF was read (else no FUNC ids are known).
     have_btf: bool,
-    lookup: dwarf2btf::funcs::lookup::KernelLookup,
+    /// Symbol name -> the address an exact-match kernel lookup returns.
+    picks: HashMap<String, u64>,
 }
 
 fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
@@ -182,7 +183,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
                 by_name: HashMap::new(),
                 tagged: HashMap::new(),
                 have_btf: false,
-                lookup: Default::default(),
+                picks: HashMap::new(),
             });
         }
     };
@@ -202,7 +203,10 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
         by_name: HashMap::new(),
         tagged: HashMap::new(),
         have_btf: btf.is_some(),
-        lookup,
+        picks: lookup
+            .exact_picks()
+            .map(|(n, a)| (n.to_owned(), a))
+            .collect(),
     };
     let Some(btf) = btf else {
         return Ok(reach);
@@ -232,7 +236,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
 
 fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
     let c = model.concrete(i);
-    let by_name = reach.lookup.picks(&i.symbol).exact == Some(i.address);
+    let by_name = reach.picks.get(i.symbol.as_str()) == Some(&i.address);
     let named = reach
         .by_name
         .get(&(i.symbol.clone(), i.address))

@@ -30,12 +30,13 @@
 use std::hash::{Hash, Hasher};
 
 use btf::{Btf, Param, Type, TypeData, TypeId};
+use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
 use super::collect::{collect_from_unit, Concrete, Need};
 use super::lookup::KernelLookup;
-use super::{names_match, read_symbols, Binding};
+use super::names_match;
 use crate::convert::UnitBuilder;
 use crate::error::{Error, Result};
 use crate::load::ElfFile;
@@ -45,48 +46,65 @@ use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 /// The prefix of the DECL_TAG names that tie a FUNC to an address.
 pub const ADDR_TAG_PREFIX: &str = "addr=";
 
-/// The `--funcs exact` policy.
-pub struct ExactFuncs {
+/// The `--funcs exact` policy. Symbol names are borrowed from the ELF.
+pub struct ExactFuncs<'a> {
     tags: AddrTags,
-    symbols: FuncSymbols,
+    symbols: FuncSymbols<'a>,
     /// Where the kernel attaches each name.
-    lookup: KernelLookup,
+    lookup: KernelLookup<'a>,
 }
 
 /// The STT_FUNC symbols, by address and by name.
-struct FuncSymbols {
-    /// Entry address -> symbol names there.
-    by_addr: FxHashMap<u64, Vec<String>>,
+struct FuncSymbols<'a> {
+    /// Names sorted by address, in symbol-table order at one address.
+    names: Vec<&'a str>,
+    /// Entry address -> where its names are in `names` (start, end).
+    by_addr: FxHashMap<u64, (u32, u32)>,
     /// Symbol name -> how many STT_FUNC symbols carry it.
-    name_count: FxHashMap<String, usize>,
+    name_count: FxHashMap<&'a str, u32>,
     /// Entry addresses with a symbol whose name several symbols carry.
     shared: FxHashSet<u64>,
 }
 
-impl FuncSymbols {
-    fn new(symbols: Vec<(String, u64, u64, Binding)>) -> FuncSymbols {
-        let mut by_addr: FxHashMap<u64, Vec<String>> = FxHashMap::default();
-        let mut name_count: FxHashMap<String, usize> = FxHashMap::default();
-        for (name, addr, _, _) in symbols {
-            *name_count.entry(name.clone()).or_default() += 1;
-            by_addr.entry(addr).or_default().push(name);
+impl<'a> FuncSymbols<'a> {
+    fn new(mut symbols: Vec<(u64, &'a str)>) -> FuncSymbols<'a> {
+        // Stable: names at one address keep their table order.
+        symbols.sort_by_key(|&(addr, _)| addr);
+        let mut name_count: FxHashMap<&str, u32> =
+            FxHashMap::with_capacity_and_hasher(symbols.len(), Default::default());
+        for &(_, name) in &symbols {
+            *name_count.entry(name).or_default() += 1;
         }
-        let shared = by_addr
-            .iter()
-            .filter(|(_, names)| names.iter().any(|n| name_count.get(n) > Some(&1)))
-            .map(|(&addr, _)| addr)
-            .collect();
+        let mut by_addr = FxHashMap::with_capacity_and_hasher(symbols.len(), Default::default());
+        let mut shared = FxHashSet::default();
+        let mut start = 0;
+        for run in symbols.chunk_by(|a, b| a.0 == b.0) {
+            let end = start + run.len() as u32;
+            let addr = run.first().map_or(0, |&(a, _)| a);
+            by_addr.insert(addr, (start, end));
+            if run.iter().any(|&(_, n)| name_count.get(n) > Some(&1)) {
+                shared.insert(addr);
+            }
+            start = end;
+        }
         FuncSymbols {
+            names: symbols.into_iter().map(|(_, n)| n).collect(),
             by_addr,
             name_count,
             shared,
         }
     }
+
+    /// The names of the symbols at `addr`.
+    fn at(&self, addr: u64) -> Option<&[&'a str]> {
+        let &(start, end) = self.by_addr.get(&addr)?;
+        self.names.get(start as usize..end as usize)
+    }
 }
 
 /// One encodable instance of a unit, with its prototype in the unit's builder.
-pub struct Candidate {
-    name: String,
+pub struct Candidate<'a> {
+    name: &'a str,
     address: u64,
     proto: TypeId,
     key: u64,
@@ -96,14 +114,24 @@ pub struct Candidate {
     alias: bool,
 }
 
-impl ExactFuncs {
-    pub fn from_elf(elf: &ElfFile, tags: AddrTags) -> Result<ExactFuncs> {
+impl<'a> ExactFuncs<'a> {
+    pub fn from_elf(elf: &'a ElfFile, tags: AddrTags) -> Result<ExactFuncs<'a>> {
         let obj = elf.object()?;
-        // Two passes over a symbol table of 100,000s of names, each
-        // building hash maps: side by side (the encode waits for them).
+        let listed = listed_symbols(&obj);
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        // Two sets of hash maps over 100,000s of names: side by side (the
+        // encode waits for them).
         let (lookup, symbols) = rayon::join(
-            || kernel_lookup(&obj),
-            || FuncSymbols::new(read_symbols(&obj)),
+            || KernelLookup::new(listed.iter().map(|s| (s.name, s.address)), relocatable),
+            || {
+                FuncSymbols::new(
+                    listed
+                        .iter()
+                        .filter(|s| s.function && !s.name.is_empty())
+                        .map(|s| (s.address, s.name))
+                        .collect(),
+                )
+            },
         );
         Ok(ExactFuncs {
             tags,
@@ -117,7 +145,7 @@ impl ExactFuncs {
     /// one symbol name share a FUNC; a name that one symbol carries has one
     /// address, whose descriptions share a FUNC by their C prototype alone.
     fn need(&self, entry: u64) -> Need {
-        if !self.symbols.by_addr.contains_key(&entry) {
+        if self.symbols.at(entry).is_none() {
             Need::Skip
         } else if self.symbols.shared.contains(&entry) {
             Need::Shapes
@@ -134,9 +162,9 @@ impl ExactFuncs {
         out: &mut UnitBuilder,
         u64_id: &mut Option<TypeId>,
         protos: &mut FxHashMap<u64, TypeId>,
-        found: &mut Vec<Candidate>,
+        found: &mut Vec<Candidate<'a>>,
     ) {
-        let Some(symbols) = self.symbols.by_addr.get(&c.entry) else {
+        let Some(symbols) = self.symbols.at(c.entry) else {
             return;
         };
         if c.error.is_some() {
@@ -156,7 +184,7 @@ impl ExactFuncs {
             // Named as the symbol table names it, whether or not the
             // compiler changed the ABI: that is the name kallsyms resolves.
             let name = match &verdict.signature {
-                Signature::Source | Signature::True { .. } => sym.as_str(),
+                Signature::Source | Signature::True { .. } => *sym,
                 Signature::Unwritable { .. } | Signature::None => continue,
             };
             let die_id = |die: Option<u64>| -> Option<TypeId> {
@@ -230,7 +258,7 @@ impl ExactFuncs {
                 out.add_type(Type::new(0, TypeData::FuncProto { ret, params }))
             });
             found.push(Candidate {
-                name: name.to_owned(),
+                name,
                 address: c.entry,
                 proto,
                 key,
@@ -241,18 +269,18 @@ impl ExactFuncs {
 }
 
 /// One FUNC to write: its name, prototype (global id) and addresses.
-struct Group {
-    name: String,
+struct Group<'a> {
+    name: &'a str,
     proto: TypeId,
     addrs: Vec<u64>,
 }
 
-impl FuncPolicy for ExactFuncs {
-    type Unit = Vec<Candidate>;
+impl<'a> FuncPolicy for ExactFuncs<'a> {
+    type Unit = Vec<Candidate<'a>>;
 
     const SUBPROGRAMS: bool = true;
 
-    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate>> {
+    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate<'a>>> {
         let offset = cx.types.unit_offset().0 as u64;
         let concretes =
             collect_from_unit(cx.dwarf, cx.unit, cx.subprograms, &|entry| self.need(entry))
@@ -276,18 +304,18 @@ impl FuncPolicy for ExactFuncs {
             .iter()
             .flat_map(|(_, cands)| cands.iter())
             .filter(|c| !c.alias)
-            .map(|c| (c.name.as_str(), c.address))
+            .map(|c| (c.name, c.address))
             .collect();
         let mut groups: Vec<Group> = Vec::new();
         let mut index: FxHashMap<u64, usize> = FxHashMap::default();
         for (remap, cands) in &units {
             for c in cands {
-                if c.alias && described.contains(&(c.name.as_str(), c.address)) {
+                if c.alias && described.contains(&(c.name, c.address)) {
                     continue;
                 }
                 let g = *index.entry(c.key).or_insert_with(|| {
                     groups.push(Group {
-                        name: c.name.clone(),
+                        name: c.name,
                         proto: remap.type_id(c.proto),
                         addrs: Vec::new(),
                     });
@@ -304,22 +332,18 @@ impl FuncPolicy for ExactFuncs {
         // kernel attaches that name to. The others go by address.
         let mut named: FxHashMap<&str, usize> = FxHashMap::default();
         for (i, g) in groups.iter().enumerate() {
-            let picks = self.lookup.picks(&g.name);
+            let picks = self.lookup.picks(g.name);
             if !picks.is_none() && picks.addresses().all(|p| g.addrs.contains(&p)) {
-                named.entry(g.name.as_str()).or_insert(i);
+                named.entry(g.name).or_insert(i);
             }
         }
         for (i, g) in groups.iter().enumerate() {
             let mut addrs = g.addrs.clone();
             addrs.sort_unstable();
-            if named.get(g.name.as_str()) == Some(&i) {
-                let unique = self.symbols.name_count.get(&g.name) == Some(&1)
+            if named.get(g.name) == Some(&i) {
+                let unique = self.symbols.name_count.get(g.name) == Some(&1)
                     && match addrs.as_slice() {
-                        [a] => self
-                            .symbols
-                            .by_addr
-                            .get(a)
-                            .is_some_and(|s| s.contains(&g.name)),
+                        [a] => self.symbols.at(*a).is_some_and(|s| s.contains(&g.name)),
                         _ => false,
                     };
                 let tag = match self.tags {
@@ -327,11 +351,11 @@ impl FuncPolicy for ExactFuncs {
                     AddrTags::Ambiguous => !unique,
                     AddrTags::None => false,
                 };
-                add_func(btf, &g.name, g.proto, if tag { &addrs } else { &[] });
+                add_func(btf, g.name, g.proto, if tag { &addrs } else { &[] });
             } else {
                 let tag = !matches!(self.tags, AddrTags::None);
                 for a in addrs {
-                    let name = self.lookup.unreachable_name(&g.name, a);
+                    let name = self.lookup.unreachable_name(g.name, a);
                     let tags = [a];
                     add_func(btf, &name, g.proto, if tag { &tags } else { &[] });
                 }
@@ -357,14 +381,18 @@ fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
     }
 }
 
-/// The kernel's name lookup over every symbol of an ELF file that
-/// kallsyms would list (functions and data; not sections, files or
-/// undefined ones).
-pub fn kernel_lookup(obj: &object::File<'_>) -> KernelLookup {
-    use object::{Object, ObjectSymbol};
-    let relocatable = obj.kind() == object::ObjectKind::Relocatable;
-    let symbols: Vec<(&str, u64)> = obj
-        .symbols()
+/// A symbol that kallsyms would list.
+struct Listed<'a> {
+    name: &'a str,
+    address: u64,
+    function: bool,
+}
+
+/// Every symbol of an ELF file that kallsyms would list (functions and
+/// data; not sections, files or undefined ones), in table order.
+fn listed_symbols<'a>(obj: &object::File<'a>) -> Vec<Listed<'a>> {
+    use object::ObjectSymbol;
+    obj.symbols()
         .filter(|s| {
             s.section_index().is_some()
                 && !matches!(
@@ -372,7 +400,22 @@ pub fn kernel_lookup(obj: &object::File<'_>) -> KernelLookup {
                     object::SymbolKind::Section | object::SymbolKind::File
                 )
         })
-        .filter_map(|s| Some((s.name().ok()?, s.address())))
-        .collect();
-    KernelLookup::new(symbols, relocatable)
+        .filter_map(|s| {
+            Some(Listed {
+                name: s.name().ok()?,
+                address: s.address(),
+                function: s.kind() == object::SymbolKind::Text,
+            })
+        })
+        .collect()
+}
+
+/// The kernel's name lookup over every symbol of an ELF file that
+/// kallsyms would list.
+pub fn kernel_lookup<'a>(obj: &object::File<'a>) -> KernelLookup<'a> {
+    let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+    KernelLookup::new(
+        listed_symbols(obj).iter().map(|s| (s.name, s.address)),
+        relocatable,
+    )
 }

@@ -40,13 +40,15 @@ pub const UNREACHABLE_SEPARATOR: &str = "..";
 const MAX_NAME: usize = 127;
 
 /// The kernel's `kallsyms_lookup_name` over one symbol table.
+/// Names are borrowed from the symbol table (a vmlinux has ~150,000): an
+/// owned copy of each cost tens of ms on the encode's critical path.
 #[derive(Clone, Debug, Default)]
-pub struct KernelLookup {
+pub struct KernelLookup<'a> {
     /// Name -> the address the exact-match lookup returns.
-    exact: FxHashMap<String, u64>,
+    exact: FxHashMap<&'a str, u64>,
     /// Name with `.llvm.<hash>` cut -> lowest address: what kernels up to
     /// 6.10 built with LTO_CLANG return. Empty without `.llvm.` symbols.
-    stripped: FxHashMap<String, u64>,
+    stripped: FxHashMap<&'a str, u64>,
 }
 
 /// Where a lookup by name lands.
@@ -75,15 +77,19 @@ pub fn strip_llvm(name: &str) -> Option<&str> {
     name.find(".llvm.").map(|i| &name[..i])
 }
 
-impl KernelLookup {
+impl<'a> KernelLookup<'a> {
     /// From every symbol kallsyms would list (functions and data), in
     /// symbol-table order. `first_in_table`: a module (ET_REL), whose lookup
     /// takes the first symbol of a name in table order, not the lowest.
-    pub fn new<'a>(
+    pub fn new(
         symbols: impl IntoIterator<Item = (&'a str, u64)>,
         first_in_table: bool,
-    ) -> KernelLookup {
-        let mut l = KernelLookup::default();
+    ) -> KernelLookup<'a> {
+        let symbols = symbols.into_iter();
+        let mut l = KernelLookup {
+            exact: FxHashMap::with_capacity_and_hasher(symbols.size_hint().0, Default::default()),
+            stripped: FxHashMap::default(),
+        };
         let keep = |slot: &mut u64, addr: u64| {
             if !first_in_table && addr < *slot {
                 *slot = addr;
@@ -93,26 +99,22 @@ impl KernelLookup {
             if name.is_empty() {
                 continue;
             }
-            match l.exact.get_mut(name) {
-                Some(slot) => keep(slot, addr),
-                None => {
-                    l.exact.insert(name.to_owned(), addr);
-                }
-            }
+            l.exact
+                .entry(name)
+                .and_modify(|slot| keep(slot, addr))
+                .or_insert(addr);
             if let Some(base) = strip_llvm(name) {
-                match l.stripped.get_mut(base) {
-                    Some(slot) => keep(slot, addr),
-                    None => {
-                        l.stripped.insert(base.to_owned(), addr);
-                    }
-                }
+                l.stripped
+                    .entry(base)
+                    .and_modify(|slot| keep(slot, addr))
+                    .or_insert(addr);
             }
         }
         // A stripped lookup also matches the unsuffixed symbols themselves.
         if !l.stripped.is_empty() {
-            let names: Vec<String> = l.stripped.keys().cloned().collect();
+            let names: Vec<&str> = l.stripped.keys().copied().collect();
             for n in names {
-                if let (Some(&e), Some(s)) = (l.exact.get(&n), l.stripped.get_mut(&n)) {
+                if let (Some(&e), Some(s)) = (l.exact.get(n), l.stripped.get_mut(n)) {
                     keep(s, e);
                 }
             }
@@ -137,6 +139,11 @@ impl KernelLookup {
         Picks { exact, stripped }
     }
 
+    /// Every name with the address the exact-match lookup returns.
+    pub fn exact_picks(&self) -> impl Iterator<Item = (&'a str, u64)> + '_ {
+        self.exact.iter().map(|(&n, &a)| (n, a))
+    }
+
     /// Whether some symbol has exactly this name.
     pub fn is_symbol(&self, name: &str) -> bool {
         self.exact.contains_key(name)
@@ -154,7 +161,7 @@ impl KernelLookup {
             head = &head[..head.len() - 1];
         }
         let mut name = format!("{head}{tail}");
-        while self.is_symbol(&name) || self.stripped.contains_key(&name) {
+        while self.is_symbol(&name) || self.stripped.contains_key(name.as_str()) {
             name.push('_');
         }
         name
