@@ -4,7 +4,7 @@
 //! the number of threads. The units are cut into segments of consecutive
 //! units, about [`SEGMENT_BYTES`] of DWARF each, at least [`MIN_SEGMENTS`]
 //! of them if there are several (a cut that depends only on the input);
-//! segments are encoded in parallel, largest first, each one
+//! segments are encoded in parallel, in order (see [`run_in_order`]), each one
 //! sequentially: its units' types (`convert.rs`), the function
 //! policy's and the variables' types, appended in unit order, then
 //! deduplicated on their own. The deduplicated segments are appended to the
@@ -207,10 +207,7 @@ where
         subprograms: P::SUBPROGRAMS,
     };
 
-    let mut warnings = Vec::new();
-    let mut policy_units = Vec::new();
-    let mut secinfos = Vec::new();
-    let (segments, dedup_segments) = cut_segments(&headers);
+    let (segments, limit, dedup_segments) = cut_segments(&headers);
     let seg_cx = SegmentContext {
         path,
         dwarf: &dwarf,
@@ -229,24 +226,29 @@ where
         dedup: !opts.no_dedup && dedup_segments,
     };
     progress.stage("converting compilation units", headers.len() as u64);
-    let results = run_largest_first(pool, &segments, |units| {
-        encode_segment(&seg_cx, units, policy)
-    });
-    progress.stage("merging", 0);
-    let mut sink = Sink::new(base);
-    for seg in results {
-        let seg = seg?;
-        warnings.extend(seg.warnings);
-        let shift = append_btf(&mut sink, seg.btf);
-        let global = |id: TypeId| shift.map(id);
-        for (mut remap, u) in seg.units {
-            remap.map_globals(global);
-            policy_units.push((remap, u));
-        }
-        secinfos.extend(seg.vars.into_iter().map(|mut v| {
-            v.var = global(v.var);
-            v
-        }));
+    let mut merged = Merged {
+        sink: Sink::new(base),
+        warnings: Vec::new(),
+        policy_units: Vec::new(),
+        secinfos: Vec::new(),
+        error: None,
+    };
+    run_in_order(
+        pool,
+        &segments,
+        limit,
+        |units| encode_segment(&seg_cx, units, policy),
+        |seg| merged.add(seg),
+    );
+    let Merged {
+        sink,
+        warnings,
+        policy_units,
+        secinfos,
+        error,
+    } = merged;
+    if let Some(e) = error {
+        return Err(e);
     }
     let mut btf = sink.into_btf();
     progress.stage("functions and variables", 0);
@@ -331,12 +333,12 @@ fn read_headers<'d>(
 
 /// Cuts the units into runs of about [`SEGMENT_BYTES`], or of a
 /// [`MIN_SEGMENTS`]th of the input if that is less (but at least
-/// [`MIN_PIECE_BYTES`] for an input of one segment's size); and says
-/// whether the input is larger than one segment, whose segments are then
-/// deduplicated each.
+/// [`MIN_PIECE_BYTES`] for an input of one segment's size); returns them,
+/// the size a segment reaches before it is cut, and whether the input is
+/// larger than one segment, whose segments are then deduplicated each.
 fn cut_segments<'h, 'd>(
     headers: &'h [gimli::UnitHeader<Reader<'d>>],
-) -> (Vec<&'h [gimli::UnitHeader<Reader<'d>>]>, bool) {
+) -> (Vec<&'h [gimli::UnitHeader<Reader<'d>>]>, usize, bool) {
     let total: usize = headers.iter().map(|h| h.length_including_self()).sum();
     let large = total > SEGMENT_BYTES;
     let limit = if large {
@@ -356,24 +358,50 @@ fn cut_segments<'h, 'd>(
     if start < headers.len() || segments.is_empty() {
         segments.extend(headers.get(start..));
     }
-    (segments, large)
+    (segments, limit, large)
 }
 
-/// Runs `f` on every segment on the pool's threads, the largest segments
-/// first (the longest jobs must not be the last ones), and returns the
-/// results in segment order.
-fn run_largest_first<'h, 'd, R: Send>(
+/// Runs `f` on every segment on the pool's threads and hands the results
+/// to `merge` in segment order.
+///
+/// Segments start in segment order, except those of at least twice
+/// `limit` (a unit larger than a segment), which start first: the longest
+/// jobs must not be the last ones. All others hold between `limit` and
+/// twice that (the last one less), so the order costs no balance, and it
+/// lets the merge keep up: a worker that finds no segment left merges the
+/// results that are ready, in order, while the other finishes its last
+/// segment (one segment's time, ~70 ms on vmlinux, that it would idle);
+/// the worker that finishes the last one merges the rest. A result stored
+/// while the other worker merges may be missed by both: whatever is left
+/// is merged after the workers are done.
+fn run_in_order<'h, 'd, R: Send, M: FnMut(R) + Send>(
     pool: &rayon::ThreadPool,
     segments: &[&'h [gimli::UnitHeader<Reader<'d>>]],
+    limit: usize,
     f: impl Fn(&'h [gimli::UnitHeader<Reader<'d>>]) -> R + Sync,
-) -> Vec<R> {
+    merge: M,
+) {
     let size = |units: &[gimli::UnitHeader<Reader<'d>>]| -> usize {
         units.iter().map(|h| h.length_including_self()).sum()
     };
     let mut order: Vec<usize> = (0..segments.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(segments.get(i).map_or(0, |s| size(s))));
+    order.sort_by_key(|&i| {
+        let oversized = segments.get(i).is_some_and(|s| size(s) >= 2 * limit);
+        (!oversized, i)
+    });
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<R>>> = segments.iter().map(|_| Mutex::new(None)).collect();
+    // The next segment to merge, and the merge.
+    let merger = Mutex::new((0, merge));
+    let drain = |m: &mut (usize, M)| {
+        while let Some(slot) = slots.get(m.0) {
+            let Some(r) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                break;
+            };
+            (m.1)(r);
+            m.0 += 1;
+        }
+    };
     pool.scope(|scope| {
         for _ in 0..pool.current_num_threads() {
             scope.spawn(|_| {
@@ -383,13 +411,50 @@ fn run_largest_first<'h, 'd, R: Send>(
                         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     }
                 }
+                if let Ok(mut m) = merger.try_lock() {
+                    drain(&mut m);
+                }
             });
         }
     });
-    slots
-        .into_iter()
-        .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect()
+    drain(&mut merger.into_inner().unwrap_or_else(|e| e.into_inner()));
+}
+
+/// The segments appended so far, in segment order.
+struct Merged<U> {
+    sink: Sink,
+    warnings: Vec<String>,
+    /// Each unit's policy output, its ids global.
+    policy_units: Vec<(UnitRemap, U)>,
+    secinfos: Vec<vars::SecEntry>,
+    /// The first segment that failed; later ones are dropped.
+    error: Option<Error>,
+}
+
+impl<U> Merged<U> {
+    fn add(&mut self, seg: Result<Segment<U>>) {
+        if self.error.is_some() {
+            return;
+        }
+        let seg = match seg {
+            Ok(seg) => seg,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        self.warnings.extend(seg.warnings);
+        let shift = append_btf(&mut self.sink, seg.btf);
+        let global = |id: TypeId| shift.map(id);
+        for (mut remap, u) in seg.units {
+            remap.map_globals(global);
+            self.policy_units.push((remap, u));
+        }
+        self.secinfos.extend(seg.vars.into_iter().map(|mut v| {
+            v.var = global(v.var);
+            v
+        }));
+    }
 }
 
 struct UnitOut<U> {
