@@ -4,7 +4,7 @@
 //! the number of threads. The units are cut into segments of consecutive
 //! units, about [`SEGMENT_BYTES`] of DWARF each, at least [`MIN_SEGMENTS`]
 //! of them if there are several (a cut that depends only on the input);
-//! segments are encoded in parallel, in order (see [`run_in_order`]), each one
+//! segments are encoded in parallel, in order (see `run_in_order`), each one
 //! sequentially: its units' types (`convert.rs`), the function
 //! policy's and the variables' types, appended in unit order, then
 //! deduplicated on their own. The deduplicated segments are appended to the
