@@ -101,22 +101,49 @@ pub struct Btf {
     /// the builders of a split encode is indexed once, not once per user.
     str_index: OnceLock<StringIndex>,
     /// What the parser learnt of the own types, while they are as parsed.
-    facts: Option<ParseFacts>,
+    facts: Option<Facts>,
     /// The dedup's candidates of these types, for split BTF over them
     /// (`dedup::prepare_base`), built on first use. Dropped with `facts`.
     dedup_base: OnceLock<Arc<dedup::table::BaseEntries>>,
 }
 
-/// Facts about a BTF's own types gathered while parsing them (no extra
-/// pass), so that the dedup of a split BTF does not walk its base's ~100,000
-/// types again for them. Dropped by any change to the types.
+/// Facts about a BTF's own types gathered while parsing or building them
+/// (no extra pass), so that a dedup does not walk the types again for them
+/// (a split BTF's base: ~100,000 types; an encode's: millions). Kept up to
+/// date by [`Btf::add_type`], dropped by any other change to the types.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ParseFacts {
+pub(crate) struct Facts {
     /// Every type id the own types refer to is below the type count, and
     /// no type has a kind whose references are unknown.
     pub refs_valid: bool,
     /// Some DECL_TAG has component_idx -1 (the form of an `addr=` tag).
     pub decl_tags: bool,
+}
+
+impl Facts {
+    /// The facts of `types` whose largest reference is `max_ref`, ids from
+    /// `start_id`. Reads each type's kind, not its members.
+    fn of(types: &[Type], start_id: TypeId, max_ref: TypeId) -> Facts {
+        let mut facts = Facts {
+            refs_valid: max_ref < start_id + types.len() as TypeId,
+            decl_tags: false,
+        };
+        for t in types {
+            facts.note_kind(t);
+        }
+        facts
+    }
+
+    /// Folds in the kind of `t`: unknown, or an `addr=`-form DECL_TAG.
+    pub(crate) fn note_kind(&mut self, t: &Type) {
+        match t.data {
+            TypeData::Unknown { .. } => self.refs_valid = false,
+            TypeData::DeclTag {
+                component_idx: -1, ..
+            } => self.decl_tags = true,
+            _ => {}
+        }
+    }
 }
 
 impl Default for Btf {
@@ -359,7 +386,11 @@ impl Btf {
     /// Appends a type and returns its id.
     pub fn add_type(&mut self, t: Type) -> TypeId {
         let id = self.type_count();
-        self.facts = None;
+        if let Some(f) = &mut self.facts {
+            f.note_kind(&t);
+            // A reference to a type not added yet is not vouched for.
+            t.for_each_ref(|r| f.refs_valid &= r <= id);
+        }
         self.dedup_base = OnceLock::new();
         self.types.push(t);
         id
@@ -386,5 +417,21 @@ impl Btf {
     pub fn set_contents_indexed(&mut self, types: Vec<Type>, strings: Vec<u8>, index: StringIndex) {
         self.set_contents(types, strings);
         self.str_index = OnceLock::from(index);
+    }
+
+    /// [`Btf::set_contents_indexed`] of types whose builder saw every id
+    /// they refer to as it wrote them, the largest being `max_ref`: a dedup
+    /// does not walk them again to check their ids. A `max_ref` below an
+    /// id they refer to would make the dedup panic rather than fail.
+    pub fn set_built_contents(
+        &mut self,
+        types: Vec<Type>,
+        strings: Vec<u8>,
+        index: StringIndex,
+        max_ref: TypeId,
+    ) {
+        let facts = Facts::of(&types, self.start_id, max_ref);
+        self.set_contents_indexed(types, strings, index);
+        self.facts = Some(facts);
     }
 }

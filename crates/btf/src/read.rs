@@ -12,7 +12,7 @@ use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Endian, Header, ParseFacts, StringIndex};
+use crate::{Btf, Endian, Facts, Header, StringIndex};
 
 /// A bounds-checked little/big-endian reader over the type section.
 struct Cursor<'a> {
@@ -277,13 +277,13 @@ fn parse_types(
     cur: &mut Cursor,
     start_id: TypeId,
     layouts: &[KindLayout],
-) -> Result<(Vec<Type>, ParseFacts)> {
+) -> Result<(Vec<Type>, Facts)> {
     // Room for the most types the section can hold (12 bytes is the
     // smallest), so that the vector is never moved; pages past the last
     // type are never touched.
     let mut types = crate::hugepages::vec(cur.remaining() / 12);
     let mut max_ref = 0;
-    let mut facts = ParseFacts {
+    let mut facts = Facts {
         refs_valid: true,
         decl_tags: false,
     };
@@ -291,13 +291,7 @@ fn parse_types(
         let id = start_id + types.len() as u32;
         let t = parse_type(cur, id, layouts)?;
         t.for_each_ref(|r| max_ref = max_ref.max(r));
-        match t.data {
-            TypeData::Unknown { .. } => facts.refs_valid = false,
-            TypeData::DeclTag {
-                component_idx: -1, ..
-            } => facts.decl_tags = true,
-            _ => {}
-        }
+        facts.note_kind(&t);
         types.push(t);
     }
     facts.refs_valid &= max_ref < start_id + types.len() as u32;

@@ -696,6 +696,9 @@ struct Sink {
     start_id: TypeId,
     types: Vec<Type>,
     strings: Strings,
+    /// The largest id the types refer to (so the dedup need not walk them
+    /// to check their ids).
+    max_ref: TypeId,
 }
 
 impl Sink {
@@ -704,6 +707,7 @@ impl Sink {
             start_id: base.as_ref().map_or(1, |b| b.btf().type_count()),
             types: Vec::new(),
             strings: Strings::new(base),
+            max_ref: 0,
         }
     }
 
@@ -712,6 +716,20 @@ impl Sink {
     }
 
     fn add_type(&mut self, t: Type) -> TypeId {
+        t.for_each_ref(|r| self.max_ref = self.max_ref.max(r));
+        let id = self.next_id();
+        self.types.push(t);
+        id
+    }
+
+    /// [`Sink::add_type`] of a type whose ids `shift` moves here.
+    fn add_shifted(&mut self, mut t: Type, shift: Shift) -> TypeId {
+        let mut max = self.max_ref;
+        t.for_each_ref_mut(|r| {
+            *r = shift.map(*r);
+            max = max.max(*r);
+        });
+        self.max_ref = max;
         let id = self.next_id();
         self.types.push(t);
         id
@@ -724,7 +742,7 @@ impl Sink {
         };
         // The strings' index goes along: the policy's `finish` adds names.
         let (strings, index) = self.strings.into_indexed();
-        btf.set_contents_indexed(self.types, strings, index);
+        btf.set_built_contents(self.types, strings, index, self.max_ref);
         btf
     }
 }
@@ -755,9 +773,8 @@ fn append_unit(sink: &mut Sink, types: Vec<Type>) -> Shift {
         to: sink.next_id(),
     };
     sink.types.reserve(types.len());
-    for mut t in types {
-        t.for_each_ref_mut(|r| *r = shift.map(*r));
-        sink.add_type(t);
+    for t in types {
+        sink.add_shifted(t, shift);
     }
     shift
 }
@@ -796,8 +813,7 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
                 Some(&global) => global,
             };
         });
-        t.for_each_ref_mut(|r| *r = shift.map(*r));
-        sink.add_type(t);
+        sink.add_shifted(t, shift);
     }
     shift
 }

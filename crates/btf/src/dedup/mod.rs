@@ -1461,3 +1461,40 @@ impl<'a> Dedup<'a> {
         Ok(kept)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A BTF with `int` and a pointer to it, parsed (so its ids were
+    /// checked once), then a pointer to `added_to` added.
+    fn parsed_then_added(added_to: TypeId) -> Btf {
+        let mut b = Btf::new();
+        let int = b.add_str("int");
+        b.add_type(Type::new(
+            int,
+            TypeData::Int {
+                size: 4,
+                encoding: 1,
+                offset: 0,
+                bits: 32,
+            },
+        ));
+        b.add_type(Type::new(0, TypeData::Ptr { ty: 1 }));
+        let mut parsed = Btf::parse(&b.to_bytes()).unwrap();
+        parsed.add_type(Type::new(0, TypeData::Ptr { ty: added_to }));
+        parsed
+    }
+
+    /// What the parser vouched for stays true as types are added: an id
+    /// past the last type, added later, is an error, not an index.
+    #[test]
+    fn ids_added_after_a_parse_are_checked() {
+        let mut good = parsed_then_added(1);
+        dedup(&mut good, &DedupOptions::default()).unwrap();
+        assert_eq!(good.type_count(), 3);
+        let mut bad = parsed_then_added(7);
+        let e = dedup(&mut bad, &DedupOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("refers to type id 7"), "{e}");
+    }
+}
