@@ -223,8 +223,9 @@ impl<'d> Str<'d> {
             Str::None => return None,
             Str::Inline(s) => return Some(s),
             Str::Strp(o) => {
-                let s = dwarf.debug_str.get_str(gimli::DebugStrOffset(o));
-                return s.ok().map(|r| r.slice());
+                // gimli's `get_str` finds the NUL a byte at a time.
+                let rest = gimli::Section::reader(&dwarf.debug_str).slice().get(o..)?;
+                return rest.get(..memchr::memchr(0, rest)?);
             }
             Str::LineStrp(o) => AttributeValue::DebugLineStrRef(gimli::DebugLineStrOffset(o)),
             Str::Index(i) => AttributeValue::DebugStrOffsetsIndex(gimli::DebugStrOffsetsIndex(i)),
