@@ -322,10 +322,7 @@ impl Btf {
             .get((off - self.start_str_off) as usize..)
             .filter(|r| !r.is_empty())
             .ok_or(Error::StringOffset(off))?;
-        let end = rest
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or(Error::StringUnterminated(off))?;
+        let end = memchr::memchr(0, rest).ok_or(Error::StringUnterminated(off))?;
         Ok(&rest[..end])
     }
 

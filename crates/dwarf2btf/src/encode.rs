@@ -803,7 +803,7 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
             *s = match str_map.get(local) {
                 Some(&0) | None => {
                     let bytes = strings.get(local..).unwrap_or_default();
-                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                    let end = memchr::memchr(0, bytes).unwrap_or(bytes.len());
                     let global = sink.strings.add(&bytes[..end]);
                     if let Some(slot) = str_map.get_mut(local) {
                         *slot = global;

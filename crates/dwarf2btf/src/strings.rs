@@ -97,7 +97,7 @@ impl Strings {
 
     fn own(&self, off: u32) -> &[u8] {
         let rest = self.bytes.get(off as usize..).unwrap_or(&[]);
-        &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+        &rest[..memchr::memchr(0, rest).unwrap_or(rest.len())]
     }
 
     pub fn base(&self) -> Option<&Arc<Btf>> {

@@ -44,7 +44,7 @@ pub(super) fn dedup_strings(btf: &Btf, types: &mut [Type]) -> Result<Vec<u8>> {
                 *off = done;
                 return;
             }
-            let Some(end) = old[local..].iter().position(|&c| c == 0) else {
+            let Some(end) = memchr::memchr(0, &old[local..]) else {
                 err = Some(Error::StringUnterminated(*off));
                 return;
             };
