@@ -136,19 +136,14 @@ impl<'s> UnitBuilder<'s> {
 pub struct UnitTypes {
     /// Offset of the unit header in .debug_info.
     unit_offset: u64,
-    /// (DIE unit offset, local id), sorted by offset. Id 0: the DIE stands
-    /// for `void` (DW_TAG_unspecified_type and kinds BTF cannot express).
-    map: Vec<(u32, TypeId)>,
-    /// DIEs that are transparent (DW_TAG_atomic_type): offset -> referee.
-    aliases: Vec<(u32, u32)>,
+    types: DieTypes,
 }
 
 impl UnitTypes {
     /// The local id (in this unit's [`UnitBuilder`]) of the type DIE at
     /// `die`, `Some(0)` for void, `None` if `die` is not a type DIE.
     pub fn type_id(&self, die: UnitOffset) -> Option<TypeId> {
-        let off = u32::try_from(die.0).ok()?;
-        self.lookup(off, 0)
+        self.types.lookup(u32::try_from(die.0).ok()?)
     }
 
     /// Like [`UnitTypes::type_id`] for a global .debug_info offset.
@@ -161,20 +156,40 @@ impl UnitTypes {
     pub fn unit_offset(&self) -> gimli::DebugInfoOffset {
         gimli::DebugInfoOffset(self.unit_offset as usize)
     }
+}
 
-    fn lookup(&self, off: u32, depth: u32) -> Option<TypeId> {
-        if let Ok(i) = self.map.binary_search_by_key(&off, |e| e.0) {
-            return self.map.get(i).map(|e| e.1);
+/// Unit offset of a DIE -> local type id, for one unit's type DIEs: how
+/// the converter resolves the type references of a unit once it is read,
+/// and the function policy its parameters' types.
+struct DieTypes {
+    /// (DIE unit offset, local id), sorted by offset (DIEs are read in
+    /// offset order). Id 0: the DIE stands for `void`
+    /// (DW_TAG_unspecified_type and kinds BTF cannot express).
+    map: Vec<(u32, TypeId)>,
+    /// DIEs that are transparent (DW_TAG_atomic_type): offset -> referee,
+    /// sorted by offset.
+    aliases: Vec<(u32, u32)>,
+}
+
+/// Longest chain of transparent DIEs followed (a corrupt file may loop).
+const MAX_ALIASES: usize = 16;
+
+impl DieTypes {
+    /// The local id of the type DIE at `off` (through transparent DIEs),
+    /// `None` if it is not a type DIE.
+    fn lookup(&self, off: u32) -> Option<TypeId> {
+        let mut off = off;
+        for _ in 0..MAX_ALIASES {
+            if let Ok(i) = self.map.binary_search_by_key(&off, |e| e.0) {
+                return self.map.get(i).map(|e| e.1);
+            }
+            let i = self.aliases.binary_search_by_key(&off, |e| e.0).ok()?;
+            off = self.aliases.get(i)?.1;
+            if off == 0 {
+                return Some(0);
+            }
         }
-        if depth > 16 {
-            return Some(0);
-        }
-        let i = self.aliases.binary_search_by_key(&off, |e| e.0).ok()?;
-        let target = self.aliases.get(i)?.1;
-        if target == 0 {
-            return Some(0);
-        }
-        self.lookup(target, depth + 1)
+        Some(0)
     }
 }
 
@@ -1102,7 +1117,9 @@ impl<'a, 'd> Conv<'a, 'd> {
         }
     }
 
-    fn resolve(&self, v: u32, unresolved: &mut u32) -> TypeId {
+    /// The local id a reference of the pass stands for, with the unit's
+    /// type DIEs all read.
+    fn resolve(&self, types: &DieTypes, v: u32, unresolved: &mut u32) -> TypeId {
         if v == 0 {
             return 0;
         }
@@ -1112,28 +1129,13 @@ impl<'a, 'd> Conv<'a, 'd> {
         if v & LOCAL != 0 {
             return v & !LOCAL;
         }
-        match self.lookup(v) {
+        match types.lookup(v) {
             Some(id) => id,
             None => {
                 *unresolved += 1;
                 0
             }
         }
-    }
-
-    fn lookup(&self, off: u32) -> Option<TypeId> {
-        let mut off = off;
-        for _ in 0..16 {
-            if let Ok(i) = self.map.binary_search_by_key(&off, |e| e.0) {
-                return self.map.get(i).map(|e| e.1);
-            }
-            let i = self.aliases.binary_search_by_key(&off, |e| e.0).ok()?;
-            off = self.aliases.get(i)?.1;
-            if off == 0 {
-                return Some(0);
-            }
-        }
-        Some(0)
     }
 
     fn finish(
@@ -1158,10 +1160,14 @@ impl<'a, 'd> Conv<'a, 'd> {
         }
         // DIEs come in offset order, so `map` is sorted already; aliases too.
         debug_assert!(self.map.windows(2).all(|w| w[0].0 < w[1].0));
+        let die_types = DieTypes {
+            map: std::mem::take(&mut self.map),
+            aliases: std::mem::take(&mut self.aliases),
+        };
         let mut unresolved = 0u32;
         let mut types = std::mem::take(&mut self.b.types);
         for t in &mut types {
-            t.for_each_ref_mut(|r| *r = self.resolve(*r, &mut unresolved));
+            t.for_each_ref_mut(|r| *r = self.resolve(&die_types, *r, &mut unresolved));
         }
         self.b.types = types;
         let mut vars = std::mem::take(&mut self.vars);
@@ -1169,7 +1175,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             v.ty = if v.ty == 0 {
                 0
             } else {
-                self.lookup(v.ty).unwrap_or(0)
+                die_types.lookup(v.ty).unwrap_or(0)
             };
         }
         self.vars = vars;
@@ -1189,7 +1195,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
         for fix in std::mem::take(&mut self.bitfix) {
             let storage = fix.storage_bytes.unwrap_or_else(|| {
-                let ty = self.resolve(fix.ty, &mut unresolved);
+                let ty = self.resolve(&die_types, fix.ty, &mut unresolved);
                 self.b.type_size(ty)
             });
             // Little-endian: DWARF 4 counts from the storage unit's most
@@ -1239,8 +1245,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             builder: self.b,
             types: UnitTypes {
                 unit_offset,
-                map: self.map,
-                aliases: self.aliases,
+                types: die_types,
             },
             vars: self.vars,
             subprograms,
