@@ -190,15 +190,17 @@ where
     .collect();
     // The ELF's symbols and sections are read in the policy's shadow too.
     let (policy, (headers, info)) = pool.join(make_policy, || {
-        (read_headers(&dwarf, path), ElfInfo::new(&obj))
+        let headers = read_headers(&dwarf, path);
+        // Reading the headers faulted in pages all over .debug_info (the
+        // kernel maps the neighbours of each faulting page too): drop them
+        // until each segment reads its own (~6 ms on vmlinux, here rather
+        // than after the policy, where the encode would wait for it).
+        if let Some((start, end)) = info_range {
+            elf.release(start, end);
+        }
+        (headers, ElfInfo::new(&obj))
     });
     let (owned_policy, headers) = (policy?, headers?);
-    // Reading the headers faulted in pages all over .debug_info (the kernel
-    // maps the neighbours of each faulting page too): drop them until each
-    // segment reads its own.
-    if let Some((start, end)) = info_range {
-        elf.release(start, end);
-    }
     let policy = &*owned_policy;
     let vars_cx = vars::VarsContext::new(&info, opts.vars);
     let copts = ConvertOptions {
