@@ -719,9 +719,7 @@ impl Sink {
 
     fn add_type(&mut self, t: Type) -> TypeId {
         t.for_each_ref(|r| self.max_ref = self.max_ref.max(r));
-        let id = self.next_id();
-        self.types.push(t);
-        id
+        self.push(t)
     }
 
     /// [`Sink::add_type`] of a type whose ids `shift` moves here.
@@ -732,6 +730,11 @@ impl Sink {
             max = max.max(*r);
         });
         self.max_ref = max;
+        self.push(t)
+    }
+
+    /// Appends `t`, whose ids `max_ref` counts already.
+    fn push(&mut self, t: Type) -> TypeId {
         let id = self.next_id();
         self.types.push(t);
         id

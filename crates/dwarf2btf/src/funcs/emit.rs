@@ -118,11 +118,10 @@ impl<'a> ExactFuncs<'a> {
     pub fn from_elf(elf: &'a ElfFile, tags: AddrTags) -> Result<ExactFuncs<'a>> {
         let obj = elf.object()?;
         let listed = listed_symbols(&obj);
-        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
         // Two sets of hash maps over 100,000s of names: side by side (the
         // encode waits for them).
         let (lookup, symbols) = rayon::join(
-            || KernelLookup::new(listed.iter().map(|s| (s.name, s.address)), relocatable),
+            || lookup_over(&obj, &listed),
             || {
                 FuncSymbols::new(
                     listed
@@ -432,11 +431,13 @@ fn listed_symbols<'a>(obj: &object::File<'a>) -> Vec<Listed<'a>> {
 /// The kernel's name lookup over every symbol of an ELF file that
 /// kallsyms would list.
 pub fn kernel_lookup<'a>(obj: &object::File<'a>) -> KernelLookup<'a> {
+    lookup_over(obj, &listed_symbols(obj))
+}
+
+/// [`kernel_lookup`] over the symbols `listed_symbols` read from `obj`.
+fn lookup_over<'a>(obj: &object::File<'a>, listed: &[Listed<'a>]) -> KernelLookup<'a> {
     let relocatable = obj.kind() == object::ObjectKind::Relocatable;
-    KernelLookup::new(
-        listed_symbols(obj).iter().map(|s| (s.name, s.address)),
-        relocatable,
-    )
+    KernelLookup::new(listed.iter().map(|s| (s.name, s.address)), relocatable)
 }
 
 #[cfg(test)]
