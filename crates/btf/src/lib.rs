@@ -401,9 +401,14 @@ impl Btf {
 
     /// Replaces this object's types and strings wholesale (dedup's output).
     pub fn set_contents(&mut self, types: Vec<Type>, strings: Vec<u8>) {
-        self.types = types;
+        self.set_types(types);
         self.strings = strings.into();
         self.str_index = OnceLock::new();
+    }
+
+    /// Replaces the own types, keeping the strings (and their index).
+    pub(crate) fn set_types(&mut self, types: Vec<Type>) {
+        self.types = types;
         self.facts = None;
         self.dedup_base = OnceLock::new();
     }

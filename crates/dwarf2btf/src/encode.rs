@@ -33,6 +33,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use btf::dedup::{Appending, DedupOptions};
 use btf::{Btf, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 
@@ -125,6 +126,8 @@ struct Gathered {
     /// Each string of `btf` once, in the order of first use (see the
     /// module comment).
     strings_in_order: bool,
+    /// The final dedup, when it started on the units' types already.
+    appending: Option<Appending>,
 }
 
 /// [`encode_with`] on `pool`. `make_policy` runs on the pool while the
@@ -253,17 +256,35 @@ where
         return Err(e);
     }
     let mut btf = sink.into_btf();
-    progress.stage("functions and variables", 0);
-    policy.finish(policy_units, &mut btf)?;
-    vars::add_datasecs(&mut btf, &info, secinfos);
-    kfuncs::tag_kfuncs(&mut btf, &obj, &info);
     // Split BTF's own section starts without the empty string that
     // `Strings` puts first: the string pass drops it.
     let strings_in_order = seg_cx.dedup && btf.base().is_none();
+    // The final dedup's first passes run over the units' types on one core
+    // while the functions, DATASECs and kfunc tags are added on the other
+    // (`btf::dedup::Appending`: FUNCs come from the policy's finish alone,
+    // so the kfunc tags find every one among the types added here).
+    let mut appending = match opts.no_dedup {
+        true => None,
+        false => Appending::take(&mut btf, &dedup_options(strings_in_order))
+            .map_err(|e| dedup_error(path, e))?,
+    };
+    progress.stage("functions and variables", 0);
+    let (added, ahead) = pool.join(
+        || -> Result<()> {
+            policy.finish(policy_units, &mut btf)?;
+            vars::add_datasecs(&mut btf, &info, secinfos);
+            kfuncs::tag_kfuncs(&mut btf, &obj, &info);
+            Ok(())
+        },
+        || appending.as_mut().map_or(Ok(()), Appending::run_ahead),
+    );
+    added?;
+    ahead.map_err(|e| dedup_error(path, e))?;
     let gathered = Gathered {
         btf,
         warnings,
         strings_in_order,
+        appending,
     };
     // What was read to get here (the policy's symbol maps, the ELF's
     // symbols, the unit headers: tens of MB on vmlinux, ~15 ms to free) is
@@ -287,11 +308,15 @@ fn final_dedup(
         mut btf,
         warnings,
         strings_in_order,
+        appending,
     } = gathered;
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
-        btf = dedup(btf, path, strings_in_order)?;
+        match appending {
+            Some(a) => a.finish(&mut btf).map_err(|e| dedup_error(path, e))?,
+            None => btf = dedup(btf, path, strings_in_order)?,
+        }
     }
     if opts.layout && btf.base().is_none() {
         btf.set_layout(true);
@@ -601,14 +626,21 @@ fn encode_segment<P: FuncPolicy>(
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
 /// its string section has each string once already.
 fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
-    let opts = btf::dedup::DedupOptions {
+    btf::dedup::dedup_owned(btf, &dedup_options(keep_strings)).map_err(|e| dedup_error(path, e))
+}
+
+fn dedup_options(keep_strings: bool) -> DedupOptions {
+    DedupOptions {
         keep_strings,
         ..Default::default()
-    };
-    btf::dedup::dedup_owned(btf, &opts).map_err(|e| Error::Encode {
+    }
+}
+
+fn dedup_error(path: &std::path::Path, e: btf::Error) -> Error {
+    Error::Encode {
         path: path.to_owned(),
         msg: format!("dedup: {e}"),
-    })
+    }
 }
 
 /// Removes the `count` anchor DECL_TAGs that end `btf`'s own types and

@@ -98,6 +98,9 @@
 //!    already canonical (`map[id] = id`), so a split type equal to a base type
 //!    maps to the base id, and the base's ids and strings are never changed.
 //!
+//! Passes 2 to 4 never look at FUNCs, DECL_TAGs or DATASECs, so an encoder
+//! may run them before it has added those ([`Appending`], `appending.rs`).
+//!
 //! # Where we depart from libbpf: FUNCs tied to addresses
 //!
 //! btfkit ties a FUNC to the function instances it describes with DECL_TAGs
@@ -121,6 +124,7 @@
 //! that could loop forever on corrupt input, and use explicit stacks rather
 //! than recursion for the graph walks, whose depth the input decides.
 
+mod appending;
 mod strings;
 pub(crate) mod table;
 
@@ -133,6 +137,8 @@ use crate::format::*;
 use crate::types::*;
 use crate::{Btf, Error, Result};
 use table::{BaseEntries, CandTable};
+
+pub use appending::Appending;
 
 /// Options of the deduplication.
 #[derive(Clone, Debug, Default)]
@@ -210,7 +216,8 @@ pub fn dedup_owned(mut btf: Btf, opts: &DedupOptions) -> Result<Btf> {
     // The first try works on the types in place; only when it may fail on a
     // cycle is a copy kept for the second.
     let own = std::mem::take(&mut btf.types);
-    let spare = (opts.rules == Rules::Libbpf1_1 && has_ref_cycle(&btf, &own)).then(|| own.clone());
+    let spare =
+        (opts.rules == Rules::Libbpf1_1 && has_ref_cycle(btf.start_id, &own)).then(|| own.clone());
     let (types, strings, _) = match (run(&btf, own, opts), spare) {
         (Err(Error::DedupCycle { .. }), Some(spare)) => run(&btf, spare, &newer(opts))?,
         (r, _) => r?,
@@ -223,8 +230,7 @@ pub fn dedup_owned(mut btf: Btf, opts: &DedupOptions) -> Result<Btf> {
 /// through reference types alone, which libbpf 1.1 refuses: a cheap
 /// depth-first walk that follows what pass 5 follows and stops at structs,
 /// unions and base types.
-fn has_ref_cycle(btf: &Btf, types: &[Type]) -> bool {
-    let start = btf.start_id;
+fn has_ref_cycle(start: TypeId, types: &[Type]) -> bool {
     // 0 unvisited, 1 on the path, 2 done.
     let mut state = vec![0u8; types.len()];
     let mut stack: Vec<(usize, usize)> = Vec::new();
@@ -278,9 +284,10 @@ fn run(
         strings::dedup_strings(btf, &mut types)?
     };
     let stats_in = (types.len() as u32, btf.strings.len() as u32);
-    let mut d = Dedup::new(btf, types, &strings, opts.rules);
+    let mut d = Dedup::new(btf.base.as_deref(), btf.start_id, types, opts.rules);
+    d.collect_func_tags(btf, &strings);
     d.prep()?;
-    d.prim_types();
+    d.prim_types(0);
     d.struct_types()?;
     d.resolve_fwds();
     d.ref_types()?;
@@ -697,10 +704,11 @@ struct Dedup<'a> {
 }
 
 impl<'a> Dedup<'a> {
-    fn new(btf: &'a Btf, types: Vec<Type>, strings: &[u8], rules: Rules) -> Dedup<'a> {
-        let start_id = btf.start_id;
+    /// A dedup of `types`, the own types of a BTF whose ids start at
+    /// `start_id` over `base`. The FUNCs' address tags are not gathered yet
+    /// ([`Dedup::collect_func_tags`]).
+    fn new(base: Option<&'a Btf>, start_id: TypeId, types: Vec<Type>, rules: Rules) -> Dedup<'a> {
         let count = start_id as usize + types.len();
-        let base = btf.base.as_deref();
         let mut map = vec![UNPROCESSED; count];
         map[0] = 0;
         for id in 1..start_id {
@@ -708,7 +716,7 @@ impl<'a> Dedup<'a> {
             map[id as usize] = id;
         }
         // VARs and DATASECs are made canonical by pass 2's sweep.
-        let mut d = Dedup {
+        Dedup {
             rules,
             base,
             start_id,
@@ -730,9 +738,15 @@ impl<'a> Dedup<'a> {
                 ..EnumIndex::default()
             },
             func_tags: FxHashMap::default(),
-        };
-        d.collect_func_tags(btf, strings);
-        d
+        }
+    }
+
+    /// Makes room in the maps for the types added to `types` since
+    /// [`Dedup::new`].
+    fn grow_maps(&mut self) {
+        let count = self.start_id as usize + self.types.len();
+        self.map.resize(count, UNPROCESSED);
+        self.hypot_map.resize(count, UNPROCESSED);
     }
 
     /// The type with this id; `None` for void.
@@ -890,10 +904,10 @@ impl<'a> Dedup<'a> {
         Ok(())
     }
 
-    /// Pass 2.
-    fn prim_types(&mut self) {
+    /// Pass 2, on the own types from index `from` on.
+    fn prim_types(&mut self, from: usize) {
         let mut table = std::mem::take(&mut self.table);
-        for i in 0..self.types.len() {
+        for i in from..self.types.len() {
             let id = self.start_id + i as u32;
             let t = &self.types[i];
             let mut new_id = id;
