@@ -130,15 +130,7 @@ mod tests {
         );
         let sp = btf.add_str("sp");
         for _ in 0..2 {
-            let i = btf.add_type(Type::new(
-                int,
-                TypeData::Int {
-                    size: 4,
-                    encoding: 1,
-                    offset: 0,
-                    bits: 32,
-                },
-            ));
+            let i = btf.add_type(super::super::int_type(int));
             let st = btf.type_count();
             let ptr = st + 1;
             btf.add_type(Type::new(

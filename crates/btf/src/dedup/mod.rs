@@ -1476,6 +1476,20 @@ impl<'a> Dedup<'a> {
     }
 }
 
+/// A signed 32-bit INT named `name_off`, for the tests.
+#[cfg(test)]
+fn int_type(name_off: u32) -> Type {
+    Type::new(
+        name_off,
+        TypeData::Int {
+            size: 4,
+            encoding: 1,
+            offset: 0,
+            bits: 32,
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1485,15 +1499,7 @@ mod tests {
     fn parsed_then_added(added_to: TypeId) -> Btf {
         let mut b = Btf::new();
         let int = b.add_str("int");
-        b.add_type(Type::new(
-            int,
-            TypeData::Int {
-                size: 4,
-                encoding: 1,
-                offset: 0,
-                bits: 32,
-            },
-        ));
+        b.add_type(int_type(int));
         b.add_type(Type::new(0, TypeData::Ptr { ty: 1 }));
         let mut parsed = Btf::parse(&b.to_bytes()).unwrap();
         parsed.add_type(Type::new(0, TypeData::Ptr { ty: added_to }));
