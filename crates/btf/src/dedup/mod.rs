@@ -763,14 +763,16 @@ impl<'a> Dedup<'a> {
     /// offset, which pass 1 has made unique per string; `strings` is the new
     /// own string section (own types already point into it).
     fn collect_func_tags(&mut self, btf: &Btf, strings: &[u8]) {
-        let name = |off: u32| -> &[u8] {
+        let prefix = ADDR_TAG_PREFIX.as_bytes();
+        let is_addr_tag = |off: u32| -> bool {
             if off < btf.start_str_off {
-                btf.str_bytes(off).unwrap_or_default()
+                btf.str_bytes(off).is_ok_and(|s| s.starts_with(prefix))
             } else {
-                let rest = strings
+                // The prefix holds no NUL, so the bytes after a shorter
+                // string cannot match it: no need to find the end.
+                strings
                     .get((off - btf.start_str_off) as usize..)
-                    .unwrap_or_default();
-                rest.split(|&c| c == 0).next().unwrap_or_default()
+                    .is_some_and(|s| s.starts_with(prefix))
             }
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();
@@ -792,20 +794,24 @@ impl<'a> Dedup<'a> {
                 component_idx: -1,
             } = t.data
             {
-                if kind_of(self.ty(ty)) == BTF_KIND_FUNC
-                    && name(t.name_off).starts_with(ADDR_TAG_PREFIX.as_bytes())
-                {
+                if kind_of(self.ty(ty)) == BTF_KIND_FUNC && is_addr_tag(t.name_off) {
                     tags.push((ty, t.name_off));
                 }
             }
         }
         tags.sort_unstable();
         tags.dedup();
-        let mut sets: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        // Each FUNC's tag names are a run of `names`: a set is keyed by
+        // its run, not by a vector of its own (one per FUNC with
+        // `--addr-tags all`, ~70,000 on vmlinux).
+        let names: Vec<u32> = tags.iter().map(|&(_, n)| n).collect();
+        let mut sets: FxHashMap<&[u32], u32> = FxHashMap::default();
+        let mut start = 0;
         for group in tags.chunk_by(|a, b| a.0 == b.0) {
-            let names: Vec<u32> = group.iter().map(|&(_, n)| n).collect();
+            let run = &names[start..start + group.len()];
+            start += group.len();
             let next = sets.len() as u32 + 1;
-            let set = *sets.entry(names).or_insert(next);
+            let set = *sets.entry(run).or_insert(next);
             self.func_tags.insert(group[0].0, set);
         }
     }
