@@ -263,10 +263,11 @@ where
     // while the functions, DATASECs and kfunc tags are added on the other
     // (`btf::dedup::Appending`: FUNCs come from the policy's finish alone,
     // so the kfunc tags find every one among the types added here).
-    let mut appending = match opts.no_dedup {
-        true => None,
-        false => Appending::take(&mut btf, &dedup_options(strings_in_order))
-            .map_err(|e| dedup_error(path, e))?,
+    let mut appending = if opts.no_dedup {
+        None
+    } else {
+        Appending::take(&mut btf, &dedup_options(strings_in_order))
+            .map_err(|e| dedup_error(path, e))?
     };
     progress.stage("functions and variables", 0);
     let (added, ahead) = pool.join(
@@ -396,13 +397,11 @@ fn cut_segments<'h, 'd>(
 /// jobs must not be the last ones. All others hold between `limit` and
 /// twice that (the last one less), so the order costs no balance, and it
 /// lets the merge keep up: after each segment, a worker merges the results
-/// that are ready, in order, unless the other is merging. A segment's
-/// types are appended while they are still in the cache, its memory is
-/// freed before the next one is converted, and no merge is left for the
-/// end but the last segment's (on vmlinux, 26 merges of ~1 ms each had
-/// waited for the last segment, ~20 ms on one core). A result stored while
-/// the other worker merges may be missed by both: whatever is left is
-/// merged after the workers are done.
+/// that are ready, in order, unless the other is merging, so that no merge
+/// but the last segment's is left for the end (on vmlinux, 26 merges of
+/// ~1 ms each had waited for the last segment, ~20 ms on one core). A
+/// result stored while the other worker merges may be missed by both:
+/// whatever is left is merged after the workers are done.
 fn run_in_order<'h, 'd, R: Send, M: FnMut(R) + Send>(
     pool: &rayon::ThreadPool,
     segments: &[&'h [gimli::UnitHeader<Reader<'d>>]],
