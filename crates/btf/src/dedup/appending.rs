@@ -26,7 +26,9 @@ use crate::{Btf, Result};
 
 /// A dedup of a BTF that is still growing: [`Appending::take`], then
 /// [`Appending::run_ahead`] on one thread while types are added to the BTF
-/// on another, then [`Appending::finish`].
+/// on another, then [`Appending::finish`]. In between, the BTF holds only
+/// the types added since `take` (ids continue after the taken ones) and is
+/// not whole: it is for adding to, not for writing out.
 pub struct Appending {
     d: Dedup<'static>,
     opts: DedupOptions,
@@ -69,7 +71,8 @@ impl Appending {
     }
 
     /// Deduplicates `btf`: the BTF given to [`Appending::take`] with the
-    /// types added to it since.
+    /// types added to it since. On error `btf` may be left without its own
+    /// types (as [`dedup_owned`] consumes its input): drop it.
     pub fn finish(self, btf: &mut Btf) -> Result<()> {
         let Appending { mut d, opts, ahead } = self;
         // Passes 2 to 4 change the maps, never the types: the BTF is whole
