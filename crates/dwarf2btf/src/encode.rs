@@ -103,19 +103,52 @@ pub fn encode_with<P: FuncPolicy>(
     policy: &P,
     progress: &dyn Progress,
 ) -> Result<Encoded> {
-    let pool = worker_pool(elf.path(), opts.jobs)?;
-    encode_on(&pool, elf, base, opts, || Ok(policy), progress)
+    on_encode_threads(elf.path(), opts, base, |pool, base| {
+        encode_on(pool, elf, base, opts, || Ok(policy), progress)
+    })
 }
 
-/// The pool of `jobs` threads that an encode runs on.
-fn worker_pool(path: &std::path::Path, jobs: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
+/// Runs `f` on a pool of `opts.jobs` threads, with the dedup's part of
+/// `base` (~100,000 candidates) made on one more thread meanwhile (the
+/// dedup waits for it if it is not ready), and returns once every one of
+/// those threads has exited. A dropped pool's threads exit after the encode
+/// has returned, and even the threads of `std::thread::scope` run their
+/// thread-local destructors after it returns: a library caller (a test, the
+/// fuzzer's leak check) would see threads and memory of an encode that is
+/// over.
+fn on_encode_threads<R>(
+    path: &std::path::Path,
+    opts: &EncodeOptions,
+    base: Option<Arc<Btf>>,
+    f: impl FnOnce(&rayon::ThreadPool, Option<Arc<Btf>>) -> Result<R>,
+) -> Result<R> {
+    let mut threads = Vec::new();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs)
+        .spawn_handler(|thread| {
+            threads.push(std::thread::Builder::new().spawn(|| thread.run())?);
+            Ok(())
+        })
         .build()
         .map_err(|e| Error::Encode {
             path: path.to_owned(),
             msg: format!("cannot start worker threads: {e}"),
-        })
+        })?;
+    if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
+        let b = Arc::clone(b);
+        threads.push(std::thread::spawn(move || btf::dedup::prepare_base(&b)));
+    }
+    let out = f(&pool, base);
+    drop(pool);
+    threads.into_iter().for_each(join);
+    out
+}
+
+/// Joins `thread`, passing its panic on.
+fn join(thread: std::thread::JoinHandle<()>) {
+    if let Err(panic) = thread.join() {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// Everything an encode found, before the final dedup.
@@ -149,13 +182,6 @@ where
 {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
-    if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
-        // The dedup's part of the base, ~100,000 candidates, on another
-        // core while the module is converted; the dedup waits for it if it
-        // is not ready. Not joined: an encode that fails ends the process.
-        let b = Arc::clone(b);
-        std::thread::spawn(move || btf::dedup::prepare_base(&b));
-    }
     let base = base.map(|b| Arc::new(BaseStrings::new(b)));
     let obj = elf.object()?;
     let sections = DwarfSections::load(elf, &obj)?;
@@ -863,21 +889,20 @@ pub fn encode(
     opts: &EncodeOptions,
     progress: &dyn Progress,
 ) -> Result<Encoded> {
-    let pool = worker_pool(elf.path(), opts.jobs)?;
     // The policies are built on the pool while the DWARF is opened, and
     // freed (their symbol maps are tens of MB on vmlinux) during the final
     // dedup.
-    match opts.funcs {
+    on_encode_threads(elf.path(), opts, base, |pool, base| match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
             let make = || crate::funcs::emit::ExactFuncs::from_elf(elf, tags).map(Box::new);
-            encode_on(&pool, elf, base, opts, make, progress)
+            encode_on(pool, elf, base, opts, make, progress)
         }
         FuncMode::Pahole => {
             let make = || crate::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
-            encode_on(&pool, elf, base, opts, make, progress)
+            encode_on(pool, elf, base, opts, make, progress)
         }
-    }
+    })
 }
 
 /// Counts of types per kind name, for reports and tests.
