@@ -14,6 +14,7 @@ pub mod dedup;
 pub mod diff;
 pub mod distill;
 pub mod dump;
+pub mod elf_section;
 pub mod error;
 pub mod format;
 pub mod hugepages;

@@ -32,9 +32,7 @@ fn is_elf(data: &[u8]) -> bool {
 pub fn elf_btf_section(data: &[u8]) -> Result<Vec<u8>, Error> {
     let file = object::File::parse(data).map_err(|e| Error::Elf(e.to_string()))?;
     let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
-    let bytes = section
-        .uncompressed_data()
-        .map_err(|e| Error::Elf(e.to_string()))?;
+    let bytes = crate::elf_section::data(&section).map_err(Error::Elf)?;
     Ok(bytes.into_owned())
 }
 

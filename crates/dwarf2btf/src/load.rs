@@ -145,10 +145,10 @@ impl<'a> DwarfSections<'a> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
             };
-            let data = section.uncompressed_data().map_err(|e| Error::Section {
+            let data = btf::elf_section::data(&section).map_err(|msg| Error::Section {
                 path: elf.path.clone(),
                 section: id.name(),
-                msg: e.to_string(),
+                msg,
             })?;
             match &relocator {
                 Some(r) => r.apply(section.index(), id.name(), data),
