@@ -2,7 +2,7 @@
 //!
 //! Invariant: the output depends only on the input and the options, never on
 //! the number of threads. The units are cut into segments of consecutive
-//! units, about [`SEGMENT_BYTES`] of DWARF each, at least [`MIN_SEGMENTS`]
+//! units, about [`SEGMENT_BYTES`] of DWARF each, at least `MIN_SEGMENTS`
 //! of them if there are several (a cut that depends only on the input);
 //! segments are encoded in parallel, in order (see `run_in_order`), each one
 //! sequentially: its units' types (`convert.rs`), the function

@@ -38,7 +38,7 @@ pub fn print(
     print_elf(&ElfFile::open(path)?, classes, filter, cacheline)
 }
 
-/// [`print`] of an ELF file already open (or in memory).
+/// [`print()`] of an ELF file already open (or in memory).
 pub fn print_elf(
     elf: &ElfFile,
     classes: &[String],

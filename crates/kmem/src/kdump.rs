@@ -8,7 +8,7 @@
 //! exists, 2nd: the pfn was written), then one 24-byte `page_desc`
 //! `{offset, size, flags, page_flags}` per pfn set in the 2nd bitmap, in
 //! pfn order. A page's descriptor index is the number of set bits before its
-//! pfn, found with per-word running counts ([`Bitmap::rank`]).
+//! pfn, found with per-word running counts (`Bitmap::rank`).
 
 use std::collections::HashMap;
 use std::io::Read;

@@ -55,7 +55,7 @@ impl VmcoreInfo {
     }
 }
 
-/// /sys/kernel/vmcoreinfo: "<physical address> <size>", both hex; the
+/// /sys/kernel/vmcoreinfo: `<physical address> <size>`, both hex; the
 /// kernel prints the address with `%pa`, so with a `0x` prefix.
 pub fn parse_sysfs(text: &str) -> Option<(u64, u64)> {
     let mut it = text.split_whitespace();

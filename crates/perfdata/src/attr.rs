@@ -59,7 +59,7 @@ pub struct EventAttr {
     /// The size the attr claims for itself.
     pub size: u32,
     pub config: u64,
-    /// sample_period, or sample_freq when [`EventAttr::freq`] is set.
+    /// sample_period, or sample_freq when the [`flag::FREQ`] bit of `flags` is set.
     pub sample_period: u64,
     pub sample_type: u64,
     pub read_format: u64,

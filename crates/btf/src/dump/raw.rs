@@ -8,7 +8,7 @@
 //! sections reads `(invalid)`, as bpftool prints them.
 //!
 //! The vmlinux dump is ~12 MB of short fields, so the output is staged in a
-//! [`Sink`] and integers are formatted with `itoa` rather than `write!`.
+//! `Sink` and integers are formatted with `itoa` rather than `write!`.
 
 use std::io::{self, Write};
 

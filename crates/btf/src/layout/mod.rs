@@ -3,7 +3,7 @@
 //! byte for byte as pahole 1.24 prints them (`pahole -C NAME FILE`,
 //! `pahole FILE`, `--sizes`, `--holes N`).
 //!
-//! [`model`] is what pahole's loaders make of the types, [`print`] the
+//! [`model`] is what pahole's loaders make of the types, [`print`](mod@print) the
 //! text. The source is a [`Btf`], or any loader that builds the model
 //! (dwarf2btf's reads DWARF, with its alignment attributes, instead of
 //! pahole's guesses from BTF offsets).

@@ -10,7 +10,7 @@ use anyhow::Context;
 pub struct DumpArgs {
     /// Raw BTF, an ELF with a .BTF section, or /sys/kernel/btf/*
     file: PathBuf,
-    /// Base BTF for split BTF (a module); /sys/kernel/btf/<module> finds vmlinux by itself
+    /// Base BTF for split BTF (a module); /sys/kernel/btf/MODULE finds vmlinux by itself
     #[arg(long)]
     base: Option<PathBuf>,
     /// Output format, as `bpftool btf dump file FILE [format c]` and `bpftool -j`

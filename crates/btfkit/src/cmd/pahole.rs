@@ -509,7 +509,7 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether the program runs under the name `pahole` (argv[0]'s basename).
+/// Whether the program runs under the name `pahole` (the basename of `argv[0]`).
 pub fn invoked_as_pahole(argv0: &OsStr) -> bool {
     std::path::Path::new(argv0).file_name() == Some(OsStr::new("pahole"))
 }

@@ -1,6 +1,6 @@
 //! `--funcs exact`: one BTF FUNC per distinct prototype of every function
 //! instance the model can vouch for, tied to the instances' addresses with
-//! DECL_TAG "addr=0x<hex>" (component_idx -1).
+//! DECL_TAG `addr=0x<hex>` (component_idx -1).
 //!
 //! Invariants:
 //! - Only instances whose signature is `Source` or `True` get a FUNC: a

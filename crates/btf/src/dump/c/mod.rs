@@ -21,7 +21,7 @@
 //! Each call runs two phases over state that persists across calls, so a
 //! type is defined at most once in the whole header:
 //!
-//! 1. **Ordering** ([`order`]): a depth-first walk from the id that queues, in
+//! 1. **Ordering** (`order`): a depth-first walk from the id that queues, in
 //!    post-order, the *named definitions* it depends on (structs, unions,
 //!    enums, forward declarations, typedefs). Each walk step answers whether
 //!    the link that led there is *strong* (the target must be fully defined
@@ -39,7 +39,7 @@
 //!    answer never changes), because whether they are strong depends on the
 //!    path that reached them.
 //!
-//! 2. **Emitting** ([`emit`]): each queued id is written as a top-level
+//! 2. **Emitting** (`emit`): each queued id is written as a top-level
 //!    definition. Before writing a struct, the types of its members are
 //!    visited so that what they need exists; a second emit state
 //!    NOT_EMITTED -> EMITTING -> EMITTED detects that a member leads back
@@ -69,7 +69,7 @@
 //! which is why names are resolved lazily at the moment they are printed.
 //! Forward declarations and empty enums never take a number.
 //!
-//! Layout ([`layout`]): a struct is written `__attribute__((packed))` when a
+//! Layout (`layout`): a struct is written `__attribute__((packed))` when a
 //! non-bitfield member sits off its natural alignment or the size is not a
 //! multiple of the largest member alignment. Gaps are filled with anonymous
 //! bitfields (`long: 64;`, `int: 32;`, ... and `long: 0;` to force
@@ -89,9 +89,9 @@
 //!   pass through a struct (`const` pointing at itself, a pointer chain
 //!   that loops), and takes exponential time on function prototypes that
 //!   share parameter types level after level. Here every recursion carries a
-//!   depth bounded by [`MAX_DEPTH`], a declaration chain longer than the
+//!   depth bounded by `MAX_DEPTH`, a declaration chain longer than the
 //!   number of types is a loop, and the total work is bounded by
-//!   [`STEPS_PER_TYPE`]: malformed BTF gives an `io::Error` naming the type
+//!   `STEPS_PER_TYPE`: malformed BTF gives an `io::Error` naming the type
 //!   id, never a stack overflow or a hang. (Where bpftool itself divides by
 //!   zero, on a function type used as a struct member, we print on.)
 //! - Output is built in memory and handed to the writer in large chunks,
