@@ -136,7 +136,10 @@ fn on_encode_threads<R>(
         })?;
     if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
         let b = Arc::clone(b);
-        threads.push(std::thread::spawn(move || btf::dedup::prepare_base(&b)));
+        // Without a thread to spare, the dedup prepares the base itself.
+        if let Ok(t) = std::thread::Builder::new().spawn(move || btf::dedup::prepare_base(&b)) {
+            threads.push(t);
+        }
     }
     let out = f(&pool, base);
     drop(pool);
