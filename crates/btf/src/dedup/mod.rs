@@ -62,6 +62,25 @@
 //!    pointed at the struct (so that the split part's FWDs follow), but the
 //!    two structs are not merged.
 //!
+//!    One shortcut that libbpf lacks keeps the walks linear in practice.
+//!    The canonical graph is a patchwork: `struct A` may be canonical from
+//!    one CU and `struct B` from another, each with its own copy of, say,
+//!    `struct C *`. A new CU's single `struct C *` is then met twice in one
+//!    walk, paired with each copy, and libbpf walks what it points to twice
+//!    (on a kernel, about half of all pairs). Pairs recorded by a walk that
+//!    succeeded are equivalent, and a union-find (`proven`) keeps them as
+//!    classes. A pair whose candidate this walk already paired with a type
+//!    of the canonical one's class is then skipped, subtree and all: its
+//!    walk could only repeat the one already under way. Walks that needed a
+//!    FWD or a forward enum (compatible, not equal) are not entered, so a
+//!    class holds only types equal down to their references. libbpf can
+//!    call a skipped pair (or one under it) a contradiction, when the
+//!    candidate CU holds two copies of a type and both meet one canonical
+//!    type; here the struct merges (test
+//!    `a_pair_proven_by_an_earlier_walk_is_not_walked_again`). That makes
+//!    fewer duplicates, never more; on Debian's kernels and modules, and on
+//!    the libbpf tests' inputs, the bytes are libbpf's.
+//!
 //! 4. Forward declarations left over: a FWD that no struct walk resolved is
 //!    pointed at the struct or union of its name and kind if exactly one
 //!    canonical struct or union has that name.
@@ -691,6 +710,15 @@ struct Dedup<'a> {
     hypot_merge: Vec<TypeId>,
     /// The last equivalence needed a base FWD resolved: not a match.
     hypot_adjust_canon: bool,
+    /// Candidate id -> the canonical id it is paired with in the walk under
+    /// way (the reverse of `hypot_map`).
+    hypot_cand: Vec<u32>,
+    /// The walk under way met no FWD and no forward enum: every pair it
+    /// records is equal down to its references, and may enter `proven`.
+    hypot_exact: bool,
+    /// Union-find of the pairs of successful exact walks: id -> parent
+    /// (`UNPROCESSED`: a class's root). See the module comment.
+    proven: Vec<u32>,
     table: CandTable,
     /// Own FWDs canonical after pass 2 and own structs and unions made
     /// canonical by pass 3, in id order: the only types pass 4 needs, which
@@ -726,6 +754,9 @@ impl<'a> Dedup<'a> {
             hypot_list: Vec::new(),
             hypot_merge: Vec::new(),
             hypot_adjust_canon: false,
+            hypot_cand: vec![UNPROCESSED; count],
+            hypot_exact: true,
+            proven: vec![UNPROCESSED; count],
             // Not sized by `count`: only canonical types are entered, and
             // when most types are duplicates (the encoder's case) a table
             // sized for all of them is mostly empty memory that every
@@ -747,6 +778,8 @@ impl<'a> Dedup<'a> {
         let count = self.start_id as usize + self.types.len();
         self.map.resize(count, UNPROCESSED);
         self.hypot_map.resize(count, UNPROCESSED);
+        self.hypot_cand.resize(count, UNPROCESSED);
+        self.proven.resize(count, UNPROCESSED);
     }
 
     /// The type with this id; `None` for void.
@@ -993,11 +1026,42 @@ impl<'a> Dedup<'a> {
 
     fn hypot_clear(&mut self) {
         for &id in &self.hypot_list {
-            self.hypot_map[id as usize] = UNPROCESSED;
+            let cand = std::mem::replace(&mut self.hypot_map[id as usize], UNPROCESSED);
+            self.hypot_cand[cand as usize] = UNPROCESSED;
         }
         self.hypot_list.clear();
         self.hypot_merge.clear();
         self.hypot_adjust_canon = false;
+        self.hypot_exact = true;
+    }
+
+    /// The root of `id`'s class in `proven` (halving the path on the way).
+    fn proven_class(&mut self, mut id: TypeId) -> TypeId {
+        loop {
+            let parent = self.proven[id as usize];
+            if parent == UNPROCESSED {
+                return id;
+            }
+            let grand = self.proven[parent as usize];
+            if grand != UNPROCESSED {
+                self.proven[id as usize] = grand;
+            }
+            id = parent;
+        }
+    }
+
+    /// After an exact walk succeeded: each pair it recorded is equivalent.
+    fn prove_hypot(&mut self) {
+        for i in 0..self.hypot_list.len() {
+            let canon_id = self.hypot_list[i];
+            let cand_id = self.hypot_map[canon_id as usize];
+            let (a, b) = (self.proven_class(canon_id), self.proven_class(cand_id));
+            if a != b {
+                // The lower id as root: classes do not depend on the order
+                // of the unions' arguments.
+                self.proven[a.max(b) as usize] = a.min(b);
+            }
+        }
     }
 
     fn identical_arrays(&self, a: TypeId, b: TypeId) -> bool {
@@ -1063,6 +1127,11 @@ impl<'a> Dedup<'a> {
             if self.resolve(cand_id) == self.resolve(canon_id) {
                 continue;
             }
+            // Paired already in this walk with an equivalent of `canon_id`.
+            let paired = self.hypot_cand[cand_id as usize];
+            if paired != UNPROCESSED && self.proven_class(paired) == self.proven_class(canon_id) {
+                continue;
+            }
             let (canon_id, hypot) = match self.resolve_fwd(canon_id) {
                 same if same == canon_id => (same, hypot),
                 resolved => (resolved, self.hypot_map[resolved as usize]),
@@ -1078,6 +1147,7 @@ impl<'a> Dedup<'a> {
             }
             self.hypot_map[canon_id as usize] = cand_id;
             self.hypot_list.push(canon_id);
+            self.hypot_cand[cand_id as usize] = canon_id;
 
             let cand_t = self.ty(cand_id);
             let canon_t = self.ty(canon_id);
@@ -1104,6 +1174,7 @@ impl<'a> Dedup<'a> {
                 if canon_kind == BTF_KIND_FWD && canon_id < self.start_id {
                     self.hypot_adjust_canon = true;
                 }
+                self.hypot_exact = false;
                 // A side is a FWD: `merge` holds.
                 self.hypot_merge.push(canon_id);
                 continue;
@@ -1123,6 +1194,9 @@ impl<'a> Dedup<'a> {
                 BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
                     if !compat_enum(ct, nt) {
                         return Ok(false);
+                    }
+                    if is_enum_fwd(ct) || is_enum_fwd(nt) {
+                        self.hypot_exact = false;
                     }
                 }
                 BTF_KIND_FWD | BTF_KIND_FLOAT => {
@@ -1273,6 +1347,9 @@ impl<'a> Dedup<'a> {
                 self.merge_hypot_map();
                 if self.hypot_adjust_canon {
                     continue;
+                }
+                if self.hypot_exact {
+                    self.prove_hypot();
                 }
                 new_id = c;
                 break;
@@ -1522,5 +1599,55 @@ mod tests {
         let mut bad = parsed_then_added(7);
         let e = dedup(&mut bad, &DedupOptions::default()).unwrap_err();
         assert!(e.to_string().contains("refers to type id 7"), "{e}");
+    }
+
+    /// Three CUs of `struct c { int v; }` and `struct a { struct c *x, *y,
+    /// *z; }`. The first has two copies of `struct c *` (x; y and z), the
+    /// second one copy, which proves the two copies equivalent. The third
+    /// has two copies the other way round (x and z; y): its walk meets its
+    /// first copy again beside the first CU's second, and skips it as
+    /// proven, where libbpf would see `*y`'s pair contradicted and keep the
+    /// third `struct a`. Everything merges.
+    #[test]
+    fn a_pair_proven_by_an_earlier_walk_is_not_walked_again() {
+        let mut b = Btf::new();
+        let (int, c, v, a) = (
+            b.add_str("int"),
+            b.add_str("c"),
+            b.add_str("v"),
+            b.add_str("a"),
+        );
+        let fields = [b.add_str("x"), b.add_str("y"), b.add_str("z")];
+        for copies in [[0, 1, 1], [0, 0, 0], [0, 1, 0]] {
+            let i = b.add_type(int_type(int));
+            let member = |name_off, ty, offset| Member {
+                name_off,
+                ty,
+                offset,
+            };
+            let st = b.add_type(Type::new(
+                c,
+                TypeData::Struct {
+                    size: 4,
+                    members: vec![member(v, i, 0)],
+                },
+            ));
+            let ptrs = [
+                b.add_type(Type::new(0, TypeData::Ptr { ty: st })),
+                b.add_type(Type::new(0, TypeData::Ptr { ty: st })),
+            ];
+            let members = (0..3)
+                .map(|k| member(fields[k], ptrs[copies[k]], 64 * k as u32))
+                .collect();
+            b.add_type(Type::new(a, TypeData::Struct { size: 24, members }));
+        }
+        dedup(&mut b, &DedupOptions::default()).unwrap();
+        let kinds: Vec<u8> = (1..b.type_count())
+            .map(|id| b.type_by_id(id).unwrap().kind())
+            .collect();
+        assert_eq!(
+            kinds,
+            [BTF_KIND_INT, BTF_KIND_STRUCT, BTF_KIND_PTR, BTF_KIND_STRUCT]
+        );
     }
 }
