@@ -711,13 +711,16 @@ struct Dedup<'a> {
     /// The last equivalence needed a base FWD resolved: not a match.
     hypot_adjust_canon: bool,
     /// Candidate id -> the canonical id it is paired with in the walk under
-    /// way (the reverse of `hypot_map`).
+    /// way (the reverse of `hypot_map`), 0 if none. A walk that pairs a
+    /// type with void fails, so 0 is never a partner that counts.
     hypot_cand: Vec<u32>,
     /// The walk under way met no FWD and no forward enum: every pair it
     /// records is equal down to its references, and may enter `proven`.
     hypot_exact: bool,
     /// Union-find of the pairs of successful exact walks: id -> parent
-    /// (`UNPROCESSED`: a class's root). See the module comment.
+    /// (0: a class's root; void is in no successful walk). See the module
+    /// comment. Both start zeroed, so that the pages of ids no walk meets
+    /// (most of a module's base) are never touched.
     proven: Vec<u32>,
     table: CandTable,
     /// Own FWDs canonical after pass 2 and own structs and unions made
@@ -754,9 +757,9 @@ impl<'a> Dedup<'a> {
             hypot_list: Vec::new(),
             hypot_merge: Vec::new(),
             hypot_adjust_canon: false,
-            hypot_cand: vec![UNPROCESSED; count],
+            hypot_cand: vec![0; count],
             hypot_exact: true,
-            proven: vec![UNPROCESSED; count],
+            proven: vec![0; count],
             // Not sized by `count`: only canonical types are entered, and
             // when most types are duplicates (the encoder's case) a table
             // sized for all of them is mostly empty memory that every
@@ -778,8 +781,8 @@ impl<'a> Dedup<'a> {
         let count = self.start_id as usize + self.types.len();
         self.map.resize(count, UNPROCESSED);
         self.hypot_map.resize(count, UNPROCESSED);
-        self.hypot_cand.resize(count, UNPROCESSED);
-        self.proven.resize(count, UNPROCESSED);
+        self.hypot_cand.resize(count, 0);
+        self.proven.resize(count, 0);
     }
 
     /// The type with this id; `None` for void.
@@ -1027,7 +1030,7 @@ impl<'a> Dedup<'a> {
     fn hypot_clear(&mut self) {
         for &id in &self.hypot_list {
             let cand = std::mem::replace(&mut self.hypot_map[id as usize], UNPROCESSED);
-            self.hypot_cand[cand as usize] = UNPROCESSED;
+            self.hypot_cand[cand as usize] = 0;
         }
         self.hypot_list.clear();
         self.hypot_merge.clear();
@@ -1039,11 +1042,11 @@ impl<'a> Dedup<'a> {
     fn proven_class(&mut self, mut id: TypeId) -> TypeId {
         loop {
             let parent = self.proven[id as usize];
-            if parent == UNPROCESSED {
+            if parent == 0 {
                 return id;
             }
             let grand = self.proven[parent as usize];
-            if grand != UNPROCESSED {
+            if grand != 0 {
                 self.proven[id as usize] = grand;
             }
             id = parent;
@@ -1055,6 +1058,9 @@ impl<'a> Dedup<'a> {
         for i in 0..self.hypot_list.len() {
             let canon_id = self.hypot_list[i];
             let cand_id = self.hypot_map[canon_id as usize];
+            if canon_id == 0 || cand_id == 0 {
+                continue;
+            }
             let (a, b) = (self.proven_class(canon_id), self.proven_class(cand_id));
             if a != b {
                 // The lower id as root: classes do not depend on the order
@@ -1129,7 +1135,7 @@ impl<'a> Dedup<'a> {
             }
             // Paired already in this walk with an equivalent of `canon_id`.
             let paired = self.hypot_cand[cand_id as usize];
-            if paired != UNPROCESSED && self.proven_class(paired) == self.proven_class(canon_id) {
+            if paired != 0 && self.proven_class(paired) == self.proven_class(canon_id) {
                 continue;
             }
             let (canon_id, hypot) = match self.resolve_fwd(canon_id) {
