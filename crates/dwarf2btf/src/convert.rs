@@ -410,7 +410,17 @@ pub fn convert_unit<'a, 'd>(
         while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
             conv.close();
         }
+        // An inlined instance or a call site describes code, not types:
+        // its subtree (about a tenth of a kernel's DIEs) is skipped.
+        let skip = die.has_children
+            && matches!(
+                die.tag,
+                dw::DW_TAG_inlined_subroutine | dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
+            );
         conv.die(die);
+        if skip {
+            dies.skip_children().map_err(|e| err(e, at))?;
+        }
     }
     while !conv.stack.is_empty() {
         conv.close();

@@ -89,7 +89,8 @@ impl Fields {
             | Field::Location.bit()
             | Field::Specification.bit()
             | Field::Language.bit()
-            | Field::GnuAnnotation.bit(),
+            | Field::GnuAnnotation.bit()
+            | Field::Sibling.bit(),
     );
     /// What a walk over functions and their parameters reads.
     pub const FUNCS: Fields = Fields(
