@@ -174,6 +174,16 @@ struct DieTypes {
 /// Longest chain of transparent DIEs followed (a corrupt file may loop).
 const MAX_ALIASES: usize = 16;
 
+/// Units up to this many bytes resolve their references through a dense
+/// index (one word per byte of the unit); larger ones search `map`.
+const MAX_DENSE_UNIT: usize = 32 << 20;
+
+thread_local! {
+    /// The dense index of [`DieTypes::resolve_all`], kept per thread
+    /// between units: all zero outside a call.
+    static DENSE: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl DieTypes {
     /// The local id of the type DIE at `off` (through transparent DIEs),
     /// `None` if it is not a type DIE.
@@ -190,6 +200,42 @@ impl DieTypes {
             }
         }
         Some(0)
+    }
+
+    /// Calls `f` with a lookup for the unit's references. Resolving every
+    /// reference of a unit by binary search over `map` is a few percent
+    /// of an encode; a dense index of DIE offset -> id + 1, filled from
+    /// `map` and cleared the same way, answers each in one load. Offsets
+    /// it does not hold (transparent DIEs, non-types) take the search.
+    fn resolve_all<R>(
+        &self,
+        unit_len: usize,
+        f: impl FnOnce(&dyn Fn(u32) -> Option<TypeId>) -> R,
+    ) -> R {
+        if unit_len > MAX_DENSE_UNIT {
+            return f(&|off| self.lookup(off));
+        }
+        DENSE.with_borrow_mut(|dense| {
+            if dense.len() < unit_len {
+                dense.resize(unit_len, 0);
+            }
+            for &(off, id) in &self.map {
+                if let Some(slot) = dense.get_mut(off as usize) {
+                    *slot = id + 1;
+                }
+            }
+            let index: &[u32] = dense;
+            let r = f(&|off| match index.get(off as usize) {
+                Some(&hit) if hit != 0 => Some(hit - 1),
+                _ => self.lookup(off),
+            });
+            for &(off, _) in &self.map {
+                if let Some(slot) = dense.get_mut(off as usize) {
+                    *slot = 0;
+                }
+            }
+            r
+        })
     }
 }
 
@@ -1129,7 +1175,12 @@ impl<'a, 'd> Conv<'a, 'd> {
 
     /// The local id a reference of the pass stands for, with the unit's
     /// type DIEs all read.
-    fn resolve(&self, types: &DieTypes, v: u32, unresolved: &mut u32) -> TypeId {
+    fn resolve(
+        &self,
+        lookup: &dyn Fn(u32) -> Option<TypeId>,
+        v: u32,
+        unresolved: &mut u32,
+    ) -> TypeId {
         if v == 0 {
             return 0;
         }
@@ -1139,7 +1190,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         if v & LOCAL != 0 {
             return v & !LOCAL;
         }
-        match types.lookup(v) {
+        match lookup(v) {
             Some(id) => id,
             None => {
                 *unresolved += 1;
@@ -1176,9 +1227,11 @@ impl<'a, 'd> Conv<'a, 'd> {
         };
         let mut unresolved = 0u32;
         let mut types = std::mem::take(&mut self.b.types);
-        for t in &mut types {
-            t.for_each_ref_mut(|r| *r = self.resolve(&die_types, *r, &mut unresolved));
-        }
+        die_types.resolve_all(self.unit.header.length_including_self(), |lookup| {
+            for t in &mut types {
+                t.for_each_ref_mut(|r| *r = self.resolve(lookup, *r, &mut unresolved));
+            }
+        });
         self.b.types = types;
         let mut vars = std::mem::take(&mut self.vars);
         for v in &mut vars {
@@ -1205,7 +1258,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
         for fix in std::mem::take(&mut self.bitfix) {
             let storage = fix.storage_bytes.unwrap_or_else(|| {
-                let ty = self.resolve(&die_types, fix.ty, &mut unresolved);
+                let ty = self.resolve(&|off| die_types.lookup(off), fix.ty, &mut unresolved);
                 self.b.type_size(ty)
             });
             // Little-endian: DWARF 4 counts from the storage unit's most
