@@ -176,7 +176,7 @@ const MAX_ALIASES: usize = 16;
 
 /// Units up to this many bytes resolve their references through a dense
 /// index (one word per byte of the unit); larger ones search `map`.
-const MAX_DENSE_UNIT: usize = 32 << 20;
+const MAX_DENSE_UNIT: usize = 8 << 20;
 
 thread_local! {
     /// The dense index of [`DieTypes::resolve_all`], kept per thread
@@ -219,23 +219,46 @@ impl DieTypes {
             if dense.len() < unit_len {
                 dense.resize(unit_len, 0);
             }
-            for &(off, id) in &self.map {
-                if let Some(slot) = dense.get_mut(off as usize) {
-                    *slot = id + 1;
-                }
-            }
-            let index: &[u32] = dense;
-            let r = f(&|off| match index.get(off as usize) {
-                Some(&hit) if hit != 0 => Some(hit - 1),
-                _ => self.lookup(off),
-            });
-            for &(off, _) in &self.map {
-                if let Some(slot) = dense.get_mut(off as usize) {
-                    *slot = 0;
-                }
-            }
-            r
+            let index = DenseIndex::fill(dense, &self.map);
+            f(&|off| index.get(off).or_else(|| self.lookup(off)))
         })
+    }
+}
+
+/// [`DENSE`] filled from a unit's `map` (DIE offset -> id + 1), zeroed
+/// again when dropped, so that the next unit finds it empty whatever
+/// happened in between.
+struct DenseIndex<'a> {
+    slots: &'a mut [u32],
+    map: &'a [(u32, TypeId)],
+}
+
+impl<'a> DenseIndex<'a> {
+    fn fill(slots: &'a mut [u32], map: &'a [(u32, TypeId)]) -> DenseIndex<'a> {
+        for &(off, id) in map {
+            if let Some(slot) = slots.get_mut(off as usize) {
+                // Ids are below `LOCAL`: no overflow.
+                *slot = id + 1;
+            }
+        }
+        DenseIndex { slots, map }
+    }
+
+    fn get(&self, off: u32) -> Option<TypeId> {
+        match self.slots.get(off as usize) {
+            Some(&hit) if hit != 0 => Some(hit - 1),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for DenseIndex<'_> {
+    fn drop(&mut self) {
+        for &(off, _) in self.map {
+            if let Some(slot) = self.slots.get_mut(off as usize) {
+                *slot = 0;
+            }
+        }
     }
 }
 
