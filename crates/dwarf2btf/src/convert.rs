@@ -225,6 +225,12 @@ impl DieTypes {
     }
 }
 
+/// Frees this thread's [`DENSE`] (a few MiB on a kernel), once its units
+/// are converted.
+pub(crate) fn release_scratch() {
+    DENSE.take();
+}
+
 /// [`DENSE`] filled from a unit's `map` (DIE offset -> id + 1), zeroed
 /// again when dropped, so that the next unit finds it empty whatever
 /// happened in between.

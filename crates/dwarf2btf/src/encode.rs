@@ -274,6 +274,9 @@ where
         |units| encode_segment(&seg_cx, units, policy),
         |seg| merged.add(seg),
     );
+    // The converters' scratch would otherwise stay with the pool's threads
+    // through the final dedup, where memory peaks.
+    pool.broadcast(|_| convert::release_scratch());
     let Merged {
         sink,
         warnings,
