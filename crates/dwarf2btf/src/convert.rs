@@ -15,6 +15,7 @@
 //! copied into a small fixed struct and the BTF record is written at once.
 
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
+use btf::hugepages::ZeroedWords;
 use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
@@ -180,8 +181,9 @@ const MAX_DENSE_UNIT: usize = 8 << 20;
 
 thread_local! {
     /// The dense index of [`DieTypes::resolve_all`], kept per thread
-    /// between units: all zero outside a call.
-    static DENSE: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// between units: all zero outside a call. A mapping of its own, so
+    /// that freeing it gives its pages back.
+    static DENSE: std::cell::RefCell<ZeroedWords> = std::cell::RefCell::new(ZeroedWords::default());
 }
 
 impl DieTypes {
@@ -217,7 +219,7 @@ impl DieTypes {
         }
         DENSE.with_borrow_mut(|dense| {
             if dense.len() < unit_len {
-                dense.resize(unit_len, 0);
+                *dense = ZeroedWords::new(unit_len.next_power_of_two());
             }
             let index = DenseIndex::fill(dense, &self.map);
             f(&|off| index.get(off).or_else(|| self.lookup(off)))
