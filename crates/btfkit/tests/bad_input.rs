@@ -296,6 +296,22 @@ fn random_byte_flips() {
     );
 }
 
+/// An input path that cannot be opened: the path and the OS's reason, each
+/// once.
+#[test]
+fn an_unopenable_path_is_named_with_its_reason_once() {
+    let c = Corrupt::new();
+    let file = c.write("plain", b"not a directory");
+    let out = btfkit(&["encode", "-o", "/dev/null"], &file.join("vmlinux"));
+    assert_fails_naming(&out, &["plain/vmlinux", "Not a directory"], "encode");
+    assert_eq!(
+        text(&out).matches("Not a directory").count(),
+        1,
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let out = Command::new(BIN).arg("check").output().expect("run btfkit");
