@@ -90,7 +90,7 @@ fn finish(result: anyhow::Result<ExitCode>, name: &str) -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("{name}: error: {}", cmd::error_text(&e));
+            eprintln!("{name}: error: {e:#}");
             if cmd::pahole::is_usage(&e) {
                 return ExitCode::from(2);
             }

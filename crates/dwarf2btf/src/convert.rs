@@ -423,7 +423,7 @@ pub fn convert_unit<'a, 'd>(
     let err = |e: gimli::Error, off: u64| Error::Dwarf {
         path: path.to_owned(),
         offset: unit_offset + off,
-        source: e,
+        error: e,
     };
     if unit.header.length_including_self() as u64 >= u64::from(LOCAL) {
         return Err(Error::Encode {

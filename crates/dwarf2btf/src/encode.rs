@@ -384,7 +384,7 @@ fn read_headers<'d>(
                 return Err(Error::Dwarf {
                     path: path.to_owned(),
                     offset,
-                    source,
+                    error: source,
                 });
             }
         }
@@ -723,7 +723,7 @@ fn encode_unit<'d, P: FuncPolicy>(
     let unit = dwarf.unit(header).map_err(|e| Error::Dwarf {
         path: path.to_owned(),
         offset,
-        source: e,
+        error: e,
     })?;
     let converted = convert::convert_unit(dwarf, &unit, copts, path, strings)?;
     let Some(ConvertedUnit {

@@ -1,5 +1,7 @@
 //! Errors of the encoder: each names the file and, where there is one, the
-//! section or DIE offset that caused it.
+//! section or DIE offset that caused it. A cause is part of the message
+//! and not also a chained source (fields are not named `source`), so that
+//! anyhow's `{:#}` says it once (as `btf::LoadError`).
 
 use std::path::PathBuf;
 
@@ -7,10 +9,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: not a valid ELF file: {msg}")]
     Elf { path: PathBuf, msg: String },
@@ -24,11 +26,11 @@ pub enum Error {
         section: &'static str,
         msg: String,
     },
-    #[error("{path}: DWARF error at .debug_info offset {offset:#x}: {source}")]
+    #[error("{path}: DWARF error at .debug_info offset {offset:#x}: {error}")]
     Dwarf {
         path: PathBuf,
         offset: u64,
-        source: gimli::Error,
+        error: gimli::Error,
     },
     #[error("{path}: {msg}")]
     Encode { path: PathBuf, msg: String },

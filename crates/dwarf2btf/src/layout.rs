@@ -56,7 +56,7 @@ pub fn print_elf(
     let err = |e: gimli::Error, offset: u64| Error::Dwarf {
         path: path.to_owned(),
         offset,
-        source: e,
+        error: e,
     };
     loop {
         let header = match units.next() {
@@ -601,7 +601,7 @@ pub fn has_dwarf(path: &Path) -> Result<bool> {
     use std::io::Read;
     let io = |source| Error::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     };
     // sysfs BTF cannot be mapped: look at the magic first.
     let mut magic = [0u8; 4];

@@ -33,7 +33,7 @@ impl ElfFile {
     pub fn open(path: &Path) -> Result<ElfFile> {
         let io = |source| Error::Io {
             path: path.to_owned(),
-            source,
+            error: source,
         };
         let file = std::fs::File::open(path).map_err(io)?;
         // SAFETY: the mapping is read-only and private; a concurrent writer
@@ -52,7 +52,7 @@ impl ElfFile {
     pub fn from_bytes(path: &Path, data: &[u8]) -> Result<ElfFile> {
         let io = |source| Error::Io {
             path: path.to_owned(),
-            source,
+            error: source,
         };
         let mut map = memmap2::MmapMut::map_anon(data.len()).map_err(io)?;
         map.copy_from_slice(data);

@@ -222,7 +222,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
         self.candidates(cx).map_err(|e| Error::Dwarf {
             path: cx.path.to_owned(),
             offset,
-            source: e,
+            error: e,
         })
     }
 

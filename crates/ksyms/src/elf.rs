@@ -17,13 +17,13 @@ pub fn read(path: &Path) -> Result<Symbols> {
 pub(crate) fn map(path: &Path) -> Result<memmap2::Mmap> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     })?;
     // SAFETY: the map is read-only and private; a file changed under us can
     // give wrong symbols but `object` checks every offset it reads.
     unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     })
 }
 

@@ -2,12 +2,14 @@ use std::path::PathBuf;
 
 /// Why a symbol source could not be read. Every variant names the file, and
 /// parse errors the line and byte offset, so that a bad line can be found.
+/// A cause is part of the message, not also a chained source, so that
+/// anyhow's `{:#}` says it once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}: {reason} (byte offset {offset})")]
     Parse {

@@ -30,7 +30,7 @@ pub(crate) fn read_whole(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let io = |source| Error::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     };
     let mut f = std::fs::File::open(path).map_err(io)?;
     let mut buf = Vec::with_capacity(8 << 20);

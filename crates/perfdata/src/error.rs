@@ -1,6 +1,7 @@
 //! Errors of the perf.data reader and of the live listener. Every error about
 //! bytes names the offset (in the file, or in the stream for pipe data) where
-//! the bad bytes are.
+//! the bad bytes are. A cause is part of the message, not also a chained
+//! source, so that anyhow's `{:#}` says it once.
 
 use std::path::PathBuf;
 
@@ -54,15 +55,15 @@ pub enum Error {
     },
     #[error("perf_event_attr at offset {offset:#x}: {reason}")]
     BadAttr { offset: u64, reason: String },
-    #[error("perf_event_open on CPU {cpu}: {source}{hint}")]
+    #[error("perf_event_open on CPU {cpu}: {error}{hint}")]
     PerfEventOpen {
         cpu: u32,
-        source: std::io::Error,
+        error: std::io::Error,
         /// Why it was refused and what to do, when that is known.
         hint: String,
     },
-    #[error("mmap of the ring buffer of CPU {cpu}: {source}")]
-    Mmap { cpu: u32, source: std::io::Error },
+    #[error("mmap of the ring buffer of CPU {cpu}: {error}")]
+    Mmap { cpu: u32, error: std::io::Error },
     #[error("poll: {0}")]
     Poll(std::io::Error),
     #[error("cannot read the online CPUs from {path}: {reason}")]

@@ -110,7 +110,11 @@ impl Ring {
         if fd < 0 {
             let source = io::Error::last_os_error();
             let hint = open_hint(&source);
-            return Err(Error::PerfEventOpen { cpu, source, hint });
+            return Err(Error::PerfEventOpen {
+                cpu,
+                error: source,
+                hint,
+            });
         }
         // SAFETY: the syscall returned a new file descriptor that nothing
         // else owns.
@@ -132,13 +136,13 @@ impl Ring {
         if ptr == libc::MAP_FAILED {
             return Err(Error::Mmap {
                 cpu,
-                source: io::Error::last_os_error(),
+                error: io::Error::last_os_error(),
             });
         }
         let Some(base) = NonNull::new(ptr.cast::<u8>()) else {
             return Err(Error::Mmap {
                 cpu,
-                source: io::Error::other("mmap returned a null pointer"),
+                error: io::Error::other("mmap returned a null pointer"),
             });
         };
         let mut ring = Ring {
@@ -258,8 +262,8 @@ impl Listener {
         for cpu in online_cpus()? {
             match Ring::open(cpu, &attr) {
                 Ok(r) => rings.push(r),
-                Err(Error::PerfEventOpen { ref source, .. })
-                    if source.raw_os_error() == Some(libc::ENODEV) => {}
+                Err(Error::PerfEventOpen { ref error, .. })
+                    if error.raw_os_error() == Some(libc::ENODEV) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -178,10 +178,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     let table = match super::check::load_symbols(&args.file) {
         Ok((t, _)) => t,
         Err(e) => {
-            eprintln!(
-                "btfkit: warning: fentry reach not shown: {}",
-                super::error_text(&e)
-            );
+            eprintln!("btfkit: warning: fentry reach not shown: {e:#}");
             return Ok(Reach {
                 by_name: HashMap::new(),
                 tagged: HashMap::new(),

@@ -285,7 +285,7 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
                 .map_err(|source| Error::Dwarf {
                     path: cx.path.to_owned(),
                     offset,
-                    source,
+                    error: source,
                 })?;
         let mut found = Vec::new();
         let mut u64_id = None;

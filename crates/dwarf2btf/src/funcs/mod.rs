@@ -300,7 +300,7 @@ fn collect_all(elf: &ElfFile, dwarf: &crate::load::Dwarf<'_>) -> Result<Vec<Conc
                         .last()
                         .and_then(|h: &gimli::UnitHeader<_>| h.offset().as_debug_info_offset())
                         .map_or(0, |o| o.0 as u64),
-                    source,
+                    error: source,
                 })
             }
         }
@@ -312,7 +312,7 @@ fn collect_all(elf: &ElfFile, dwarf: &crate::load::Dwarf<'_>) -> Result<Vec<Conc
             collect::collect_unit(dwarf, h).map_err(|source| Error::Dwarf {
                 path: elf.path().to_owned(),
                 offset,
-                source,
+                error: source,
             })
         })
         .collect();
