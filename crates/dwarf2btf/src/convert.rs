@@ -208,21 +208,17 @@ impl DieTypes {
     /// reference of a unit by binary search over `map` is a few percent
     /// of an encode; a dense index of DIE offset -> id + 1, filled from
     /// `map` and cleared the same way, answers each in one load. Offsets
-    /// it does not hold (transparent DIEs, non-types) take the search.
-    fn resolve_all<R>(
-        &self,
-        unit_len: usize,
-        f: impl FnOnce(&dyn Fn(u32) -> Option<TypeId>) -> R,
-    ) -> R {
+    /// it does not hold (transparent DIEs, non-types) take the search, as
+    /// every offset of a unit too large for the index does.
+    fn resolve_all<R>(&self, unit_len: usize, f: impl FnOnce(&DenseIndex<'_>) -> R) -> R {
         if unit_len > MAX_DENSE_UNIT {
-            return f(&|off| self.lookup(off));
+            return f(&DenseIndex::fill(&mut [], self));
         }
         DENSE.with_borrow_mut(|dense| {
             if dense.len() < unit_len {
                 *dense = ZeroedWords::new(unit_len.next_power_of_two());
             }
-            let index = DenseIndex::fill(dense, &self.map);
-            f(&|off| index.get(off).or_else(|| self.lookup(off)))
+            f(&DenseIndex::fill(dense, self))
         })
     }
 }
@@ -238,31 +234,32 @@ pub(crate) fn release_scratch() {
 /// happened in between.
 struct DenseIndex<'a> {
     slots: &'a mut [u32],
-    map: &'a [(u32, TypeId)],
+    types: &'a DieTypes,
 }
 
 impl<'a> DenseIndex<'a> {
-    fn fill(slots: &'a mut [u32], map: &'a [(u32, TypeId)]) -> DenseIndex<'a> {
-        for &(off, id) in map {
+    fn fill(slots: &'a mut [u32], types: &'a DieTypes) -> DenseIndex<'a> {
+        for &(off, id) in &types.map {
             if let Some(slot) = slots.get_mut(off as usize) {
                 // Ids are below `LOCAL`: no overflow.
                 *slot = id + 1;
             }
         }
-        DenseIndex { slots, map }
+        DenseIndex { slots, types }
     }
 
-    fn get(&self, off: u32) -> Option<TypeId> {
+    /// [`DieTypes::lookup`], from the index where it holds `off`.
+    fn lookup(&self, off: u32) -> Option<TypeId> {
         match self.slots.get(off as usize) {
             Some(&hit) if hit != 0 => Some(hit - 1),
-            _ => None,
+            _ => self.types.lookup(off),
         }
     }
 }
 
 impl Drop for DenseIndex<'_> {
     fn drop(&mut self) {
-        for &(off, _) in self.map {
+        for &(off, _) in &self.types.map {
             if let Some(slot) = self.slots.get_mut(off as usize) {
                 *slot = 0;
             }
@@ -1208,7 +1205,7 @@ impl<'a, 'd> Conv<'a, 'd> {
     /// type DIEs all read.
     fn resolve(
         &self,
-        lookup: &dyn Fn(u32) -> Option<TypeId>,
+        lookup: impl Fn(u32) -> Option<TypeId>,
         v: u32,
         unresolved: &mut u32,
     ) -> TypeId {
@@ -1258,9 +1255,11 @@ impl<'a, 'd> Conv<'a, 'd> {
         };
         let mut unresolved = 0u32;
         let mut types = std::mem::take(&mut self.b.types);
-        die_types.resolve_all(self.unit.header.length_including_self(), |lookup| {
+        die_types.resolve_all(self.unit.header.length_including_self(), |index| {
             for t in &mut types {
-                t.for_each_ref_mut(|r| *r = self.resolve(lookup, *r, &mut unresolved));
+                t.for_each_ref_mut(|r| {
+                    *r = self.resolve(|off| index.lookup(off), *r, &mut unresolved)
+                });
             }
         });
         self.b.types = types;
@@ -1289,7 +1288,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
         for fix in std::mem::take(&mut self.bitfix) {
             let storage = fix.storage_bytes.unwrap_or_else(|| {
-                let ty = self.resolve(&|off| die_types.lookup(off), fix.ty, &mut unresolved);
+                let ty = self.resolve(|off| die_types.lookup(off), fix.ty, &mut unresolved);
                 self.b.type_size(ty)
             });
             // Little-endian: DWARF 4 counts from the storage unit's most
