@@ -98,8 +98,8 @@ pub struct Btf {
     start_str_off: u32,
     /// An index of the own strings, built on the first lookup
     /// ([`Btf::find_str`], or `add_str` on a split object over this one), so
-    /// that readers pay nothing for it and a base shared through `Arc` by
-    /// the builders of a split encode is indexed once, not once per user.
+    /// that readers pay nothing for it. [`Btf::find_strs`] does without:
+    /// the base of a split encode is never indexed.
     str_index: OnceLock<StringIndex>,
     /// What the parser learnt of the own types, while they are as parsed.
     facts: Option<Facts>,
@@ -351,6 +351,18 @@ impl Btf {
         {
             return off;
         }
+        self.add_own_str(s)
+    }
+
+    /// Interns `s` among this object's own strings without looking in the
+    /// base: for a builder whose types go through a dedup, whose string
+    /// pass maps every string the base holds to the base's offset, all of
+    /// them in one pass over the base's strings ([`Btf::find_strs`])
+    /// rather than with an index of the base for lookups one at a time.
+    pub fn add_own_str(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
         // Built once; then reached through `get_mut`, without the
         // synchronisation of putting it back into the OnceLock per string.
         self.str_index
@@ -379,6 +391,37 @@ impl Btf {
             .str_index
             .get_or_init(|| StringIndex::build(&self.strings));
         Some(index.get(&self.strings, s)? + self.start_str_off)
+    }
+
+    /// [`Btf::find_str_bytes`] of each of `strs`, at once. Without an index
+    /// of the own strings already, it makes none: it indexes `strs` and
+    /// passes once over the own strings ([`StringIndex::locate_in`]).
+    pub fn find_strs(&self, strs: &[&[u8]]) -> Vec<Option<u32>> {
+        let mut found = match &self.base {
+            Some(b) => b.find_strs(strs),
+            None => vec![None; strs.len()],
+        };
+        let own = |o: u32| Some(o + self.start_str_off);
+        if let Some(index) = self.str_index.get() {
+            for (f, s) in found.iter_mut().zip(strs).filter(|(f, _)| f.is_none()) {
+                *f = index.get(&self.strings, s).and_then(own);
+            }
+            return found;
+        }
+        let mut queries = StringIndex::default();
+        let mut section = Vec::new();
+        let at: Vec<Option<u32>> = strs
+            .iter()
+            .zip(&found)
+            .map(|(s, f)| f.is_none().then(|| queries.intern(&mut section, s)))
+            .collect();
+        let located = queries.locate_in(&section, &self.strings);
+        for (f, q) in found.iter_mut().zip(at) {
+            if let Some(&o) = q.and_then(|q| located.get(q as usize)) {
+                *f = (o != u32::MAX).then_some(o).and_then(own);
+            }
+        }
+        found
     }
 
     /// Appends a type and returns its id.
