@@ -31,8 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
 pub use load::{
-    default_base, elf_btf_section, load_base_file, load_file, parse_any, read_blob, LoadError,
-    SYSFS_VMLINUX,
+    default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
 };
 pub use strings::StringIndex;
 pub use types::*;

@@ -74,18 +74,6 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// (uncompressed, as every vmlinux has it) is not copied out, and the
 /// string section stays in the mapping (see `bytes.rs`).
 pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
-    load(path, base, false)
-}
-
-/// [`load_file`] of the base of a split encode, which looks up every
-/// string of the split part in it: with `parallel`, its string index is
-/// built on a second thread while its types are parsed (a vmlinux's take
-/// about as long as each other), instead of on the first lookup.
-pub fn load_base_file(path: &Path, parallel: bool) -> Result<Btf, LoadError> {
-    load(path, None, parallel)
-}
-
-fn load(path: &Path, base: Option<&Path>, index_strings: bool) -> Result<Btf, LoadError> {
     let base = match default_base(path, base) {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),
         None => None,
@@ -113,7 +101,7 @@ fn load(path: &Path, base: Option<&Path>, index_strings: bool) -> Result<Btf, Lo
                     map.ok().map(crate::bytes::Bytes::mapped)
                 };
                 let blob = map.get(range.clone()).unwrap_or_default();
-                Btf::parse_from_file(blob, base, &strings, index_strings).map_err(|e| {
+                Btf::parse_from_file(blob, base, &strings).map_err(|e| {
                     if no_base {
                         split_without_base(e)
                     } else {

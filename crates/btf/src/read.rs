@@ -6,13 +6,13 @@
 //! the types make sense (ids in range, sizes); that is `validate`'s job, so that
 //! `dump` can still show a blob the kernel would reject.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Endian, Facts, Header, StringIndex};
+use crate::{Btf, Endian, Facts, Header};
 
 /// A bounds-checked little/big-endian reader over the type section.
 struct Cursor<'a> {
@@ -116,33 +116,29 @@ fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Resu
 impl Btf {
     /// Parses base BTF (ids start at 1, strings at 0).
     pub fn parse(data: &[u8]) -> Result<Btf> {
-        Self::parse_impl(data, None, None, false)
+        Self::parse_impl(data, None, None)
     }
 
     /// Parses split BTF whose ids and string offsets continue after `base`'s.
     pub fn parse_split(data: &[u8], base: Arc<Btf>) -> Result<Btf> {
-        Self::parse_impl(data, Some(base), None, false)
+        Self::parse_impl(data, Some(base), None)
     }
 
     /// Parses BTF read from a file, over `base` if given. `strings(at,
     /// len)` may give the string section (at `at` of `data`, `len` bytes)
-    /// without a copy: a mapping of just that part of the file. With
-    /// `index_strings`, the string index is built on a second thread while
-    /// the types are parsed.
+    /// without a copy: a mapping of just that part of the file.
     pub(crate) fn parse_from_file(
         data: &[u8],
         base: Option<Arc<Btf>>,
         strings: &dyn Fn(usize, usize) -> Option<Bytes>,
-        index_strings: bool,
     ) -> Result<Btf> {
-        Self::parse_impl(data, base, Some(strings), index_strings)
+        Self::parse_impl(data, base, Some(strings))
     }
 
     fn parse_impl(
         data: &[u8],
         base: Option<Arc<Btf>>,
         strings_from: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
-        index_strings: bool,
     ) -> Result<Btf> {
         if data.is_empty() {
             return Err(Error::Empty);
@@ -251,20 +247,7 @@ impl Btf {
             endian,
         };
         let start_id = btf.start_id;
-        let (types, facts) = if index_strings {
-            let strings = &btf.strings;
-            let (parsed, index) = std::thread::scope(|s| {
-                let index = s.spawn(|| StringIndex::build(strings));
-                let parsed = parse_types(&mut cur, start_id, &layouts);
-                (parsed, index.join())
-            });
-            if let Ok(index) = index {
-                btf.str_index = OnceLock::from(index);
-            }
-            parsed?
-        } else {
-            parse_types(&mut cur, start_id, &layouts)?
-        };
+        let (types, facts) = parse_types(&mut cur, start_id, &layouts)?;
         btf.types = types;
         btf.facts = Some(facts);
         Ok(btf)

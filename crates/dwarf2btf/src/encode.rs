@@ -40,7 +40,7 @@ use object::{Object, ObjectSection};
 use crate::convert::{self, ConvertOptions, ConvertedUnit};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, DwarfSections, ElfFile, ElfInfo, Reader};
-use crate::strings::{BaseStrings, Strings};
+use crate::strings::Strings;
 use crate::{kfuncs, vars};
 
 // The options and the policy interface live in their own modules (which
@@ -185,7 +185,6 @@ where
 {
     let path = elf.path();
     progress.stage("reading ELF and DWARF", 0);
-    let base = base.map(|b| Arc::new(BaseStrings::new(b)));
     let obj = elf.object()?;
     let sections = DwarfSections::load(elf, &obj)?;
     let dwarf = sections.dwarf();
@@ -535,7 +534,7 @@ struct SegmentContext<'a, 'd> {
     opts: &'a EncodeOptions,
     info: &'a ElfInfo<'d>,
     vars_cx: &'a vars::VarsContext,
-    base: Option<Arc<BaseStrings>>,
+    base: Option<Arc<Btf>>,
     progress: &'a dyn Progress,
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
@@ -769,9 +768,9 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(base: Option<Arc<BaseStrings>>) -> Sink {
+    fn new(base: Option<Arc<Btf>>) -> Sink {
         Sink {
-            start_id: base.as_ref().map_or(1, |b| b.btf().type_count()),
+            start_id: base.as_ref().map_or(1, |b| b.type_count()),
             types: Vec::new(),
             strings: Strings::new(base),
             max_ref: 0,

@@ -85,7 +85,7 @@ pub fn tag_kfuncs(btf: &mut Btf, obj: &object::File<'_>, info: &ElfInfo<'_>) -> 
         // No string either: every string of an encode is used.
         return 0;
     }
-    let tag = btf.add_str(KFUNC_TAG);
+    let tag = btf.add_own_str(KFUNC_TAG);
     for &id in &funcs {
         btf.add_type(Type::new(
             tag,

@@ -43,7 +43,9 @@ pub struct EncodeOptions {
     pub addr_tags: AddrTags,
     /// Encode Rust compilation units too (pahole leaves them out).
     pub keep_rust: bool,
-    /// Skip the final dedup (for tests and debugging).
+    /// Skip the final dedup (for tests and debugging). Split BTF then
+    /// keeps its own copies of the strings its base has: it is the
+    /// dedup's string pass that maps them to the base's.
     pub no_dedup: bool,
     /// Write a layout section (bpf-next's 32-byte header), as pahole's
     /// `--btf_features=layout`; split BTF gets none, as from pahole, since

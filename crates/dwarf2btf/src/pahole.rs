@@ -258,7 +258,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
                     .params(c)
                     .iter()
                     .map(|&(n, t)| Param {
-                        name_off: btf.add_str(cands.str(n)),
+                        name_off: btf.add_own_str(cands.str(n)),
                         ty: remap.type_id(t),
                     })
                     .collect();
@@ -272,7 +272,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
                         params,
                     },
                 ));
-                let name_off = btf.add_str(name);
+                let name_off = btf.add_own_str(name);
                 btf.add_type(func_type(name_off, proto));
             }
         }

@@ -1,42 +1,24 @@
 //! The string section of a BTF under construction (one per segment, one for
 //! the output).
 //!
-//! Every string is stored once; a string the base BTF has (split BTF of a
-//! module) keeps the base's offset, as libbpf does. Units of a segment write
-//! into the segment's table directly, so their strings are interned once,
-//! not once per unit and again per segment. Names that are .debug_str
-//! offsets (DW_FORM_strp) are cached by that offset: the linker merges equal
-//! strings of .debug_str, so the cache answers most names without hashing
-//! their bytes.
+//! Every string is stored once. In split BTF (a module's), a string the
+//! base BTF has is stored too: the dedup's string pass maps each such
+//! string to the base's offset, all of them in one pass over the base's
+//! strings, where a lookup per string here would need an index of the
+//! whole base per process. Units of a segment write into the segment's
+//! table directly, so their strings are interned once, not once per unit
+//! and again per segment. Names that are .debug_str offsets (DW_FORM_strp)
+//! are cached by that offset: the linker merges equal strings of
+//! .debug_str, so the cache answers most names without hashing their
+//! bytes.
 
 use std::sync::Arc;
 
 use btf::{Btf, StringIndex};
 use rustc_hash::FxHashMap;
 
-/// The base BTF of a split encode. Its string index is the base's own,
-/// built on the first lookup and shared by every segment and by the dedups.
-pub struct BaseStrings {
-    btf: Arc<Btf>,
-}
-
-impl BaseStrings {
-    pub fn new(btf: Arc<Btf>) -> BaseStrings {
-        BaseStrings { btf }
-    }
-
-    pub fn btf(&self) -> &Arc<Btf> {
-        &self.btf
-    }
-
-    /// The offset of `s` in the base, if it is there.
-    fn find(&self, s: &[u8]) -> Option<u32> {
-        self.btf.find_str_bytes(s)
-    }
-}
-
 pub struct Strings {
-    base: Option<Arc<BaseStrings>>,
+    base: Option<Arc<Btf>>,
     /// Offset of the first own string: the base's string section size.
     start: u32,
     /// Own strings, starting with the empty string.
@@ -48,8 +30,8 @@ pub struct Strings {
 }
 
 impl Strings {
-    pub fn new(base: Option<Arc<BaseStrings>>) -> Strings {
-        let start = base.as_ref().map_or(0, |b| b.btf.strings_end());
+    pub fn new(base: Option<Arc<Btf>>) -> Strings {
+        let start = base.as_ref().map_or(0, |b| b.strings_end());
         Strings {
             base,
             start,
@@ -63,9 +45,6 @@ impl Strings {
     pub fn add(&mut self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
-        }
-        if let Some(off) = self.base.as_ref().and_then(|b| b.find(s)) {
-            return off;
         }
         self.start + self.index.intern(&mut self.bytes, s)
     }
@@ -90,7 +69,7 @@ impl Strings {
             None => self
                 .base
                 .as_ref()
-                .and_then(|b| b.btf.str_bytes(off).ok())
+                .and_then(|b| b.str_bytes(off).ok())
                 .unwrap_or(&[]),
         }
     }
@@ -101,7 +80,7 @@ impl Strings {
     }
 
     pub fn base(&self) -> Option<&Arc<Btf>> {
-        self.base.as_ref().map(|b| &b.btf)
+        self.base.as_ref()
     }
 
     /// The own string section and its index (local offsets, as

@@ -189,7 +189,7 @@ pub fn add_datasecs(btf: &mut Btf, info: &ElfInfo<'_>, mut entries: Vec<SecEntry
             .section(section)
             .map_or("", |s| s.name.as_str())
             .to_owned();
-        let name_off = btf.add_str(&name);
+        let name_off = btf.add_own_str(&name);
         btf.add_type(Type::new(
             name_off,
             TypeData::Datasec {

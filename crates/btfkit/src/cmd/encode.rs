@@ -144,12 +144,9 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     }
     let base = match &args.base {
         Some(b) => {
-            // A second core indexes the base's strings while its types
-            // are parsed (0 jobs: all cores).
-            Some(Arc::new(
-                btf::load_base_file(b, args.jobs != 1)
-                    .with_context(|| format!("cannot load base BTF {}", b.display()))?,
-            ))
+            Some(Arc::new(btf::load_file(b, None).with_context(|| {
+                format!("cannot load base BTF {}", b.display())
+            })?))
         }
         None => None,
     };

@@ -461,12 +461,9 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     let base = match &o.base {
         Some(b) => {
-            // A second core indexes the base's strings while its types
-            // are parsed (0 jobs: all cores).
-            Some(Arc::new(
-                btf::load_base_file(b, opts.jobs != 1)
-                    .with_context(|| format!("cannot load base BTF {}", b.display()))?,
-            ))
+            Some(Arc::new(btf::load_file(b, None).with_context(|| {
+                format!("cannot load base BTF {}", b.display())
+            })?))
         }
         None => None,
     };

@@ -369,10 +369,10 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
 
 /// A FUNC with its addr tags.
 fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
-    let name = btf.add_str(name);
+    let name = btf.add_own_str(name);
     let func = btf.add_type(func_type(name, proto));
     for &a in addrs {
-        let t = btf.add_str(addr_tag_name(a, &mut [0; 32]));
+        let t = btf.add_own_str(addr_tag_name(a, &mut [0; 32]));
         btf.add_type(Type::new(
             t,
             TypeData::DeclTag {
