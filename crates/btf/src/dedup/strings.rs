@@ -29,36 +29,46 @@ pub(super) fn dedup_strings(btf: &Btf, types: &mut [Type]) -> Result<Vec<u8>> {
     let mut interned: FxHashMap<&[u8], u32> = FxHashMap::default();
     interned.reserve(old.len() / 16);
     interned.insert(b"", 0);
+    for_each_own_str(types, start, |off, local| {
+        if let Some(&done) = remapped.get(local).filter(|&&o| o != u32::MAX) {
+            *off = done;
+            return Ok(());
+        }
+        let s = string_at(old, local, *off)?;
+        let new_off = *interned.entry(s).or_insert_with(|| {
+            let o = start + new.len() as u32;
+            new.extend_from_slice(s);
+            new.push(0);
+            o
+        });
+        remapped[local] = new_off;
+        *off = new_off;
+        Ok(())
+    })?;
+    Ok(new)
+}
+
+/// Calls `f(off, local)` for each string offset `off` in `types` that is
+/// an own string's (not "", not the base's), whose offset in the own
+/// section is `local`, until `f` fails.
+fn for_each_own_str(
+    types: &mut [Type],
+    start: u32,
+    mut f: impl FnMut(&mut u32, usize) -> Result<()>,
+) -> Result<()> {
     let mut err = None;
     for t in types.iter_mut() {
         t.for_each_str_mut(|off| {
-            if *off == 0 || *off < start || err.is_some() {
-                return;
-            }
-            let local = (*off - start) as usize;
-            if let Some(&done) = remapped.get(local).filter(|&&o| o != u32::MAX) {
-                *off = done;
-                return;
-            }
-            match string_at(old, local, *off) {
-                Err(e) => err = Some(e),
-                Ok(s) => {
-                    let new_off = *interned.entry(s).or_insert_with(|| {
-                        let o = start + new.len() as u32;
-                        new.extend_from_slice(s);
-                        new.push(0);
-                        o
-                    });
-                    remapped[local] = new_off;
-                    *off = new_off;
-                }
+            if *off != 0 && *off >= start && err.is_none() {
+                let local = (*off - start) as usize;
+                err = f(off, local).err();
             }
         });
         if let Some(e) = err {
             return Err(e);
         }
     }
-    Ok(new)
+    Ok(())
 }
 
 /// The string at local offset `local` of `section` (global offset `off`).
@@ -81,28 +91,13 @@ fn map_to_base(
 ) -> Result<()> {
     const QUEUED: u32 = u32::MAX - 1;
     let mut queued: Vec<(usize, &[u8])> = Vec::new();
-    let mut err = None;
-    for t in types.iter_mut() {
-        t.for_each_str_mut(|off| {
-            if *off == 0 || *off < start || err.is_some() {
-                return;
-            }
-            let local = (*off - start) as usize;
-            if remapped.get(local) == Some(&QUEUED) {
-                return;
-            }
-            match string_at(section, local, *off) {
-                Err(e) => err = Some(e),
-                Ok(s) => {
-                    remapped[local] = QUEUED;
-                    queued.push((local, s));
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
+    for_each_own_str(types, start, |off, local| {
+        if remapped.get(local) != Some(&QUEUED) {
+            queued.push((local, string_at(section, local, *off)?));
+            remapped[local] = QUEUED;
         }
-    }
+        Ok(())
+    })?;
     let strs: Vec<&[u8]> = queued.iter().map(|&(_, s)| s).collect();
     for ((local, _), found) in queued.into_iter().zip(base.find_strs(&strs)) {
         remapped[local] = found.unwrap_or(u32::MAX);
