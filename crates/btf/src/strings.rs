@@ -167,7 +167,7 @@ impl StringIndex {
     ///
     /// This is how a split BTF's strings meet a base's without an index of
     /// the base: one pass over `other`'s strings. A filter of 2^18 bits,
-    /// one per [`filter_bit`] of this index's strings, rejects most strings
+    /// one per `filter_bit` of this index's strings, rejects most strings
     /// of `other` before they are hashed (a module's few thousand strings
     /// set ~2% of it), so the pass costs about finding the ends of
     /// `other`'s strings: ~1 ms for a vmlinux's, where an index of them
