@@ -90,16 +90,16 @@ fn map_to_base(
     remapped: &mut [u32],
 ) -> Result<()> {
     const QUEUED: u32 = u32::MAX - 1;
-    let mut queued: Vec<(usize, &[u8])> = Vec::new();
+    let (mut locals, mut strs) = (Vec::new(), Vec::new());
     for_each_own_str(types, start, |off, local| {
         if remapped.get(local) != Some(&QUEUED) {
-            queued.push((local, string_at(section, local, *off)?));
+            strs.push(string_at(section, local, *off)?);
+            locals.push(local);
             remapped[local] = QUEUED;
         }
         Ok(())
     })?;
-    let strs: Vec<&[u8]> = queued.iter().map(|&(_, s)| s).collect();
-    for ((local, _), found) in queued.into_iter().zip(base.find_strs(&strs)) {
+    for (local, found) in locals.into_iter().zip(base.find_strs(&strs)) {
         remapped[local] = found.unwrap_or(u32::MAX);
     }
     Ok(())
