@@ -3,7 +3,8 @@
 //! base: none may panic, and what parses must write out to bytes that parse
 //! back to the same BTF. The base has a layout section with records for two
 //! kinds past the known ones (23 and 24), so that split input can hold
-//! kinds read through the base's layout.
+//! kinds read through the base's layout. The bytes are also read from a
+//! file, as `btfkit` reads them (mapped, records in place).
 
 #![no_main]
 
@@ -42,12 +43,19 @@ fn base() -> Arc<Btf> {
                 offset: 64,
             },
         ];
-        b.add_type(Type::new(name, TypeData::Struct { size: 16, members }));
+        b.add_type(Type::new(
+            name,
+            TypeData::Struct {
+                size: 16,
+                members: members.into(),
+            },
+        ));
         b.set_layout(true);
         // Records for kinds 23 (one info word, 4-byte records) and 24
         // (8-byte records) before the strings.
         let mut blob = b.to_bytes();
-        let word = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let word =
+            |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         let (str_off, layout_off, layout_len) = (word(&blob, 16), word(&blob, 24), word(&blob, 28));
         let at = 32 + (layout_off + layout_len) as usize;
         blob.splice(at..at, [4u8, 4, 0, 0, 0, 8, 0, 0]);
@@ -83,10 +91,39 @@ fn round_trip(btf: &Btf, parse: impl Fn(&[u8]) -> btf::Result<Btf>) {
     );
 }
 
+/// The same raw bytes read from a file: mapped, with the records of the types
+/// read in place where they are aligned (records.rs). It must give what
+/// the parse of the bytes in memory gives.
+fn from_file(data: &[u8], parsed: &btf::Result<Btf>) {
+    static PATH: OnceLock<std::path::PathBuf> = OnceLock::new();
+    let path = PATH.get_or_init(|| {
+        std::env::temp_dir().join(format!("btfkit-fuzz-read-{}", std::process::id()))
+    });
+    std::fs::write(path, data).expect("the fuzz input is written to a file");
+    let loaded = btf::load_file(path, None);
+    match (parsed, &loaded) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.own_types(), b.own_types());
+            assert_eq!(a.string_section(), b.string_section());
+        }
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "in memory: {:?}; from a file: {:?}",
+            a.as_ref().err().map(ToString::to_string),
+            b.as_ref().err().map(ToString::to_string)
+        ),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     // parse_any also takes the ELF path (the object crate) on ELF input.
-    if let Ok(btf) = btf::parse_any(data, None) {
-        if !data.starts_with(b"\x7fELF") {
+    let parsed = btf::parse_any(data, None);
+    let raw = !data.starts_with(b"\x7fELF");
+    if raw {
+        from_file(data, &parsed);
+    }
+    if let Ok(btf) = parsed {
+        if raw {
             let _ = validate_blob_for(data, &btf, Target::Linux6_18);
             let _ = validate_blob_for(data, &btf, Target::BpfNext);
         }

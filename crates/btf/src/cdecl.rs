@@ -250,7 +250,7 @@ mod tests {
             &mut b,
             TypeData::FuncProto {
                 ret: int_t,
-                params: vec![pi],
+                params: vec![pi].into(),
             },
         );
         let p_handler = ty(&mut b, TypeData::Ptr { ty: handler });
@@ -266,7 +266,7 @@ mod tests {
             &mut b,
             TypeData::FuncProto {
                 ret: 0,
-                params: vec![pint],
+                params: vec![pint].into(),
             },
         );
         let p_sighandler = ty(&mut b, TypeData::Ptr { ty: sighandler });
@@ -276,7 +276,7 @@ mod tests {
             &mut b,
             TypeData::FuncProto {
                 ret: p_sighandler,
-                params: vec![sig, func],
+                params: vec![sig, func].into(),
             },
         );
         let name = b.add_str("signal");
@@ -292,7 +292,7 @@ mod tests {
             &mut b,
             TypeData::FuncProto {
                 ret: int_t,
-                params: vec![fmt, dots],
+                params: vec![fmt, dots].into(),
             },
         );
         let name = b.add_str("printk");
@@ -303,7 +303,7 @@ mod tests {
             &mut b,
             TypeData::FuncProto {
                 ret: 0,
-                params: vec![],
+                params: Default::default(),
             },
         );
         let name = b.add_str("schedule");
@@ -315,7 +315,7 @@ mod tests {
             sname,
             TypeData::Struct {
                 size: 0,
-                members: vec![],
+                members: Default::default(),
             },
         ));
         let ps = ty(&mut b, TypeData::Ptr { ty: s });
@@ -345,7 +345,13 @@ mod tests {
         for _ in 0..40 {
             let p = ty(&mut b, TypeData::Ptr { ty: next });
             let params = vec![param(&mut b, "a", p), param(&mut b, "b", p)];
-            next = ty(&mut b, TypeData::FuncProto { ret: 0, params });
+            next = ty(
+                &mut b,
+                TypeData::FuncProto {
+                    ret: 0,
+                    params: params.into(),
+                },
+            );
         }
         let text = type_name(&b, next);
         assert!(text.contains("..."), "{text}");

@@ -143,11 +143,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
         let data = match &t.data {
             TypeData::Struct { size, .. } if k.needs_size => TypeData::Struct {
                 size: *size,
-                members: Vec::new(),
+                members: Default::default(),
             },
             TypeData::Union { size, .. } if k.needs_size => TypeData::Union {
                 size: *size,
-                members: Vec::new(),
+                members: Default::default(),
             },
             // The kernel's relocation (btf_relocate.c, 6.12) reads a base
             // struct's kind_flag (bitfield offsets) as "union" when matching
@@ -157,11 +157,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
                 match t.data {
                     TypeData::Union { .. } => TypeData::Union {
                         size: *size,
-                        members: Vec::new(),
+                        members: Default::default(),
                     },
                     _ => TypeData::Struct {
                         size: *size,
-                        members: Vec::new(),
+                        members: Default::default(),
                     },
                 }
             }
@@ -169,7 +169,7 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             TypeData::Union { .. } => TypeData::Fwd,
             TypeData::Enum { size, .. } | TypeData::Enum64 { size, .. } => TypeData::Enum {
                 size: *size,
-                values: Vec::new(),
+                values: Default::default(),
             },
             other => other.clone(),
         };

@@ -22,6 +22,7 @@ pub mod kernel;
 pub mod layout;
 mod load;
 mod read;
+mod records;
 mod strings;
 pub mod types;
 pub mod validate;
@@ -43,6 +44,15 @@ pub enum Endian {
 }
 
 impl Endian {
+    /// Whether this is the byte order of the machine this runs on.
+    pub(crate) fn is_host(self) -> bool {
+        self == if cfg!(target_endian = "little") {
+            Endian::Little
+        } else {
+            Endian::Big
+        }
+    }
+
     /// A 32-bit word of a blob in this byte order.
     pub(crate) fn u32(self, b: [u8; 4]) -> u32 {
         match self {

@@ -72,7 +72,7 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// Loads BTF from `path` (raw or ELF), over `base` or [`default_base`]'s.
 /// A file that can be mapped is parsed in place: an ELF's `.BTF` section
 /// (uncompressed, as every vmlinux has it) is not copied out, and the
-/// string section stays in the mapping (see `bytes.rs`).
+/// string and type sections stay mapped (see `bytes.rs`, `records.rs`).
 pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
     let base = match default_base(path, base) {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),
@@ -87,9 +87,9 @@ pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
         FileData::Mapped(map, file) => match btf_range(map).map_err(err)? {
             Some(range) => {
                 let no_base = base.is_none();
-                // The string section's own mapping outlives `data`'s: the
-                // pages of the types, read once here, leave with it.
-                let strings = |at: usize, len: usize| {
+                // A section's own mapping outlives `data`'s, whose other
+                // pages (an ELF's DWARF, say) leave with it.
+                let map_section = |at: usize, len: usize| {
                     let offset = u64::try_from(range.start.checked_add(at)?).ok()?;
                     // SAFETY: as `FileData::open`'s mapping.
                     let map = unsafe {
@@ -101,7 +101,7 @@ pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
                     map.ok().map(crate::bytes::Bytes::mapped)
                 };
                 let blob = map.get(range.clone()).unwrap_or_default();
-                Btf::parse_from_file(blob, base, &strings).map_err(|e| {
+                Btf::parse_from_file(blob, base, &map_section).map_err(|e| {
                     if no_base {
                         split_without_base(e)
                     } else {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
+use crate::records::Record;
 use crate::types::*;
 use crate::{Btf, Endian, Facts, Header};
 
@@ -21,6 +22,9 @@ struct Cursor<'a> {
     /// Offset of `data` in the whole blob, for error messages.
     base: usize,
     endian: Endian,
+    /// `data` itself, when it is a mapping in the host's byte order whose
+    /// records the types may point into.
+    in_place: Option<&'a Arc<Bytes>>,
 }
 
 impl<'a> Cursor<'a> {
@@ -35,7 +39,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `n` records of `len` bytes each, or `RecordsPastEnd`.
-    fn records(&mut self, n: u32, len: usize, id: TypeId, offset: usize) -> Result<Records<'a>> {
+    fn records(&mut self, n: u32, len: usize, id: TypeId, offset: usize) -> Result<RawRecords<'a>> {
         let bytes = (n as usize)
             .checked_mul(len)
             .and_then(|b| self.data.get(self.pos..)?.get(..b))
@@ -44,10 +48,12 @@ impl<'a> Cursor<'a> {
                 offset,
                 vlen: n,
             })?;
+        let at = self.pos;
         self.pos += bytes.len();
-        Ok(Records {
+        Ok(RawRecords {
             chunks: bytes.chunks_exact(len),
             endian: self.endian,
+            in_place: self.in_place.map(|section| (section, at, n)),
         })
     }
 
@@ -68,12 +74,25 @@ impl<'a> Cursor<'a> {
 
 /// Records of one type, whose bounds were checked once: each yields its
 /// words.
-struct Records<'a> {
+struct RawRecords<'a> {
     chunks: std::slice::ChunksExact<'a, u8>,
     endian: Endian,
+    /// The section, the records' offset in it and their count, if they
+    /// may be read in place.
+    in_place: Option<(&'a Arc<Bytes>, usize, u32)>,
 }
 
-impl<'a> Records<'a> {
+impl<'a> RawRecords<'a> {
+    /// The records as `T`s: in place where the section allows it,
+    /// otherwise each made from its words by `make`.
+    fn list<T: Record, const N: usize>(self, make: impl Fn([u32; N]) -> T) -> Records<T> {
+        match self.in_place {
+            Some((section, at, n)) if n > 0 => Records::in_place(section, at, n)
+                .unwrap_or_else(|| self.words().map(make).collect()),
+            _ => self.words().map(make).collect(),
+        }
+    }
+
     /// Each record's first `N` words.
     fn words<const N: usize>(self) -> impl Iterator<Item = [u32; N]> + use<'a, N> {
         let endian = self.endian;
@@ -124,21 +143,23 @@ impl Btf {
         Self::parse_impl(data, Some(base), None)
     }
 
-    /// Parses BTF read from a file, over `base` if given. `strings(at,
-    /// len)` may give the string section (at `at` of `data`, `len` bytes)
-    /// without a copy: a mapping of just that part of the file.
+    /// Parses BTF read from a file, over `base` if given. `map(at, len)`
+    /// may give a section (at `at` of `data`, `len` bytes) without a copy:
+    /// a mapping of just that part of the file. The string section is
+    /// kept so, and the type section too when its byte order is the
+    /// host's: the types' records are then read in place (records.rs).
     pub(crate) fn parse_from_file(
         data: &[u8],
         base: Option<Arc<Btf>>,
-        strings: &dyn Fn(usize, usize) -> Option<Bytes>,
+        map: &dyn Fn(usize, usize) -> Option<Bytes>,
     ) -> Result<Btf> {
-        Self::parse_impl(data, base, Some(strings))
+        Self::parse_impl(data, base, Some(map))
     }
 
     fn parse_impl(
         data: &[u8],
         base: Option<Arc<Btf>>,
-        strings_from: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
+        map: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
     ) -> Result<Btf> {
         if data.is_empty() {
             return Err(Error::Empty);
@@ -234,17 +255,26 @@ impl Btf {
         };
         let mut btf = Btf::with_header(header, base);
         let strings_at = hdr_len as usize + str_off as usize;
-        btf.strings = strings_from
+        btf.strings = map
             .and_then(|f| f(strings_at, strings.len()))
             .filter(|b| **b == *strings)
             .unwrap_or_else(|| strings.to_vec().into());
         // A split BTF without a layout section shares its base's, as in libbpf.
         let layouts = btf.kind_layouts();
+        let types_at = hdr_len as usize + type_off as usize;
+        // Parsed from its own mapping, which the types' records then share:
+        // the same bytes of the same file (and checked as any others).
+        let in_place = map
+            .filter(|_| endian.is_host())
+            .and_then(|f| f(types_at, types_bytes.len()))
+            .filter(|b| b.len() == types_bytes.len())
+            .map(Arc::new);
         let mut cur = Cursor {
-            data: types_bytes,
+            data: in_place.as_deref().map_or(types_bytes, |b| b),
             pos: 0,
-            base: hdr_len as usize + type_off as usize,
+            base: types_at,
             endian,
+            in_place: in_place.as_ref(),
         };
         let start_id = btf.start_id;
         let (types, facts) = parse_types(&mut cur, start_id, &layouts)?;
@@ -323,13 +353,14 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             nelems: cur.u32("btf_array")?,
         }),
         BTF_KIND_STRUCT | BTF_KIND_UNION => {
-            let members = (cur.records(vlen, BTF_MEMBER_LEN, id, offset)?.words())
-                .map(|[name_off, ty, offset]| Member {
-                    name_off,
-                    ty,
-                    offset,
-                })
-                .collect();
+            let members =
+                (cur.records(vlen, BTF_MEMBER_LEN, id, offset)?).list(|[name_off, ty, offset]| {
+                    Member {
+                        name_off,
+                        ty,
+                        offset,
+                    }
+                });
             if kind == BTF_KIND_STRUCT {
                 TypeData::Struct {
                     size: size_or_type,
@@ -343,9 +374,8 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             }
         }
         BTF_KIND_ENUM => {
-            let values = (cur.records(vlen, BTF_ENUM_LEN, id, offset)?.words())
-                .map(|[name_off, val]| EnumValue { name_off, val })
-                .collect();
+            let values = (cur.records(vlen, BTF_ENUM_LEN, id, offset)?)
+                .list(|[name_off, val]| EnumValue { name_off, val });
             TypeData::Enum {
                 size: size_or_type,
                 values,
@@ -361,9 +391,8 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             linkage: vlen,
         },
         BTF_KIND_FUNC_PROTO => {
-            let params = (cur.records(vlen, BTF_PARAM_LEN, id, offset)?.words())
-                .map(|[name_off, ty]| Param { name_off, ty })
-                .collect();
+            let params = (cur.records(vlen, BTF_PARAM_LEN, id, offset)?)
+                .list(|[name_off, ty]| Param { name_off, ty });
             TypeData::FuncProto {
                 ret: size_or_type,
                 params,
@@ -374,9 +403,8 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             linkage: cur.u32("btf_var")?,
         },
         BTF_KIND_DATASEC => {
-            let vars = (cur.records(vlen, BTF_VAR_SECINFO_LEN, id, offset)?.words())
-                .map(|[ty, offset, size]| VarSecinfo { ty, offset, size })
-                .collect();
+            let vars = (cur.records(vlen, BTF_VAR_SECINFO_LEN, id, offset)?)
+                .list(|[ty, offset, size]| VarSecinfo { ty, offset, size });
             TypeData::Datasec {
                 size: size_or_type,
                 vars,

@@ -4,8 +4,11 @@
 //! that follow it) closely enough that reading then writing is byte-exact,
 //! while giving every field a name. Type ids are plain `u32`s: id 0 is `void`,
 //! and in split BTF the ids of a module continue after those of its base.
+//! The records that follow a struct, an enum, a prototype or a DATASEC are
+//! [`Records`]: a slice of their own, or read in place from a mapped file.
 
 use crate::format::*;
+pub use crate::records::Records;
 
 /// A type id. 0 is `void`.
 pub type TypeId = u32;
@@ -35,16 +38,16 @@ pub enum TypeData {
     Array(Array),
     Struct {
         size: u32,
-        members: Vec<Member>,
+        members: Records<Member>,
     },
     Union {
         size: u32,
-        members: Vec<Member>,
+        members: Records<Member>,
     },
     /// Values are stored as raw 32-bit words; `kind_flag` says signed.
     Enum {
         size: u32,
-        values: Vec<EnumValue>,
+        values: Records<EnumValue>,
     },
     /// `kind_flag` set: `union`, otherwise `struct`.
     Fwd,
@@ -66,7 +69,7 @@ pub enum TypeData {
     },
     FuncProto {
         ret: TypeId,
-        params: Vec<Param>,
+        params: Records<Param>,
     },
     Var {
         ty: TypeId,
@@ -74,7 +77,7 @@ pub enum TypeData {
     },
     Datasec {
         size: u32,
-        vars: Vec<VarSecinfo>,
+        vars: Records<VarSecinfo>,
     },
     Float {
         size: u32,
@@ -129,6 +132,7 @@ pub struct Array {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct Member {
     pub name_off: u32,
     pub ty: TypeId,
@@ -155,6 +159,7 @@ impl Member {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct EnumValue {
     pub name_off: u32,
     pub val: u32,
@@ -167,6 +172,7 @@ pub struct Enum64Value {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct Param {
     pub name_off: u32,
     pub ty: TypeId,
@@ -182,6 +188,7 @@ pub struct Loc {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct VarSecinfo {
     pub ty: TypeId,
     pub offset: u32,

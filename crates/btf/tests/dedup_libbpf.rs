@@ -309,7 +309,8 @@ fn two_cus_of_foo(tags: [&str; 2]) -> Btf {
                 params: vec![btf::Param {
                     name_off: x,
                     ty: int_id,
-                }],
+                }]
+                .into(),
             },
         ));
         let func = btf.add_type(Type::new(
@@ -465,7 +466,8 @@ fn dedup_rejects_bad_ids_without_panicking() {
                     name_off: m,
                     ty: id,
                     offset: 0,
-                }],
+                }]
+                .into(),
             },
         ));
     }
@@ -511,7 +513,8 @@ fn add_holder(btf: &mut Btf, name: &str, target: u32) -> u32 {
                 name_off: o,
                 ty: ptr,
                 offset: 0,
-            }],
+            }]
+            .into(),
         },
     ))
 }
@@ -553,7 +556,8 @@ fn ambiguous_fwds(fill: [u32; 4], fwd_first: bool) -> Btf {
                     name_off: m,
                     ty,
                     offset: 0,
-                }],
+                }]
+                .into(),
             },
         ));
         add_holder(&mut btf, "holder", o);
@@ -611,14 +615,15 @@ fn dedup_survives_scrambled_references() {
                 ty: var,
                 offset: 0,
                 size: 4,
-            }],
+            }]
+            .into(),
         },
     ));
     let proto = original.add_type(Type::new(
         0,
         TypeData::FuncProto {
             ret: 1,
-            params: vec![btf::Param { name_off: 0, ty: 1 }],
+            params: vec![btf::Param { name_off: 0, ty: 1 }].into(),
         },
     ));
     let func = original.add_type(Type::new(

@@ -234,7 +234,13 @@ fn dedup_c_typedefs_by_1_8_rules_matches_libbpf_1_7() {
                 ty: my,
                 offset: 0,
             }];
-            btf.add_type(Type::new(n, TypeData::Struct { size: 4, members }))
+            btf.add_type(Type::new(
+                n,
+                TypeData::Struct {
+                    size: 4,
+                    members: members.into(),
+                },
+            ))
         };
         let node_t = typedef(&mut btf, "node_t", fwd_or_struct);
         let pn = ptr(&mut btf, node_t);

@@ -54,7 +54,8 @@ fn base() -> (Btf, Ids) {
                     ty: long,
                     offset: 64,
                 },
-            ],
+            ]
+            .into(),
         },
     ));
     let (red, green) = (b.add_str("RED"), b.add_str("GREEN"));
@@ -72,7 +73,8 @@ fn base() -> (Btf, Ids) {
                     name_off: green,
                     val: 5,
                 },
-            ],
+            ]
+            .into(),
         },
     ));
     let n = b.add_str("pair_t");
@@ -86,7 +88,8 @@ fn base() -> (Btf, Ids) {
             params: vec![Param {
                 name_off: p,
                 ty: ptr,
-            }],
+            }]
+            .into(),
         },
     ));
     let n = b.add_str("get");
@@ -101,7 +104,8 @@ fn base() -> (Btf, Ids) {
                     name_off: a,
                     ty,
                     offset: 0,
-                }],
+                }]
+                .into(),
             },
         ));
     }
@@ -192,7 +196,7 @@ fn diff_reports_builder_changes() {
         n,
         TypeData::Struct {
             size: 0,
-            members: vec![],
+            members: Default::default(),
         },
     ));
     let d = diff(&a, &b, &DiffOptions::default());
@@ -276,7 +280,7 @@ fn diff_renders_prototypes_as_c() {
         0,
         TypeData::FuncProto {
             ret: int,
-            params: vec![],
+            params: Default::default(),
         },
     ));
     let n = b.add_str("get");
@@ -321,7 +325,7 @@ fn diff_survives_exponential_anonymous_nesting() {
             0,
             TypeData::Struct {
                 size: 8,
-                members: vec![m(0), m(32)],
+                members: vec![m(0), m(32)].into(),
             },
         ));
     }

@@ -276,7 +276,8 @@ fn every_kind() -> Btf {
                     ty: int,
                     offset: (5 << 24) | 35,
                 },
-            ],
+            ]
+            .into(),
         },
     });
     b.add_type(Type::new(
@@ -287,7 +288,8 @@ fn every_kind() -> Btf {
                 name_off: c,
                 ty: int,
                 offset: 0,
-            }],
+            }]
+            .into(),
         },
     ));
     let (neg, big) = (s(&mut b, "NEG"), s(&mut b, "BIG"));
@@ -306,7 +308,8 @@ fn every_kind() -> Btf {
                     name_off: big,
                     val: 7,
                 },
-            ],
+            ]
+            .into(),
         },
     });
     let uname = s(&mut b, "e_unsigned");
@@ -317,7 +320,8 @@ fn every_kind() -> Btf {
             values: vec![EnumValue {
                 name_off: big,
                 val: 0xffff_fff0,
-            }],
+            }]
+            .into(),
         },
     ));
     let e64 = s(&mut b, "e64");
@@ -376,7 +380,8 @@ fn every_kind() -> Btf {
                     ty: int,
                 },
                 Param { name_off: 0, ty: 0 },
-            ],
+            ]
+            .into(),
         },
     ));
     for (name, linkage) in [("f_static", 0), ("f_global", 1), ("f_extern", 2)] {
@@ -397,7 +402,13 @@ fn every_kind() -> Btf {
         });
     }
     let sec = s(&mut b, ".data");
-    b.add_type(Type::new(sec, TypeData::Datasec { size: 12, vars }));
+    b.add_type(Type::new(
+        sec,
+        TypeData::Datasec {
+            size: 12,
+            vars: vars.into(),
+        },
+    ));
     let dbl = s(&mut b, "double");
     b.add_type(Type::new(dbl, TypeData::Float { size: 8 }));
     let tag = s(&mut b, "tag");

@@ -192,7 +192,13 @@ impl B {
         }
     }
     fn strukt(&mut self, name: &str, size: u32, members: Vec<Member>) -> TypeId {
-        self.add(name, TypeData::Struct { size, members })
+        self.add(
+            name,
+            TypeData::Struct {
+                size,
+                members: members.into(),
+            },
+        )
     }
     fn param(&mut self, name: &str, ty: TypeId) -> Param {
         Param {
@@ -201,7 +207,13 @@ impl B {
         }
     }
     fn proto(&mut self, ret: TypeId, params: Vec<Param>) -> TypeId {
-        self.add("", TypeData::FuncProto { ret, params })
+        self.add(
+            "",
+            TypeData::FuncProto {
+                ret,
+                params: params.into(),
+            },
+        )
     }
     fn enumv(&mut self, name: &str, val: u32) -> EnumValue {
         EnumValue {
@@ -252,7 +264,7 @@ fn fixture_bitfields() -> B {
         "bits",
         TypeData::Struct {
             size: 56,
-            members: m,
+            members: m.into(),
         },
     );
     // Explicit holes between ordinary members and at the end.
@@ -271,7 +283,7 @@ fn fixture_bitfields() -> B {
         "nothing",
         TypeData::Union {
             size: 0,
-            members: vec![],
+            members: Default::default(),
         },
     );
     b
@@ -303,7 +315,7 @@ fn fixture_packed() -> B {
         "odd_union",
         TypeData::Union {
             size: 6,
-            members: m,
+            members: m.into(),
         },
     );
     b
@@ -319,7 +331,13 @@ fn fixture_anonymous() -> B {
     let int = b.int("int", 4, true);
     let char_ = b.int("char", 1, true);
     let v = vec![b.enumv("RED", 0), b.enumv("GREEN", 1)];
-    let anon_enum = b.add("", TypeData::Enum { size: 4, values: v });
+    let anon_enum = b.add(
+        "",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     let m = vec![b.member("a", int, 0), b.member("b", char_, 32)];
     let inner = b.strukt("", 8, m);
     let m = vec![b.member("", inner, 0), b.member("word", int, 0)];
@@ -327,7 +345,7 @@ fn fixture_anonymous() -> B {
         "",
         TypeData::Union {
             size: 8,
-            members: m,
+            members: m.into(),
         },
     );
     let m = vec![b.member("x", int, 0), b.member("", anon_union, 64)];
@@ -341,11 +359,29 @@ fn fixture_anonymous() -> B {
     b.strukt("outer", 24, m);
     // Top-level anonymous enums: constants nobody refers to, signed, 8 bytes.
     let v = vec![b.enumv("CONST_A", 1), b.enumv("CONST_B", 0xffff_fffe)];
-    b.add_kf("", TypeData::Enum { size: 4, values: v });
+    b.add_kf(
+        "",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     let v = vec![b.enumv("BIG", 7)];
-    b.add("", TypeData::Enum { size: 8, values: v });
+    b.add(
+        "",
+        TypeData::Enum {
+            size: 8,
+            values: v.into(),
+        },
+    );
     let v = vec![b.enumv("TINY", 1)];
-    b.add("tiny", TypeData::Enum { size: 1, values: v });
+    b.add(
+        "tiny",
+        TypeData::Enum {
+            size: 1,
+            values: v.into(),
+        },
+    );
     let v = vec![
         Enum64Value {
             name_off: b.btf.add_str("E64_SMALL"),
@@ -367,13 +403,25 @@ fn fixture_anonymous() -> B {
     let s = b.strukt("", 4, m);
     b.add("anon_t", TypeData::Typedef { ty: s });
     let v = vec![b.enumv("MODE_X", 3)];
-    let e = b.add("", TypeData::Enum { size: 4, values: v });
+    let e = b.add(
+        "",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     b.add("mode_t", TypeData::Typedef { ty: e });
     // An anonymous enum used only as a return type counts as unreferenced
     // (libbpf marks parameters, not return types): it is printed on its
     // own, and again inline in the prototype.
     let v = vec![b.enumv("RET_OK", 0)];
-    let ret = b.add("", TypeData::Enum { size: 4, values: v });
+    let ret = b.add(
+        "",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     let proto = b.proto(ret, vec![]);
     let p = b.ptr(proto);
     let m = vec![b.member("cb", p, 0)];
@@ -468,7 +516,8 @@ fn fixture_funcptrs() -> B {
                 ty: v,
                 offset: 0,
                 size: 4,
-            }],
+            }]
+            .into(),
         },
     );
     b.add(
@@ -550,7 +599,7 @@ fn fixture_conflicts() -> B {
         "dup",
         TypeData::Union {
             size: 4,
-            members: m,
+            members: m.into(),
         },
     );
     let m = vec![b.member("one", d1, 0), b.member("two", d2, 64)];
@@ -559,16 +608,28 @@ fn fixture_conflicts() -> B {
     b.add("dup_t", TypeData::Typedef { ty: d2 });
     // Enumerators and typedefs share a namespace.
     let v = vec![b.enumv("VAL", 1), b.enumv("dup_t", 2)];
-    b.add("en", TypeData::Enum { size: 4, values: v });
+    b.add(
+        "en",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     let v = vec![b.enumv("VAL", 3)];
-    b.add("en", TypeData::Enum { size: 4, values: v });
+    b.add(
+        "en",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     // A forward declaration and an empty enum never get a suffix.
     b.add("dup", TypeData::Fwd);
     b.add(
         "en",
         TypeData::Enum {
             size: 4,
-            values: vec![],
+            values: Default::default(),
         },
     );
     b
@@ -611,7 +672,13 @@ fn fixture_quirks() -> B {
     let pvnoret = b.ptr(vnoret);
     // Signed enumerators, negative ones included.
     let v = vec![b.enumv("NEG", (-5i32) as u32), b.enumv("POS", 5)];
-    let signed = b.add_kf("sgn", TypeData::Enum { size: 4, values: v });
+    let signed = b.add_kf(
+        "sgn",
+        TypeData::Enum {
+            size: 4,
+            values: v.into(),
+        },
+    );
     let m = vec![
         b.member("ca", const_arr, 0),
         b.member("die", pvnoret, 64),

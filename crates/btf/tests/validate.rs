@@ -204,7 +204,14 @@ fn func(btf: &mut Btf, name: &str, int: TypeId, char_: TypeId) -> (TypeId, TypeI
             ty: ptr,
         },
     ];
-    let proto = add(btf, "", TypeData::FuncProto { ret: int, params });
+    let proto = add(
+        btf,
+        "",
+        TypeData::FuncProto {
+            ret: int,
+            params: params.into(),
+        },
+    );
     let f = add(
         btf,
         name,
@@ -239,7 +246,14 @@ fn valid_everything() -> Btf {
         member(&mut btf, "next", list_ptr, 0),
         member(&mut btf, "prev", list_ptr, 64),
     ];
-    let list2 = add(&mut btf, "list", TypeData::Struct { size: 16, members });
+    let list2 = add(
+        &mut btf,
+        "list",
+        TypeData::Struct {
+            size: 16,
+            members: members.into(),
+        },
+    );
     assert_eq!(list, list2);
     let values = vec![
         EnumValue {
@@ -251,7 +265,14 @@ fn valid_everything() -> Btf {
             val: u32::MAX,
         },
     ];
-    let color = add(&mut btf, "color", TypeData::Enum { size: 4, values });
+    let color = add(
+        &mut btf,
+        "color",
+        TypeData::Enum {
+            size: 4,
+            values: values.into(),
+        },
+    );
     let values = vec![Enum64Value {
         name_off: btf.add_str("HUGE"),
         val: 1 << 40,
@@ -284,7 +305,7 @@ fn valid_everything() -> Btf {
         "",
         TypeData::Union {
             size: 8,
-            members: u_members,
+            members: u_members.into(),
         },
     );
     let (f, _) = func(&mut btf, "f1", int, char_);
@@ -295,7 +316,14 @@ fn valid_everything() -> Btf {
         },
         Param { name_off: 0, ty: 0 },
     ];
-    let vproto = add(&mut btf, "", TypeData::FuncProto { ret: 0, params });
+    let vproto = add(
+        &mut btf,
+        "",
+        TypeData::FuncProto {
+            ret: 0,
+            params: params.into(),
+        },
+    );
     let fn_ptr = add(&mut btf, "", TypeData::Ptr { ty: vproto });
     // struct s with kind_flag: bitfields carry their size in the offset word.
     let s = btf.type_count();
@@ -319,7 +347,7 @@ fn valid_everything() -> Btf {
         "s",
         TypeData::Struct {
             size: 88,
-            members: s_members,
+            members: s_members.into(),
         },
     );
     assert_eq!(s, s2);
@@ -371,7 +399,8 @@ fn valid_everything() -> Btf {
                     offset: 8,
                     size: 88,
                 },
-            ],
+            ]
+            .into(),
         },
     );
     btf
@@ -456,7 +485,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -470,7 +499,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 6,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -484,7 +513,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 8,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -495,7 +524,7 @@ const BROKEN: &[Case] = &[
             "u",
             TypeData::Union {
                 size: 8,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -506,7 +535,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -517,7 +546,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -528,7 +557,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 8,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -539,7 +568,7 @@ const BROKEN: &[Case] = &[
             "in",
             TypeData::Struct {
                 size: 4,
-                members: inner,
+                members: inner.into(),
             },
         );
         let m = vec![member(&mut f.btf, "a", s, 3 << 24)];
@@ -548,7 +577,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -560,7 +589,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 16,
-                members: m,
+                members: m.into(),
             },
         );
     }),
@@ -572,7 +601,7 @@ const BROKEN: &[Case] = &[
             "A",
             TypeData::Struct {
                 size: 4,
-                members: ma,
+                members: ma.into(),
             },
         );
         let mb = vec![member(&mut f.btf, "a", a, 0)];
@@ -581,7 +610,7 @@ const BROKEN: &[Case] = &[
             "B",
             TypeData::Struct {
                 size: 4,
-                members: mb,
+                members: mb.into(),
             },
         );
     }),
@@ -655,7 +684,8 @@ const BROKEN: &[Case] = &[
                 params: vec![Param {
                     name_off: 0,
                     ty: int,
-                }],
+                }]
+                .into(),
             },
         );
         add(&mut f.btf, "f", TypeData::Func { proto, linkage: 0 });
@@ -672,7 +702,14 @@ const BROKEN: &[Case] = &[
                 ty: 0,
             },
         ];
-        add(&mut f.btf, "", TypeData::FuncProto { ret: int, params });
+        add(
+            &mut f.btf,
+            "",
+            TypeData::FuncProto {
+                ret: int,
+                params: params.into(),
+            },
+        );
     }),
     ("void parameter before the last", Rule::Func, |f| {
         let int = f.int;
@@ -683,7 +720,14 @@ const BROKEN: &[Case] = &[
                 ty: int,
             },
         ];
-        add(&mut f.btf, "", TypeData::FuncProto { ret: int, params });
+        add(
+            &mut f.btf,
+            "",
+            TypeData::FuncProto {
+                ret: int,
+                params: params.into(),
+            },
+        );
     }),
     ("function returning a function", Rule::Func, |f| {
         let int = f.int;
@@ -692,7 +736,7 @@ const BROKEN: &[Case] = &[
             "",
             TypeData::FuncProto {
                 ret: int,
-                params: vec![],
+                params: Default::default(),
             },
         );
         add(
@@ -700,7 +744,7 @@ const BROKEN: &[Case] = &[
             "",
             TypeData::FuncProto {
                 ret: inner,
-                params: vec![],
+                params: Default::default(),
             },
         );
     }),
@@ -711,7 +755,7 @@ const BROKEN: &[Case] = &[
             "proto",
             TypeData::FuncProto {
                 ret: int,
-                params: vec![],
+                params: Default::default(),
             },
         );
     }),
@@ -779,7 +823,14 @@ const BROKEN: &[Case] = &[
                 size: 4,
             },
         ];
-        add(&mut f.btf, ".data", TypeData::Datasec { size: 8, vars });
+        add(
+            &mut f.btf,
+            ".data",
+            TypeData::Datasec {
+                size: 8,
+                vars: vars.into(),
+            },
+        );
     }),
     ("datasec entries unsorted", Rule::Datasec, |f| {
         let int = f.int;
@@ -811,7 +862,14 @@ const BROKEN: &[Case] = &[
                 size: 4,
             },
         ];
-        add(&mut f.btf, ".data", TypeData::Datasec { size: 8, vars });
+        add(
+            &mut f.btf,
+            ".data",
+            TypeData::Datasec {
+                size: 8,
+                vars: vars.into(),
+            },
+        );
     }),
     ("datasec entry past the section", Rule::Datasec, |f| {
         let int = f.int;
@@ -828,7 +886,14 @@ const BROKEN: &[Case] = &[
             offset: 6,
             size: 4,
         }];
-        add(&mut f.btf, ".data", TypeData::Datasec { size: 8, vars });
+        add(
+            &mut f.btf,
+            ".data",
+            TypeData::Datasec {
+                size: 8,
+                vars: vars.into(),
+            },
+        );
     }),
     ("datasec entry not a var", Rule::Datasec, |f| {
         let int = f.int;
@@ -837,7 +902,14 @@ const BROKEN: &[Case] = &[
             offset: 0,
             size: 4,
         }];
-        add(&mut f.btf, ".data", TypeData::Datasec { size: 8, vars });
+        add(
+            &mut f.btf,
+            ".data",
+            TypeData::Datasec {
+                size: 8,
+                vars: vars.into(),
+            },
+        );
     }),
     ("datasec entry smaller than its var", Rule::Datasec, |f| {
         let int = f.int;
@@ -854,7 +926,14 @@ const BROKEN: &[Case] = &[
             offset: 0,
             size: 2,
         }];
-        add(&mut f.btf, ".data", TypeData::Datasec { size: 8, vars });
+        add(
+            &mut f.btf,
+            ".data",
+            TypeData::Datasec {
+                size: 8,
+                vars: vars.into(),
+            },
+        );
     }),
     ("datasec without a name", Rule::Name, |f| {
         add(
@@ -862,7 +941,7 @@ const BROKEN: &[Case] = &[
             "",
             TypeData::Datasec {
                 size: 8,
-                vars: vec![],
+                vars: Default::default(),
             },
         );
     }),
@@ -884,7 +963,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
         add(
@@ -903,7 +982,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
         add(
@@ -923,14 +1002,28 @@ const BROKEN: &[Case] = &[
             name_off: f.btf.add_str("A"),
             val: 0,
         }];
-        add(&mut f.btf, "e", TypeData::Enum { size: 3, values: v });
+        add(
+            &mut f.btf,
+            "e",
+            TypeData::Enum {
+                size: 3,
+                values: v.into(),
+            },
+        );
     }),
     ("anonymous enum value", Rule::Name, |f| {
         let v = vec![EnumValue {
             name_off: 0,
             val: 0,
         }];
-        add(&mut f.btf, "e", TypeData::Enum { size: 4, values: v });
+        add(
+            &mut f.btf,
+            "e",
+            TypeData::Enum {
+                size: 4,
+                values: v.into(),
+            },
+        );
     }),
     ("array of functions", Rule::TypeId, |f| {
         let int = f.int;
@@ -939,7 +1032,7 @@ const BROKEN: &[Case] = &[
             "",
             TypeData::FuncProto {
                 ret: int,
-                params: vec![],
+                params: Default::default(),
             },
         );
         add(
@@ -959,7 +1052,7 @@ const BROKEN: &[Case] = &[
             "s",
             TypeData::Struct {
                 size: 4,
-                members: m,
+                members: m.into(),
             },
         );
         let int = f.int;
@@ -1014,7 +1107,7 @@ const BROKEN: &[Case] = &[
             "",
             TypeData::FuncProto {
                 ret: int,
-                params: vec![],
+                params: Default::default(),
             },
         );
     }),

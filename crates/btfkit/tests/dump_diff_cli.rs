@@ -166,7 +166,7 @@ fn cli_diff_reports_builder_changes_exits_1() {
         s,
         TypeData::Struct {
             size: 8,
-            members: vec![member(x, 0), member(y, 32)],
+            members: vec![member(x, 0), member(y, 32)].into(),
         },
     ));
     let mut b = a.clone();

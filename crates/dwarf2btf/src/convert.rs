@@ -16,7 +16,7 @@
 
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::hugepages::ZeroedWords;
-use btf::{Array, Enum64Value, EnumValue, Member, Param, Type, TypeData, TypeId};
+use btf::{Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
 use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str, DW_AT_GNU_ANNOTATION};
@@ -624,7 +624,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     Some(Open::Other { var: None })
                 } else {
                     let size = a.byte_size().unwrap_or(0) as u32;
-                    let members = Vec::new();
+                    let members = Records::default();
                     let data = if is_union {
                         TypeData::Union { size, members }
                     } else {
@@ -655,7 +655,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 } else {
                     TypeData::Enum {
                         size: size as u32,
-                        values: Vec::new(),
+                        values: Records::default(),
                     }
                 };
                 let (idx, _) = self.push_type(off, Type::new(name, data));
@@ -705,7 +705,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                         0,
                         TypeData::FuncProto {
                             ret: a.ty().unwrap_or(0),
-                            params: Vec::new(),
+                            params: Records::default(),
                         },
                     ),
                 );
@@ -1111,7 +1111,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     ..
                 }) = self.b.types.get_mut(idx)
                 {
-                    *members = list;
+                    *members = list.into();
                 }
             }
             Open::Enum {
@@ -1129,7 +1129,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                         t.kind_flag = signed;
                     }
                     TypeData::Enum { values, .. } if !is64 => {
-                        *values = take_from(&mut self.values, start);
+                        *values = take_from(&mut self.values, start).into();
                     }
                     _ => {}
                 }
@@ -1141,7 +1141,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     ..
                 }) = self.b.types.get_mut(idx)
                 {
-                    *params = list;
+                    *params = list.into();
                 }
             }
             Open::Array { idx, nelems, dims } => {

@@ -269,7 +269,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
                     0,
                     TypeData::FuncProto {
                         ret: remap.type_id(c.ret),
-                        params,
+                        params: params.into(),
                     },
                 ));
                 let name_off = btf.add_own_str(name);

@@ -194,7 +194,7 @@ pub fn add_datasecs(btf: &mut Btf, info: &ElfInfo<'_>, mut entries: Vec<SecEntry
             name_off,
             TypeData::Datasec {
                 size: end.min(u64::from(u32::MAX)) as u32,
-                vars,
+                vars: vars.into(),
             },
         ));
     }

@@ -30,7 +30,8 @@ fn btf(tags: bool) -> (Btf, u32, u32) {
                 params: vec![Param {
                     name_off: p,
                     ty: int,
-                }],
+                }]
+                .into(),
             },
         ));
         let name = b.add_str("wakeup_show");

@@ -151,7 +151,8 @@ mod tests {
                             ty: ptr,
                             offset: 64,
                         },
-                    ],
+                    ]
+                    .into(),
                 },
             ));
             btf.add_type(Type::new(0, TypeData::Ptr { ty: st }));
@@ -165,7 +166,8 @@ mod tests {
                     params: vec![Param {
                         name_off: 0,
                         ty: ptr,
-                    }],
+                    }]
+                    .into(),
                 },
             ));
             btf.add_type(Type::new(var, TypeData::Var { ty: st, linkage: 1 }));
@@ -202,7 +204,8 @@ mod tests {
                     ty: 8,
                     offset: 0,
                     size: 16,
-                }],
+                }]
+                .into(),
             },
         ));
     }
@@ -248,7 +251,7 @@ mod tests {
                 s,
                 TypeData::Struct {
                     size: 0,
-                    members: vec![],
+                    members: Default::default(),
                 },
             ));
         });

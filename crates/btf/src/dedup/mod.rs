@@ -1636,7 +1636,7 @@ mod tests {
                 c,
                 TypeData::Struct {
                     size: 4,
-                    members: vec![member(v, i, 0)],
+                    members: vec![member(v, i, 0)].into(),
                 },
             ));
             let ptrs = [

@@ -138,7 +138,8 @@ mod tests {
                     name_off: s,
                     ty: 1,
                     offset: 0,
-                }],
+                }]
+                .into(),
             },
         ));
         split.add_type(Type::new(int, TypeData::Typedef { ty: 1 }));

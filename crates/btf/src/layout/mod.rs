@@ -193,7 +193,7 @@ mod tests {
             0,
             TypeData::Struct {
                 size: 8,
-                members: vec![],
+                members: Default::default(),
             },
         ));
         let self_member = Member {
@@ -204,14 +204,14 @@ mod tests {
         if let Some(t) = b.type_by_id_mut(anon) {
             t.data = TypeData::Struct {
                 size: 8,
-                members: vec![self_member],
+                members: vec![self_member].into(),
             };
         }
         let proto = b.add_type(Type::new(
             0,
             TypeData::FuncProto {
                 ret: 0,
-                params: vec![],
+                params: Default::default(),
             },
         ));
         let ptr = b.add_type(Type::new(0, TypeData::Ptr { ty: proto }));
@@ -221,7 +221,8 @@ mod tests {
                 params: vec![Param {
                     name_off: 0,
                     ty: ptr,
-                }],
+                }]
+                .into(),
             };
         }
         let f = Member {
@@ -233,7 +234,7 @@ mod tests {
             name,
             TypeData::Struct {
                 size: 16,
-                members: vec![self_member, f],
+                members: vec![self_member, f].into(),
             },
         ));
         let mut layout = Layout::from_btf(&b, 64);
@@ -278,7 +279,8 @@ mod tests {
                         ty: ch,
                         offset: 64,
                     },
-                ],
+                ]
+                .into(),
             },
         ));
         let mut layout = Layout::from_btf(&b, 64);

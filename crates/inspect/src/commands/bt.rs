@@ -163,7 +163,7 @@ fn arguments(prog: &Program, index: &BtfIndex<'_>, d: &Described, f: &Frame) -> 
             _ => None,
         })
         .map(|p| match &p.data {
-            TypeData::FuncProto { params, .. } => params.clone(),
+            TypeData::FuncProto { params, .. } => params.to_vec(),
             _ => Vec::new(),
         })
         .unwrap_or_default();
