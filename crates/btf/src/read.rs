@@ -230,6 +230,11 @@ impl Btf {
         } else {
             Vec::new()
         };
+        // A section of the file in a mapping of its own, which outlives
+        // `data` (bytes.rs), or `None`: copy it.
+        let mapped = |at: usize, len: usize| map?(at, len).filter(|b| b.len() == len);
+        let strings_at = hdr_len as usize + str_off as usize;
+        let strings = mapped(strings_at, strings.len()).unwrap_or_else(|| strings.to_vec().into());
         if base.is_none() && !strings.is_empty() && strings[0] != 0 {
             return Err(Error::BadHeader {
                 offset: hdr_len as usize + str_off as usize,
@@ -254,20 +259,17 @@ impl Btf {
             layout,
         };
         let mut btf = Btf::with_header(header, base);
-        let strings_at = hdr_len as usize + str_off as usize;
-        btf.strings = map
-            .and_then(|f| f(strings_at, strings.len()))
-            .filter(|b| **b == *strings)
-            .unwrap_or_else(|| strings.to_vec().into());
+        btf.strings = strings;
         // A split BTF without a layout section shares its base's, as in libbpf.
         let layouts = btf.kind_layouts();
         let types_at = hdr_len as usize + type_off as usize;
         // Parsed from its own mapping, which the types' records then share:
-        // the same bytes of the same file (and checked as any others).
-        let in_place = map
-            .filter(|_| endian.is_host())
-            .and_then(|f| f(types_at, types_bytes.len()))
-            .filter(|b| b.len() == types_bytes.len())
+        // the same bytes of the same file, checked as any others (as the
+        // strings, whose checks above read the mapping they are kept in).
+        let in_place = endian
+            .is_host()
+            .then(|| mapped(types_at, types_bytes.len()))
+            .flatten()
             .map(Arc::new);
         let mut cur = Cursor {
             data: in_place.as_deref().map_or(types_bytes, |b| b),

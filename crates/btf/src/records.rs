@@ -1,5 +1,5 @@
 //! The records that follow a type (members, enumerators, parameters, a
-//! DATASEC's variables): a vector of their own, or read in place from a
+//! DATASEC's variables): a slice of their own, or read in place from a
 //! mapped type section.
 //!
 //! A module's encode reads the ~100,000 types of the vmlinux BTF it is
@@ -31,15 +31,10 @@ use crate::bytes::Bytes;
 /// The type is `#[repr(C)]`, made only of `u32` fields (alignment 4, no
 /// padding, every bit pattern valid), and its size is that of its record
 /// on disk, whose words are its fields in order.
-pub unsafe trait Record: Copy + sealed::Sealed {}
-
-mod sealed {
-    pub trait Sealed {}
-}
+pub(crate) unsafe trait Record: Copy {}
 
 macro_rules! record {
     ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
         // SAFETY: each is `#[repr(C)]` of `u32` fields in the order of the
         // words of its record on disk (types.rs; checked by the test below).
         unsafe impl Record for $t {}
@@ -81,17 +76,18 @@ impl<T> Records<T> {
             section: None,
         }
     }
-}
 
-impl<T: Record> Records<T> {
     /// `len` records at byte `offset` of `section`, read in place. `None`
     /// where that cannot be done soundly: records not 4-byte aligned in
     /// memory, or not all within the section. The caller checks that the
     /// section's byte order is the host's.
-    pub(crate) fn in_place(section: &Arc<Bytes>, offset: usize, len: u32) -> Option<Records<T>> {
+    pub(crate) fn in_place(section: &Arc<Bytes>, offset: usize, len: u32) -> Option<Records<T>>
+    where
+        T: Record,
+    {
         let bytes = (len as usize).checked_mul(std::mem::size_of::<T>())?;
         let records = section.get(offset..offset.checked_add(bytes)?)?;
-        let ptr = NonNull::from(records).cast::<u8>().cast::<T>();
+        let ptr = NonNull::from(records).cast::<T>();
         if !ptr.is_aligned() {
             return None;
         }
