@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::format::*;
-use crate::records::Record;
+use crate::records::{Record, Store};
 use crate::types::*;
 use crate::{Btf, Endian, Facts, Header};
 
@@ -24,7 +24,7 @@ struct Cursor<'a> {
     endian: Endian,
     /// `data` itself, when it is a mapping in the host's byte order whose
     /// records the types may point into.
-    in_place: Option<&'a Arc<Bytes>>,
+    in_place: Option<&'a Arc<Store>>,
 }
 
 impl<'a> Cursor<'a> {
@@ -79,7 +79,7 @@ struct RawRecords<'a> {
     endian: Endian,
     /// The section, the records' offset in it and their count, if they
     /// may be read in place.
-    in_place: Option<(&'a Arc<Bytes>, usize, u32)>,
+    in_place: Option<(&'a Arc<Store>, usize, u32)>,
 }
 
 impl<'a> RawRecords<'a> {
@@ -270,9 +270,9 @@ impl Btf {
             .is_host()
             .then(|| mapped(types_at, types_bytes.len()))
             .flatten()
-            .map(Arc::new);
+            .map(|b| Arc::new(Store::Section(b)));
         let mut cur = Cursor {
-            data: in_place.as_deref().map_or(types_bytes, |b| b),
+            data: in_place.as_deref().map_or(types_bytes, Store::bytes),
             pos: 0,
             base: types_at,
             endian,

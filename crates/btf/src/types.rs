@@ -5,10 +5,11 @@
 //! while giving every field a name. Type ids are plain `u32`s: id 0 is `void`,
 //! and in split BTF the ids of a module continue after those of its base.
 //! The records that follow a struct, an enum, a prototype or a DATASEC are
-//! [`Records`]: a slice of their own, or read in place from a mapped file.
+//! [`Records`]: a slice of their own, a range of an [`Arena`]'s chunk, or
+//! read in place from a mapped file.
 
 use crate::format::*;
-pub use crate::records::Records;
+pub use crate::records::{Arena, Records};
 
 /// A type id. 0 is `void`.
 pub type TypeId = u32;
@@ -357,6 +358,20 @@ impl Type {
                     f(t)
                 }
             }
+        }
+    }
+
+    /// Moves this type's records (members, enumerators, parameters, a
+    /// DATASEC's variables) into `arena`, letting go of where they were.
+    pub(crate) fn move_records_to(&mut self, arena: &mut Arena) {
+        match &mut self.data {
+            TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
+                *members = arena.alloc(members)
+            }
+            TypeData::Enum { values, .. } => *values = arena.alloc(values),
+            TypeData::FuncProto { params, .. } => *params = arena.alloc(params),
+            TypeData::Datasec { vars, .. } => *vars = arena.alloc(vars),
+            _ => {}
         }
     }
 

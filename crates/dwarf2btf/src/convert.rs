@@ -16,7 +16,7 @@
 
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::hugepages::ZeroedWords;
-use btf::{Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
+use btf::{Arena, Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
 use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str, DW_AT_GNU_ANNOTATION};
@@ -381,11 +381,13 @@ struct Conv<'a, 'd> {
     /// (depth, what is open at that depth)
     stack: Vec<(isize, Open)>,
     /// Members, enumerators and parameters of the open aggregates: each
-    /// gets its exact-size list when it closes (no growing Vec per type).
+    /// gets its exact-size list in `arena` when it closes (no growing Vec
+    /// per type, nor an allocation).
     members: Vec<Member>,
     values: Vec<EnumValue>,
     values64: Vec<Enum64Value>,
     params: Vec<Param>,
+    arena: Arena,
     bitfields: Vec<(usize, usize, u32)>,
     bitfix: Vec<BitFix>,
     decl_tags: Vec<DeclTagFix>,
@@ -446,6 +448,7 @@ pub fn convert_unit<'a, 'd>(
         values: Vec::new(),
         values64: Vec::new(),
         params: Vec::new(),
+        arena: Arena::new(),
         bitfields: Vec::new(),
         bitfix: Vec::new(),
         decl_tags: Vec::new(),
@@ -1105,13 +1108,13 @@ impl<'a, 'd> Conv<'a, 'd> {
                         }
                     }
                 }
-                let list = take_from(&mut self.members, start);
+                let list = take_from(&mut self.members, start, &mut self.arena);
                 if let Some(Type {
                     data: TypeData::Struct { members, .. } | TypeData::Union { members, .. },
                     ..
                 }) = self.b.types.get_mut(idx)
                 {
-                    *members = list.into();
+                    *members = list;
                 }
             }
             Open::Enum {
@@ -1125,23 +1128,23 @@ impl<'a, 'd> Conv<'a, 'd> {
                 };
                 match &mut t.data {
                     TypeData::Enum64 { values, .. } if is64 => {
-                        *values = take_from(&mut self.values64, start);
+                        *values = self.values64.split_off(start.min(self.values64.len()));
                         t.kind_flag = signed;
                     }
                     TypeData::Enum { values, .. } if !is64 => {
-                        *values = take_from(&mut self.values, start).into();
+                        *values = take_from(&mut self.values, start, &mut self.arena);
                     }
                     _ => {}
                 }
             }
             Open::Proto { idx, start } => {
-                let list = take_from(&mut self.params, start);
+                let list = take_from(&mut self.params, start, &mut self.arena);
                 if let Some(Type {
                     data: TypeData::FuncProto { params, .. },
                     ..
                 }) = self.b.types.get_mut(idx)
                 {
-                    *params = list.into();
+                    *params = list;
                 }
             }
             Open::Array { idx, nelems, dims } => {
@@ -1347,12 +1350,13 @@ impl<'a, 'd> Conv<'a, 'd> {
     }
 }
 
-/// The items of a scratch list from `start` on, as an exact-size list
+/// The items of a scratch list from `start` on, moved into `arena`
 /// (aggregates close in the reverse order they opened, so `start` is within
 /// the list; an empty list if it is not).
-fn take_from<T>(scratch: &mut Vec<T>, start: usize) -> Vec<T> {
-    if start > scratch.len() {
-        return Vec::new();
-    }
-    scratch.drain(start..).collect()
+fn take_from<T: Copy>(scratch: &mut Vec<T>, start: usize, arena: &mut Arena) -> Records<T> {
+    let list = scratch
+        .get(start..)
+        .map_or_else(Records::default, |items| arena.alloc(items));
+    scratch.truncate(start);
+    list
 }

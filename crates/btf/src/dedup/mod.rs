@@ -1540,11 +1540,16 @@ impl<'a> Dedup<'a> {
         }
         let old = std::mem::take(&mut self.types);
         let mut kept = Vec::with_capacity((next - self.start_id) as usize);
+        // The kept types' records move together into fresh chunks, so
+        // that those of the dropped ones (most, in an encode's dedups) go
+        // with theirs, and are changed there.
+        let mut arena = Arena::new();
         for (i, mut t) in old.into_iter().enumerate() {
             let id = self.start_id + i as u32;
             if self.map[id as usize] != id {
                 continue;
             }
+            t.move_records_to(&mut arena);
             let mut bad = None;
             t.for_each_ref_mut(|r| {
                 let n = self.hypot_map[self.resolve(*r) as usize];
