@@ -1,0 +1,124 @@
+"""What drgn says about a kernel dump, as JSON ({check: [lines]}): run once
+with Debian's DWARF vmlinux (the oracle, btfkit's plugin disabled) and once
+with no DWARF at all (btfkit's plugin only, loaded through drgn's entry
+point), in separate processes (drgn loads its plugins once per process).
+
+usage: python3 drgn_outputs.py dwarf|btf DUMP [DEBUG_FILE...]
+"""
+
+import contextlib
+import io
+import json
+import sys
+import traceback
+from typing import Callable, Dict, List
+
+import drgn
+from drgn.commands import run_command
+from drgn.helpers.linux.module import for_each_module
+from drgn.helpers.linux.pid import for_each_task
+from drgn.helpers.linux.printk import get_dmesg
+
+# The processes the test guest leaves running (crates/kmem/tests/support/dumps.rs).
+GUEST_TASKS = ("btfkit-sleeper", "btfkit-reader", "btfkit-opener")
+
+# drgn's crash commands compared, with arguments that this guest has.
+CRASH_COMMANDS = (
+    "ps",
+    "mod",
+    "log",
+    "sys",
+    "bt 1",
+    "bt -a",
+    "struct list_head",
+    "struct task_struct",
+    "struct module",
+    "whatis init_task",
+    "whatis jiffies",
+    "p init_task.comm",
+    "p jiffies",
+    "p init_uts_ns.name",
+    "sym schedule",
+    "sym linux_banner",
+    "rd linux_banner 8",
+)
+
+
+def guest_tasks(prog: drgn.Program) -> List[drgn.Object]:
+    return [
+        t
+        for t in for_each_task(prog)
+        if t.comm.string_().decode() in GUEST_TASKS + ("init", "swapper/0")
+    ]
+
+
+def stack_names(prog: drgn.Program) -> List[str]:
+    """Function name of each frame of a few tasks (DWARF's inline frames
+    left out: BTF has no inlining)."""
+    out = []
+    for t in guest_tasks(prog):
+        comm = t.comm.string_().decode()
+        for i, frame in enumerate(f for f in drgn.stack_trace(t) if not f.is_inline):
+            out.append(f"{comm} #{i} {frame.name}")
+    return out
+
+
+def stack_pcs(prog: drgn.Program) -> List[str]:
+    out = []
+    for t in guest_tasks(prog):
+        comm = t.comm.string_().decode()
+        for i, frame in enumerate(f for f in drgn.stack_trace(t) if not f.is_inline):
+            out.append(f"{comm} #{i} {frame.pc:#x}")
+    return out
+
+
+def crash(command: str) -> Callable[[drgn.Program], List[str]]:
+    def run(prog: drgn.Program) -> List[str]:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            run_command(prog, "crash " + command, globals={"prog": prog})
+        return buf.getvalue().splitlines()
+
+    return run
+
+
+CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
+    "init_task.comm": lambda prog: [prog["init_task"].comm.string_().decode()],
+    "for_each_task": lambda prog: [
+        f"{t.pid.value_()} {t.comm.string_().decode()}" for t in for_each_task(prog)
+    ],
+    "get_dmesg": lambda prog: get_dmesg(prog).decode(errors="replace").splitlines(),
+    "for_each_module": lambda prog: [
+        m.name.string_().decode() for m in for_each_module(prog)
+    ],
+    "stack_trace names": stack_names,
+    "stack_trace pcs": stack_pcs,
+    **{"crash " + c: crash(c) for c in CRASH_COMMANDS},
+}
+
+
+def main() -> None:
+    mode, dump, debug_files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    prog = drgn.Program()
+    prog.set_core_dump(dump)
+    if mode == "dwarf":
+        prog.load_debug_info(debug_files)
+    else:
+        # As `drgn --no-default-symbols`: drgn makes its modules (and
+        # finds their ORC in memory) but loads no file.
+        try:
+            prog.load_debug_info(None, default=False, main=False)
+        except drgn.MissingDebugInfoError:
+            pass
+    result = {}
+    for name, check in CHECKS.items():
+        try:
+            result[name] = check(prog)
+        except Exception as e:
+            tb = traceback.format_exception_only(type(e), e)[-1].strip()
+            result[name] = [f"ERROR: {tb}"]
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
