@@ -32,9 +32,8 @@ from drgn import (
 )
 
 from ._native import BtfkitError, Kernel
-from .finder import Finder, symbol_kind_binding
+from .finder import ENV_BTF, Finder, symbol_kind_binding
 
-ENV_BTF = "BTFKIT_DRGN_BTF"
 FINDER_NAME = "btfkit"
 
 # More than this share of variables placed elsewhere than kallsyms says: the
@@ -70,7 +69,7 @@ def _check(prog: Program, kernel: Kernel, btf: str) -> None:
     if checked and len(misplaced) > MAX_MISPLACED * checked:
         name, at, sym = misplaced[0]
         raise BtfkitError(
-            f"{btf}: BTF of another build of {release}: {len(misplaced)} of {checked} "
+            f"{btf}: BTF of another kernel than this {release}: {len(misplaced)} of {checked} "
             f"variables are not where kallsyms has them (first: {name} at {at:#x}, "
             f"kallsyms {sym:#x})"
         )

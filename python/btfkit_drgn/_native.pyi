@@ -53,14 +53,18 @@ class Kernel:
     def variable(self, name: str) -> Optional[Tuple[int, int, bool]]:
         """(type id, address, is per-CPU); per-CPU: the offset."""
         ...
+    def global_variables(self) -> int:
+        """How many variables outside the per-CPU area the BTF has."""
+        ...
     def ambiguous(self, name: str) -> Optional[List[int]]:
         """Addresses of the static variables sharing *name*, if several do."""
         ...
     def enumerator(self, name: str) -> Optional[Tuple[int, int]]:
         """(value as unsigned 64-bit, enum type id)."""
         ...
-    def function(self, name: str) -> Optional[Tuple[int, int]]:
-        """(FUNC_PROTO id of that instance, address)."""
+    def function(self, name: str) -> Optional[Tuple[int, int, bool]]:
+        """(FUNC_PROTO id of that instance, address, by name only: several
+        FUNCs or instances share the name and no addr= tag says which)."""
         ...
     def symbols(self) -> List[Tuple[str, int, int, str, Optional[str]]]:
         """(name, address, size, nm type letter, module or None) of every
@@ -68,6 +72,9 @@ class Kernel:
         ...
     def symbol_address(self, name: str) -> Optional[int]:
         """The address of the one vmlinux symbol called *name*."""
+        ...
+    def data_symbol(self, name: str) -> Optional[int]:
+        """The address of vmlinux's data symbol called *name*."""
         ...
     def modules(self) -> List[str]:
         """Names of the loaded modules."""

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 from drgn import (
     FindObjectFlags,
     Object,
+    ObjectNotFoundError,
     Program,
     Qualifiers,
     Type,
@@ -43,6 +44,9 @@ _ENUM_INT = {
     (8, True): "long",
 }
 
+# The environment variable naming a BTF file to use instead of the kernel's own.
+ENV_BTF = "BTFKIT_DRGN_BTF"
+
 _TAGGED = {TypeKind.STRUCT: "struct", TypeKind.UNION: "union", TypeKind.ENUM: "enum"}
 
 
@@ -54,6 +58,7 @@ class Finder:
         self.kernel = kernel
         self._types: Dict[int, Type] = {}
         self._modules = set(kernel.modules())
+        self._global_variables = kernel.global_variables()
 
     # Types.
 
@@ -178,9 +183,8 @@ class Finder:
             addresses = self.kernel.ambiguous(key)
             if addresses:
                 listed = ", ".join(hex(a) for a in addresses)
-                raise LookupError(
-                    f"{name} names several static variables ({listed}): "
-                    "give the filename of one"
+                raise ObjectNotFoundError(
+                    f"{name} names several static variables ({listed})", name=name
                 )
         if flags & FindObjectFlags.CONSTANT:
             found = self.kernel.enumerator(name)
@@ -193,8 +197,26 @@ class Finder:
         if flags & FindObjectFlags.FUNCTION and not module:
             func = self.kernel.function(name)
             if func is not None:
-                proto, address = func
+                proto, address, by_name_only = func
+                if by_name_only:
+                    # Debian's BTF has one FUNC for both wakeup_show
+                    # functions: a prototype that may be the other's.
+                    raise ObjectNotFoundError(
+                        f"{name} at {address:#x}: several functions have this name and "
+                        "this BTF cannot tell which prototype is this one's (no addr= "
+                        f"tags): set {ENV_BTF} to a BTF made by `btfkit encode`",
+                        name=name,
+                    )
                 return Object(prog, self.type(proto), address=address)
+        if flags & FindObjectFlags.VARIABLE and not module and not self._global_variables:
+            address = self.kernel.data_symbol(name)
+            if address is not None:
+                raise ObjectNotFoundError(
+                    f"could not find '{name}': kallsyms has it at {address:#x}, "
+                    "but this BTF has no variables but per-CPU ones: set "
+                    f"{ENV_BTF} to a BTF made by `btfkit encode VMLINUX --vars all`",
+                    name=name,
+                )
         return None
 
 

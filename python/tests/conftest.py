@@ -94,14 +94,21 @@ def vars_btf(tmp_path_factory, btfkit_bin: Path, vmlinux: Path) -> Path:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The share of equal lines per check (drgn+btfkit vs drgn+DWARF)."""
+    """The share of equal lines per dump and check (drgn+btfkit vs
+    drgn+DWARF), after DWARF-only content is left out, and before."""
     from test_drgn_dwarf import FRACTIONS
 
     if not FRACTIONS:
         return
-    terminalreporter.section("drgn+btfkit vs drgn+DWARF: equal lines")
-    for check, (same, total, fraction) in FRACTIONS.items():
-        terminalreporter.write_line(f"{check:28} {same:6} / {total:<6} {fraction:7.1%}")
-    same = sum(s for s, _, _ in FRACTIONS.values())
-    total = sum(t for _, t, _ in FRACTIONS.values())
-    terminalreporter.write_line(f"{'all':28} {same:6} / {total:<6} {same / max(total, 1):7.1%}")
+    tr = terminalreporter
+    tr.section("drgn+btfkit vs drgn+DWARF: equal lines")
+    tr.write_line(f"{'dump':18} {'check':26} {'equal':>6} / {'lines':<6} {'share':>7}   raw")
+    totals: dict = {}
+    for (dump, check), (same, total, raw) in FRACTIONS.items():
+        share = same / total if total else 1.0
+        tr.write_line(f"{dump:18} {check:26} {same:6} / {total:<6} {share:7.1%}   {raw}")
+        t = totals.setdefault(dump, [0, 0])
+        t[0] += same
+        t[1] += total
+    for dump, (same, total) in totals.items():
+        tr.write_line(f"{dump:18} {'all':26} {same:6} / {total:<6} {same / max(total, 1):7.1%}")

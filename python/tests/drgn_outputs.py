@@ -91,6 +91,11 @@ CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
     "for_each_module": lambda prog: [
         m.name.string_().decode() for m in for_each_module(prog)
     ],
+    # Functions of several instances (btfkit's BTF names each by address).
+    "function prototypes": lambda prog: [
+        f"{name} {prog[name].type_} {prog[name].address_:#x}"
+        for name in ("schedule", "wakeup_show", "bpf_iter_detach_map", "map_create")
+    ],
     "stack_trace names": stack_names,
     "stack_trace pcs": stack_pcs,
     **{"crash " + c: crash(c) for c in CRASH_COMMANDS},

@@ -17,34 +17,38 @@ use crate::BtfkitError;
 #[pyclass(unsendable, module = "btfkit_drgn._native")]
 pub struct Kernel {
     prog: Program,
-    /// Function name -> (FUNC_PROTO of that instance, address): the
-    /// instance `kallsyms_lookup_name` picks (the lowest address; vmlinux
-    /// before modules), typed by its `addr=` tag when the BTF has one.
-    funcs: HashMap<String, (TypeId, u64)>,
+    /// Function name -> (FUNC_PROTO of that instance, address, whether
+    /// the FUNC was matched by a name that several FUNCs or several
+    /// instances share): the instance `kallsyms_lookup_name` picks (the
+    /// lowest address; vmlinux before modules), typed by its `addr=` tag
+    /// when the BTF has one.
+    funcs: HashMap<String, (TypeId, u64, bool)>,
 }
 
 /// The prototype of every function instance that has a FUNC, by name.
-fn index_functions(prog: &Program) -> HashMap<String, (TypeId, u64)> {
+fn index_functions(prog: &Program) -> HashMap<String, (TypeId, u64, bool)> {
     let mut index = BtfIndex::new(prog.btf());
     index.calibrate(prog.symbols());
     let table = prog.symbols();
-    let mut out: HashMap<String, (TypeId, u64, bool)> = HashMap::new();
+    let mut out: HashMap<String, (TypeId, u64, bool, bool)> = HashMap::new();
     for sym in table.iter().filter(|s| s.kind == SymbolKind::Function) {
         let in_module = sym.module.is_some();
-        if let Some(&(_, addr, m)) = out.get(sym.name) {
+        if let Some(&(_, addr, _, m)) = out.get(sym.name) {
             if (m, addr) <= (in_module, sym.addr) {
                 continue;
             }
         }
-        let Some(func) = index.match_function(table, &sym).btf_id() else {
+        let found = index.match_function(table, &sym);
+        let Some(func) = found.btf_id() else {
             continue;
         };
         if let Some(TypeData::Func { proto, .. }) = prog.btf().type_by_id(func).map(|t| &t.data) {
-            out.insert(sym.name.to_owned(), (*proto, sym.addr, in_module));
+            let entry = (*proto, sym.addr, found.is_ambiguous(), in_module);
+            out.insert(sym.name.to_owned(), entry);
         }
     }
     out.into_iter()
-        .map(|(n, (proto, addr, _))| (n, (proto, addr)))
+        .map(|(n, (proto, addr, ambiguous, _))| (n, (proto, addr, ambiguous)))
         .collect()
 }
 
@@ -100,6 +104,15 @@ impl Kernel {
         self.prog.var(name).map(|v| (v.ty, v.addr, v.percpu))
     }
 
+    /// How many variables outside the per-CPU area the BTF has (none in
+    /// a distribution's BTF: `btfkit encode --vars all` adds them).
+    fn global_variables(&self) -> usize {
+        self.prog
+            .var_names()
+            .filter(|n| self.prog.var(n).is_some_and(|v| !v.percpu))
+            .count()
+    }
+
     /// The addresses of the static variables that share `name`, if several do.
     fn ambiguous(&self, name: &str) -> Option<Vec<u64>> {
         self.prog.ambiguous(name).map(<[u64]>::to_vec)
@@ -110,23 +123,33 @@ impl Kernel {
         self.prog.enumerator(name)
     }
 
-    /// A function: `(FUNC_PROTO id, address)` of the instance of that name
-    /// the kernel itself would pick.
-    fn function(&self, name: &str) -> Option<(TypeId, u64)> {
+    /// A function: `(FUNC_PROTO id, address, by name only)` of the
+    /// instance of that name the kernel itself would pick; by name only:
+    /// the BTF has no `addr=` tag for it and several FUNCs or instances
+    /// share the name, so the prototype may be another instance's.
+    fn function(&self, name: &str) -> Option<(TypeId, u64, bool)> {
         self.funcs.get(name).copied()
     }
 
     /// Every symbol of vmlinux and the modules:
-    /// `(name, address, size, nm type letter, module or None)`.
+    /// `(name, address, size, nm type letter, module or None)`. kallsyms
+    /// has no sizes: a symbol reaches the next one, except that the last
+    /// per-CPU offset (`__per_cpu_end`, low addresses) is not made to
+    /// cover user space up to the kernel's first symbol.
     fn symbols(&self) -> Vec<(String, u64, u64, char, Option<String>)> {
+        const KERNEL_HALF: u64 = 1 << 63;
         self.prog
             .symbols()
             .iter()
             .map(|s| {
+                let size = s
+                    .size
+                    .filter(|&n| s.addr >= KERNEL_HALF || s.addr.saturating_add(n) < KERNEL_HALF)
+                    .unwrap_or(0);
                 (
                     s.name.to_owned(),
                     s.addr,
-                    s.size.unwrap_or(0),
+                    size,
                     s.type_char,
                     s.module.map(str::to_owned),
                 )
@@ -137,6 +160,15 @@ impl Kernel {
     /// The address of the one vmlinux symbol called `name`.
     fn symbol_address(&self, name: &str) -> Option<u64> {
         self.prog.symbol(name)
+    }
+
+    /// The address of vmlinux's data symbol called `name`.
+    fn data_symbol(&self, name: &str) -> Option<u64> {
+        self.prog
+            .symbols()
+            .by_name(name)
+            .find(|s| s.module.is_none() && s.kind == SymbolKind::Data)
+            .map(|s| s.addr)
     }
 
     /// The modules that have symbols (`[bpf]`-style pseudo modules aside).
