@@ -76,12 +76,14 @@ def _check(prog: Program, kernel: Kernel, btf: str) -> None:
 
 
 def _symbol_index(kernel: Kernel) -> SymbolIndex:
+    by_letter = {}
     symbols = []
     for name, address, size, letter, _module in kernel.symbols():
-        kind, binding = symbol_kind_binding(letter)
-        symbols.append(
-            Symbol(name, address, size, SymbolBinding[binding], SymbolKind[kind])
-        )
+        kb = by_letter.get(letter)
+        if kb is None:
+            kind, binding = symbol_kind_binding(letter)
+            kb = by_letter[letter] = (SymbolBinding[binding], SymbolKind[kind])
+        symbols.append(Symbol(name, address, size, *kb))
     return SymbolIndex(symbols)
 
 

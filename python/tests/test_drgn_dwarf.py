@@ -40,10 +40,10 @@ MIN_EQUAL = {
     "stack_trace names": 0.85,
     "crash bt 1": 0.90,
     "crash bt -a": 0.90,
-    # A name several functions share: drgn+DWARF gives one of them (here
-    # drivers/base/power/sysfs.c's wakeup_show), btfkit the one the
-    # kernel's kallsyms_lookup_name gives (the lowest address), each with
-    # its own prototype.
+    # A name several functions share: drgn+DWARF gives either of the two
+    # wakeup_show, from run to run; btfkit the one the kernel's
+    # kallsyms_lookup_name gives (the lowest address), each with its own
+    # prototype.
     "function prototypes": 0.75,
 }
 MIN_ALL = 0.95
