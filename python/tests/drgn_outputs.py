@@ -15,7 +15,9 @@ from typing import Callable, Dict, List
 
 import drgn
 from drgn.commands import run_command
+from drgn.helpers.linux.cpumask import for_each_online_cpu
 from drgn.helpers.linux.module import for_each_module
+from drgn.helpers.linux.percpu import per_cpu
 from drgn.helpers.linux.pid import for_each_task
 from drgn.helpers.linux.printk import get_dmesg
 
@@ -91,10 +93,21 @@ CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
     "for_each_module": lambda prog: [
         m.name.string_().decode() for m in for_each_module(prog)
     ],
-    # Functions of several instances (btfkit's BTF names each by address).
     "function prototypes": lambda prog: [
         f"{name} {prog[name].type_} {prog[name].address_:#x}"
-        for name in ("schedule", "wakeup_show", "bpf_iter_detach_map", "map_create")
+        for name in ("schedule", "map_create", "do_wait", "kernel_wait4", "vfs_write")
+    ],
+    # Names of several functions: drgn+DWARF gives any of them, from run to
+    # run; their symbols are compared.
+    "function instances": lambda prog: [
+        name + " " + " ".join(sorted(hex(s.address) for s in prog.symbols(name)))
+        for name in ("wakeup_show", "bpf_iter_detach_map")
+    ],
+    # Per-CPU variables through __per_cpu_offset.
+    "per_cpu": lambda prog: [
+        f"{cpu} {per_cpu(prog['runqueues'], cpu).curr.comm.string_().decode()} "
+        f"{per_cpu(prog['runqueues'], cpu).nr_running.value_()}"
+        for cpu in for_each_online_cpu(prog)
     ],
     "stack_trace names": stack_names,
     "stack_trace pcs": stack_pcs,
