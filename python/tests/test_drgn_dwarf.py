@@ -190,3 +190,12 @@ def test_kernel_btf_types_equal_drgn_dwarf(plugin_installed, dumps_dir: Path, vm
         assert btf[name] == dwarf[name], "\n".join(
             difflib.unified_diff(dwarf[name], btf[name], "drgn+DWARF", "drgn+btfkit", lineterm="")
         )
+
+
+def test_plugin_steps_aside_for_drgn_dwarf(plugin_installed, dumps_dir: Path, vmlinux: Path) -> None:
+    """Installed and enabled, the plugin changes nothing drgn with DWARF
+    says (it answers nothing while vmlinux's DWARF is loaded)."""
+    dump = dumps_dir / DUMPS[0]
+    without = run_outputs("dwarf", dump, {"DRGN_DISABLE_PLUGINS": "btfkit"}, vmlinux)
+    with_plugin = run_outputs("dwarf", dump, {"DRGN_DISABLE_PLUGINS": ""}, vmlinux)
+    assert with_plugin == without
