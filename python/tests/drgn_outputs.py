@@ -43,6 +43,19 @@ CRASH_COMMANDS = (
     "sym schedule",
     "sym linux_banner",
     "rd linux_banner 8",
+    "files 1",
+    "net",
+    "dev",
+    "irq",
+    "runq",
+    "timer",
+    "kmem -i",
+    "swap",
+    "sig 1",
+    "task 1",
+    "vm 1",
+    "foreach bt",
+    "bpf",
 )
 
 

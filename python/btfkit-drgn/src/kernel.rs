@@ -133,19 +133,21 @@ impl Kernel {
 
     /// Every symbol of vmlinux and the modules:
     /// `(name, address, size, nm type letter, module or None)`. kallsyms
-    /// has no sizes: a symbol reaches the next one, except that the last
-    /// per-CPU offset (`__per_cpu_end`, low addresses) is not made to
-    /// cover user space up to the kernel's first symbol.
+    /// has no sizes: a symbol reaches the next one. Per-CPU symbols are
+    /// offsets (low addresses) that no address is in: size 0, so that drgn
+    /// finds them by name only (a NULL pointer is not `fixed_percpu_data`,
+    /// a user address not `__per_cpu_end`).
     fn symbols(&self) -> Vec<(String, u64, u64, char, Option<String>)> {
         const KERNEL_HALF: u64 = 1 << 63;
         self.prog
             .symbols()
             .iter()
             .map(|s| {
-                let size = s
-                    .size
-                    .filter(|&n| s.addr >= KERNEL_HALF || s.addr.saturating_add(n) < KERNEL_HALF)
-                    .unwrap_or(0);
+                let size = if s.addr < KERNEL_HALF {
+                    0
+                } else {
+                    s.size.unwrap_or(0)
+                };
                 (
                     s.name.to_owned(),
                     s.addr,
