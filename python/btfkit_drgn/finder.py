@@ -77,6 +77,14 @@ class Finder:
             )
         return lambda: self.type(type_id)
 
+    def _not_last(self, type_id: int) -> Type:
+        """The type of a member that is not its struct's last: a BTF array
+        of length 0 there is C's `x[0]` (a flexible `x[]` must be last)."""
+        t = self.type(type_id)
+        if t.kind == TypeKind.ARRAY and t.length is None:
+            return self.prog.array_type(t.type, 0, qualifiers=t.qualifiers)
+        return t
+
     def _make(self, type_id: int) -> Type:
         prog = self.prog
         d = self.kernel.describe(type_id)
@@ -93,18 +101,25 @@ class Finder:
         if kind == "pointer":
             return prog.pointer_type(self.type(d[1]))
         if kind == "array":
-            # BTF says 0 for both `x[0]` and `x[]`; GCC's DWARF (drgn's
-            # view) has no length for the flexible arrays the kernel uses.
+            # BTF says 0 for both `x[0]` and `x[]` (GCC's DWARF: no length);
+            # `[]` unless a struct member shows it is not last (_not_last).
             return prog.array_type(self.type(d[1]), d[2] or None)
         if kind in ("struct", "union"):
             _, tag, size, members = d
             made = prog.struct_type if kind == "struct" else prog.union_type
+            last = len(members) - 1 if kind == "struct" else -1
             return made(
                 tag,
                 size,
                 [
-                    TypeMember(self._lazy(ty, bits), name, bit_offset)
-                    for name, ty, bit_offset, bits in members
+                    TypeMember(
+                        (lambda ty=ty: self._not_last(ty))
+                        if i != last and not bits
+                        else self._lazy(ty, bits),
+                        name,
+                        bit_offset,
+                    )
+                    for i, (name, ty, bit_offset, bits) in enumerate(members)
                 ],
             )
         if kind == "enum":

@@ -97,6 +97,44 @@ def crash(command: str) -> Callable[[drgn.Program], List[str]]:
     return run
 
 
+# Types of many shapes: bit fields, anonymous unions, function pointers,
+# flexible arrays, enums of every size.
+TYPES = (
+    "struct sk_buff",
+    "struct page",
+    "struct inode",
+    "struct file",
+    "struct mm_struct",
+    "struct net_device",
+    "struct bpf_prog",
+    "struct bio",
+    "struct sched_entity",
+    "struct cfs_rq",
+    "struct irq_desc",
+    "struct hrtimer",
+    "struct device",
+    "struct super_block",
+    "struct dentry",
+    "struct vm_area_struct",
+    "struct perf_event",
+    "struct file_operations",
+    "struct sock",
+    "struct tcp_sock",
+    "union bpf_attr",
+    "enum bpf_prog_type",
+    "enum hrtimer_restart",
+    "struct xarray",
+    "struct maple_tree",
+)
+
+
+def types(prog: drgn.Program) -> List[str]:
+    out = []
+    for name in TYPES:
+        out.extend(str(prog.type(name)).splitlines())
+    return out
+
+
 CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
     "init_task.comm": lambda prog: [prog["init_task"].comm.string_().decode()],
     "for_each_task": lambda prog: [
@@ -106,6 +144,7 @@ CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
     "for_each_module": lambda prog: [
         m.name.string_().decode() for m in for_each_module(prog)
     ],
+    "types": types,
     "function prototypes": lambda prog: [
         f"{name} {prog[name].type_} {prog[name].address_:#x}"
         for name in ("schedule", "map_create", "do_wait", "kernel_wait4", "vfs_write")
