@@ -9,6 +9,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # The tests encode a BTF with every variable with this binary.
 cargo build --release -q -p btfkit || exit 1
+# The extension is a workspace of its own: the top-level fmt and clippy miss it.
+(cd python/btfkit-drgn && cargo fmt --check && cargo clippy -q --release -- -D warnings) || exit 1
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
 (cd python && maturin build --release --quiet --out "$wheels") || exit 1
