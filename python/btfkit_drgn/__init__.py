@@ -149,7 +149,18 @@ class Plugin:
             raise BtfkitError(self._error) from None
         finally:
             self._opening = False
+        self._create_modules()
         return self._finder
+
+    def _create_modules(self) -> None:
+        """Has drgn make its modules of the loaded kernel modules (which
+        it does itself only when loading debugging information): with them
+        it finds the module of a pc and unwinds with the module's ORC."""
+        try:
+            for _ in self.prog.loaded_modules():
+                pass
+        except Exception as e:
+            logger.warning("btfkit: kernel modules: %s", e)
 
     def _place_kernel(self, kernel: Kernel) -> None:
         """Gives drgn's main module ("kernel") the image's addresses, which
