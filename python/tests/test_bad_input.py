@@ -68,3 +68,11 @@ def test_btf_of_another_kernel_is_refused_through_drgn(plugin_installed, elf_dum
     assert release.startswith("6.1.0-"), release
     # Logged once, where drgn logs plugin failures.
     assert "BTF of another" in r.stderr
+
+
+def test_truncated_btf_file_names_the_file(native, elf_dump: Path, vars_btf: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.btf"
+    data = vars_btf.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(native.BtfkitError, match=str(cut)):
+        native.Kernel.open(str(elf_dump), str(cut))
