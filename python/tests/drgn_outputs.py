@@ -15,7 +15,11 @@ from typing import Callable, Dict, List
 
 import drgn
 from drgn.commands import run_command
+from drgn.helpers.linux.cgroup import cgroup_path
 from drgn.helpers.linux.cpumask import for_each_online_cpu
+from drgn.helpers.linux.fs import d_path, for_each_file, for_each_mount, mount_dst, mount_fstype, mount_src
+from drgn.helpers.linux.net import for_each_net, for_each_netdev
+from drgn.helpers.linux.slab import find_slab_cache, slab_cache_for_each_allocated_object
 from drgn.helpers.linux.module import for_each_module
 from drgn.helpers.linux.percpu import per_cpu
 from drgn.helpers.linux.pid import for_each_task
@@ -161,6 +165,28 @@ CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
         f"{per_cpu(prog['runqueues'], cpu).nr_running.value_()}"
         for cpu in for_each_online_cpu(prog)
     ],
+    "d_path of open files": lambda prog: [
+        f"{t.pid.value_()} {fd} {d_path(f.f_path).decode(errors='replace')}"
+        for t in guest_tasks(prog)
+        for fd, f in for_each_file(t)
+    ],
+    "cgroup_path": lambda prog: [
+        f"{t.pid.value_()} {cgroup_path(t.cgroups.dfl_cgrp).decode()}" for t in for_each_task(prog)
+    ],
+    "for_each_mount": lambda prog: [
+        f"{mount_src(m).decode()} {mount_dst(m).decode()} {mount_fstype(m).decode()}"
+        for m in for_each_mount(prog)
+    ],
+    "for_each_net": lambda prog: [
+        " ".join(d.name.string_().decode() for d in for_each_netdev(net))
+        for net in for_each_net(prog)
+    ],
+    "slab objects": lambda prog: sorted(
+        t.comm.string_().decode()
+        for t in slab_cache_for_each_allocated_object(
+            find_slab_cache(prog, "task_struct"), "struct task_struct"
+        )
+    ),
     "stack_trace names": stack_names,
     "stack_trace pcs": stack_pcs,
     **{"crash " + c: crash(c) for c in CRASH_COMMANDS},
