@@ -141,7 +141,6 @@ class Plugin:
         self._opening = True
         try:
             self._finder = open_finder(self.prog, self.btf)
-            self._symbols = _symbol_index(self._finder.kernel)
             self._place_kernel(self._finder.kernel)
         except BtfkitError as e:
             self._error = f"btfkit: {e}"
@@ -189,8 +188,12 @@ class Plugin:
     def find_symbols(
         self, prog: Program, name: Optional[str], address: Optional[int], one: bool
     ) -> List[Symbol]:
-        if self.finder() is None or self._symbols is None:
+        f = self.finder()
+        if f is None:
             return []
+        if self._symbols is None:
+            # Made when first asked: 0.4 s for Debian's 87,000 symbols.
+            self._symbols = _symbol_index(f.kernel)
         return self._symbols(prog, name, address, one)
 
 
