@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +56,7 @@ def test_btf_of_another_kernel_is_refused_through_drgn(plugin_installed, elf_dum
     # The machine's own kernel is not Debian's 6.1 of the dump.
     other = Path("/sys/kernel/btf/vmlinux")
     if not other.is_file():
-        pytest.skip("no /sys/kernel/btf/vmlinux on this machine to use as another kernel's BTF")
+        skip("no /sys/kernel/btf/vmlinux on this machine to use as another kernel's BTF")
     r = subprocess.run(
         [sys.executable, "-c", DRGN_WITH_OTHER_BTF, elf_dump],
         env=dict(os.environ, BTFKIT_DRGN_BTF=str(other)),
