@@ -112,8 +112,9 @@ def open_finder(prog: Program, btf: Optional[str] = None) -> Finder:
 
 class Plugin:
     """btfkit's finders on one program: opened on first use; silent while
-    vmlinux's DWARF is loaded. A kernel that does not open makes each
-    lookup that reaches btfkit raise the same BtfkitError (logged once)."""
+    vmlinux's DWARF is loaded. A kernel that does not open makes the lookup
+    that opened it raise BtfkitError (also logged on ``drgn.plugins``);
+    later lookups find nothing here, and drgn goes on with what it has."""
 
     def __init__(self, prog: Program, btf: Optional[str] = None) -> None:
         self.prog = prog
@@ -134,18 +135,17 @@ class Plugin:
         looks up names of its own then) or while DWARF is loaded."""
         if self._finder is not None:
             return None if self._has_dwarf() else self._finder
-        if self._opening or self._has_dwarf():
+        if self._opening or self._error is not None or self._has_dwarf():
             return None
-        if self._error is not None:
-            raise BtfkitError(self._error)
         self._opening = True
         try:
             self._finder = open_finder(self.prog, self.btf)
             self._place_kernel(self._finder.kernel)
-        except BtfkitError as e:
+        except Exception as e:
+            self._finder = None
             self._error = f"btfkit: {e}"
             logger.warning("%s", self._error)
-            raise BtfkitError(self._error) from None
+            raise BtfkitError(self._error) from e
         finally:
             self._opening = False
         self._create_modules()
