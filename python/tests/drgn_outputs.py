@@ -129,6 +129,7 @@ TYPES = (
     "enum hrtimer_restart",
     "struct xarray",
     "struct maple_tree",
+    "struct kvm",
 )
 
 
