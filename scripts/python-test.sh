@@ -13,7 +13,9 @@ cargo build --release -q -p btfkit || exit 1
 (cd python/btfkit-drgn && cargo fmt --check && cargo clippy -q --release -- -D warnings) || exit 1
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
-(cd python && python3 -m maturin build --release --quiet --out "$wheels") || exit 1
+maturin=(maturin)
+command -v maturin >/dev/null || maturin=(python3 -m maturin)
+(cd python && "${maturin[@]}" build --release --quiet --out "$wheels") || exit 1
 python3 -m pip install --quiet --force-reinstall --no-deps "$wheels"/*.whl || exit 1
 python3 -m pytest python/tests -rs "$@"
 status=$?
