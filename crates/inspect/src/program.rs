@@ -242,6 +242,11 @@ impl Program {
         self.vars.get(name).copied()
     }
 
+    /// An enumerator's value and its enum type.
+    pub fn enumerator(&self, name: &str) -> Option<(u64, TypeId)> {
+        self.enumerators.get(name).copied()
+    }
+
     /// Every variable name, for listing and completion.
     pub fn var_names(&self) -> impl Iterator<Item = &str> {
         self.vars.keys().map(String::as_str)

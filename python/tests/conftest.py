@@ -1,0 +1,114 @@
+"""Real inputs of the plugin's tests, found as the Rust tests find them
+(crates/testkit, crates/kmem/tests/support/dumps.rs); missing ones skip
+with a message, or fail under BTFKIT_STRICT=1 (CI), as testkit::skip does."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The generator of the cached dumps (GENERATOR in
+# crates/kmem/tests/support/dumps.rs): dumps of another guest are elsewhere.
+DUMPS_GENERATOR = "qemu-busybox-1"
+
+
+def skip(reason: str) -> NoReturn:
+    if os.environ.get("BTFKIT_STRICT") == "1":
+        pytest.fail(f"BTFKIT_STRICT=1 and this test would skip: {reason}")
+    sys.stderr.write(f"SKIP: {reason}\n")
+    pytest.skip(reason)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("BTFKIT_CACHE"):
+        return Path(os.environ["BTFKIT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
+    return Path(base) / "btfkit"
+
+
+@pytest.fixture(scope="session")
+def drgn_module():
+    try:
+        import drgn
+    except ImportError:
+        skip("drgn is not installed (pip install drgn, listed in .ci/pip.d/inspect)")
+    return drgn
+
+
+@pytest.fixture(scope="session")
+def plugin_installed(drgn_module):
+    from importlib.metadata import entry_points
+
+    if not any(e.name == "btfkit" for e in entry_points(group="drgn.plugins")):
+        skip("btfkit-drgn is not installed: run scripts/python-test.sh")
+
+
+@pytest.fixture(scope="session")
+def vmlinux() -> Path:
+    p = cache_dir() / "vmlinux"
+    if not p.is_file():
+        skip("Debian's debug kernel is not cached: run scripts/fetch-debian-kernel.sh")
+    return p
+
+
+@pytest.fixture(scope="session")
+def dumps_dir() -> Path:
+    version_file = cache_dir() / "VERSION"
+    version = version_file.read_text().strip() if version_file.is_file() else ""
+    d = cache_dir() / "dumps" / f"{version}-{DUMPS_GENERATOR}"
+    if not (d / "done").is_file():
+        skip(f"no QEMU dumps in {d}: `cargo test --release -p kmem --test dumps` makes them")
+    return d
+
+
+@pytest.fixture(scope="session")
+def elf_dump(dumps_dir: Path) -> Path:
+    return dumps_dir / "vmcore.elf"
+
+
+@pytest.fixture(scope="session")
+def btfkit_bin() -> Path:
+    found = os.environ.get("BTFKIT_BIN") or shutil.which("btfkit")
+    p = Path(found) if found else REPO / "target" / "release" / "btfkit"
+    if not p.is_file():
+        skip(f"no btfkit binary at {p}: cargo build --release -p btfkit")
+    return p
+
+
+@pytest.fixture(scope="session")
+def vars_btf(tmp_path_factory, btfkit_bin: Path, vmlinux: Path) -> Path:
+    """BTF with every variable of Debian's vmlinux (`encode --vars all`)."""
+    out = tmp_path_factory.mktemp("btf") / "vmlinux-vars.btf"
+    subprocess.run(
+        [btfkit_bin, "encode", vmlinux, "--vars", "all", "-o", out],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The share of equal lines per dump and check (drgn+btfkit vs
+    drgn+DWARF), after DWARF-only content is left out, and before."""
+    from test_drgn_dwarf import FRACTIONS
+
+    if not FRACTIONS:
+        return
+    tr = terminalreporter
+    tr.section("drgn+btfkit vs drgn+DWARF: equal lines")
+    tr.write_line(f"{'dump':18} {'check':26} {'equal':>6} / {'lines':<6} {'share':>7}   raw")
+    totals: dict = {}
+    for (dump, check), (same, total, raw) in FRACTIONS.items():
+        share = same / total if total else 1.0
+        tr.write_line(f"{dump:18} {check:26} {same:6} / {total:<6} {share:7.1%}   {raw}")
+        t = totals.setdefault(dump, [0, 0])
+        t[0] += same
+        t[1] += total
+    for dump, (same, total) in totals.items():
+        tr.write_line(f"{dump:18} {'all':26} {same:6} / {total:<6} {same / max(total, 1):7.1%}")
