@@ -13,6 +13,22 @@ use std::rc::Rc;
 use super::model::{Class, Model, Node};
 use crate::TypeId;
 
+/// `struct member_types_holes`: what a struct's member types have of
+/// holes, paddings and flexible arrays, for its statistics.
+#[derive(Default)]
+struct MemberTypesHoles {
+    nr_paddings: u16,
+    nr_with_bit_paddings: u16,
+    nr_with_holes: u16,
+    nr_with_bit_holes: u16,
+    total_nr_holes: u16,
+    total_nr_bit_holes: u16,
+    nr_flexible_array_members: u16,
+    nr_embedded_flexible_array_members: u16,
+    sum_paddings: u32,
+    sum_bit_paddings: u32,
+}
+
 /// pahole's `tabs[]`: at most 16 tabs of indentation.
 const MAX_INDENT: i32 = 16;
 
@@ -798,6 +814,83 @@ impl<'m, 'a> Printer<'m, 'a> {
         );
     }
 
+    /// `class__fprintf_member_type_holes`: after a member of struct type,
+    /// what that type has of holes, paddings and flexible arrays.
+    fn member_type_holes(
+        &mut self,
+        t: TypeId,
+        acc: &mut MemberTypesHoles,
+        newline: &mut u32,
+        indent: i32,
+    ) {
+        self.model.find_holes(t);
+        self.model.infer_packed(t);
+        let Some(h) = self.model.class(t).map(|c| c.holes) else {
+            return;
+        };
+        let flexible = self.model.has_flexible_array(t);
+        let embedded = self.model.has_embedded_flexible_array(t);
+        if h.padding == 0
+            && h.bit_padding == 0
+            && h.nr_holes == 0
+            && h.nr_bit_holes == 0
+            && !flexible
+            && !embedded
+        {
+            return;
+        }
+        self.newline_once(newline);
+        self.out.push('\n');
+        tabs(&mut self.out, indent);
+        let mut parts: Vec<String> = Vec::new();
+        if flexible {
+            parts.push("a flexible array".to_owned());
+            acc.nr_flexible_array_members = acc.nr_flexible_array_members.wrapping_add(1);
+        }
+        if embedded {
+            parts.push("embedded flexible array(s)".to_owned());
+            acc.nr_embedded_flexible_array_members =
+                acc.nr_embedded_flexible_array_members.wrapping_add(1);
+        }
+        if h.padding != 0 {
+            acc.nr_paddings = acc.nr_paddings.wrapping_add(1);
+            acc.sum_paddings = acc.sum_paddings.wrapping_add(h.padding as u32);
+            parts.push(format!(
+                "{} byte{} of padding",
+                h.padding,
+                plural(h.padding as u32)
+            ));
+        }
+        if h.bit_padding != 0 {
+            acc.nr_with_bit_paddings = acc.nr_with_bit_paddings.wrapping_add(1);
+            acc.sum_bit_paddings = acc.sum_bit_paddings.wrapping_add(h.bit_padding as u32);
+            parts.push(format!(
+                "{} bit{} of padding",
+                h.bit_padding,
+                plural(h.bit_padding as u32)
+            ));
+        }
+        if h.nr_holes != 0 {
+            acc.nr_with_holes = acc.nr_with_holes.wrapping_add(1);
+            acc.total_nr_holes = acc.total_nr_holes.wrapping_add(h.nr_holes as u16);
+            parts.push(format!(
+                "{} hole{}",
+                h.nr_holes,
+                plural(h.nr_holes as u32)
+            ));
+        }
+        if h.nr_bit_holes != 0 {
+            acc.nr_with_bit_holes = acc.nr_with_bit_holes.wrapping_add(1);
+            acc.total_nr_bit_holes = acc.total_nr_bit_holes.wrapping_add(h.nr_bit_holes as u16);
+            parts.push(format!(
+                "{} bit hole{}",
+                h.nr_bit_holes,
+                plural(h.nr_bit_holes as u32)
+            ));
+        }
+        let _ = write!(self.out, "/* XXX last struct has {} */", parts.join(", "));
+    }
+
     fn newline_once(&mut self, newline: &mut u32) {
         if *newline == 0 {
             self.out.push('\n');
@@ -830,8 +923,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         let mut sum_bits = 0u32;
         let mut sum_holes = 0u32;
         let mut sum_bit_holes = 0u32;
-        let mut sum_paddings = 0u32;
-        let mut nr_paddings = 0u16;
+        let mut member_types = MemberTypesHoles::default();
         let mut nr_forced_alignments = 0u16;
         let mut nr_forced_alignment_holes = 0u16;
         let mut sum_forced_alignment_holes = 0u32;
@@ -878,7 +970,8 @@ impl<'m, 'a> Printer<'m, 'a> {
                         let mut bitfield_size = l.bit_hole;
                         let Some(pt) = self.ty(pos.ty) else {
                             tabs(&mut self.out, cconf.indent);
-                            self.not_found("__class__fprintf", 1546, pos.ty);
+                            self.not_found("__class__fprintf", 1756, pos.ty);
+                            last = Some(i);
                             continue;
                         };
                         if l.byte_offset != pos.byte_offset {
@@ -918,7 +1011,8 @@ impl<'m, 'a> Printer<'m, 'a> {
             }
             let Some(pt) = self.ty(pos.ty) else {
                 tabs(&mut self.out, cconf.indent);
-                self.not_found("__class__fprintf", 1609, pos.ty);
+                self.not_found("__class__fprintf", 1812, pos.ty);
+                last = Some(i);
                 continue;
             };
             cconf.last_member = i + 1 == n;
@@ -928,21 +1022,7 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.member(id, i, false, pt, &cconf);
 
             if self.model.is_struct(pt) {
-                self.model.find_holes(pt);
-                self.model.infer_packed(pt);
-                let padding = self.model.class(pt).map_or(0, |c| c.holes.padding);
-                if padding > 0 {
-                    nr_paddings = nr_paddings.wrapping_add(1);
-                    sum_paddings += padding as u32;
-                    self.newline_once(&mut newline);
-                    self.out.push('\n');
-                    tabs(&mut self.out, cconf.indent);
-                    let _ = write!(
-                        self.out,
-                        "/* XXX last struct has {padding} byte{} of padding */",
-                        plural(padding as u32)
-                    );
-                }
+                self.member_type_holes(pt, &mut member_types, &mut newline, cconf.indent);
             }
             // Holes after this member, as find_holes left them.
             let (hole, bit_hole) = self
@@ -1063,11 +1143,38 @@ impl<'m, 'a> Printer<'m, 'a> {
                 tabs(&mut self.out, cconf.indent);
                 let _ = writeln!(self.out, "/* padding: {} */", holes.padding);
             }
-            if nr_paddings > 0 {
+            let mt = &member_types;
+            if mt.nr_with_holes > 0 || mt.nr_with_bit_holes > 0 || mt.nr_with_bit_paddings > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let mut parts = Vec::new();
+                if mt.nr_with_holes > 0 {
+                    parts.push(format!(
+                        "holes: {}, total: {}",
+                        mt.nr_with_holes, mt.total_nr_holes
+                    ));
+                }
+                if mt.nr_with_bit_holes > 0 {
+                    parts.push(format!(
+                        "bit holes: {}, total: {}",
+                        mt.nr_with_bit_holes, mt.total_nr_bit_holes
+                    ));
+                }
+                if mt.nr_with_bit_paddings > 0 {
+                    parts.push(format!(
+                        "bit paddings: {}, total: {} bit{}",
+                        mt.nr_with_bit_paddings,
+                        mt.sum_bit_paddings,
+                        if mt.sum_bit_paddings > 1 { "s" } else { "" }
+                    ));
+                }
+                let _ = writeln!(self.out, "/* member types with {} */", parts.join(", "));
+            }
+            if mt.nr_paddings > 0 {
                 tabs(&mut self.out, cconf.indent);
                 let _ = writeln!(
                     self.out,
-                    "/* paddings: {nr_paddings}, sum paddings: {sum_paddings} */"
+                    "/* paddings: {}, sum paddings: {} */",
+                    mt.nr_paddings, mt.sum_paddings
                 );
             }
             if holes.bit_padding > 0 {
@@ -1081,6 +1188,22 @@ impl<'m, 'a> Printer<'m, 'a> {
                     let _ = write!(
                         self.out,
                         ", forced holes: {nr_forced_alignment_holes}, sum forced holes: {sum_forced_alignment_holes}"
+                    );
+                }
+                self.out.push_str(" */\n");
+            }
+            if mt.nr_flexible_array_members > 0 || mt.nr_embedded_flexible_array_members > 0 {
+                tabs(&mut self.out, cconf.indent);
+                self.out.push_str("/* flexible array members: ");
+                if mt.nr_flexible_array_members > 0 {
+                    let _ = write!(self.out, "end: {}", mt.nr_flexible_array_members);
+                }
+                if mt.nr_embedded_flexible_array_members > 0 {
+                    let _ = write!(
+                        self.out,
+                        "{}middle: {}",
+                        if mt.nr_flexible_array_members > 0 { ", " } else { "" },
+                        mt.nr_embedded_flexible_array_members
                     );
                 }
                 self.out.push_str(" */\n");
