@@ -591,7 +591,9 @@ impl<'a> Model<'a> {
             return false;
         };
         match self.get(last.ty) {
-            Some(Node::Array { dims, .. }) => dims.len() <= 1 && dims.first().is_none_or(|&n| n == 0),
+            Some(Node::Array { dims, .. }) => {
+                dims.len() <= 1 && dims.first().is_none_or(|&n| n == 0)
+            }
             _ => false,
         }
     }
@@ -697,10 +699,21 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         TypeData::Volatile { ty } => Node::Volatile(*ty),
         TypeData::Restrict { ty } => Node::Restrict(*ty),
         TypeData::Typedef { ty } => Node::Typedef { name: n, ty: *ty },
-        TypeData::Array(a) => Node::Array {
-            elem: a.elem,
-            dims: vec![a.nelems],
-        },
+        // pahole 1.32's BTF loader reads an array of arrays as one array of
+        // several dimensions, as DWARF has it (`int m[2][3]`, and not a
+        // flexible array when the first is 0).
+        TypeData::Array(a) => {
+            let (mut elem, mut dims) = (a.elem, vec![a.nelems]);
+            while let Some(TypeData::Array(inner)) = btf.type_by_id(elem).map(|t| &t.data) {
+                // Only bad input nests deeper (or loops).
+                if dims.len() > 64 {
+                    break;
+                }
+                dims.push(inner.nelems);
+                elem = inner.elem;
+            }
+            Node::Array { elem, dims }
+        }
         TypeData::Struct { size, members } | TypeData::Union { size, members } => {
             let is_union = matches!(t.data, TypeData::Union { .. });
             let members = members

@@ -32,9 +32,22 @@ struct MemberTypesHoles {
 /// pahole's `tabs[]`: at most 16 tabs of indentation.
 const MAX_INDENT: i32 = 16;
 
+/// pahole's view flags (`conf_fprintf`'s fields the command line sets).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct View {
+    /// `--hex`: offsets, sizes and enumerator values in hexadecimal.
+    pub hex: bool,
+    /// `-E`: typedefs followed (named in a comment) and member types of
+    /// struct, union and enum kind printed in full.
+    pub expand_types: bool,
+}
+
 /// `struct conf_fprintf`, the parts the layout view uses.
 #[derive(Clone)]
 pub struct Conf {
+    /// `typedef` before an anonymous struct or union printed under its
+    /// typedef's name (pahole's `conf.prefix`, top level only).
+    pub typedef_prefix: bool,
     pub suffix: Option<String>,
     pub indent: i32,
     pub type_spacing: i32,
@@ -51,12 +64,19 @@ pub struct Conf {
 
 impl Conf {
     /// pahole's `conf` for a top-level `tag__fprintf` of type `id`.
-    pub fn top(is_union: bool) -> Conf {
+    pub fn top(is_union: bool, view: View) -> Conf {
         Conf {
+            typedef_prefix: false,
             suffix: None,
             indent: 0,
             type_spacing: 26,
-            name_spacing: if is_union { 21 } else { 23 },
+            name_spacing: if view.expand_types {
+                55
+            } else if is_union {
+                21
+            } else {
+                23
+            },
             emit_stats: true,
             rel_offset: false,
             base_offset: 0,
@@ -74,6 +94,7 @@ pub struct Printer<'m, 'a> {
     pub cacheline_size: u32,
     /// DWARF has alignment attributes: pahole then prints forced paddings.
     pub has_alignment_info: bool,
+    pub view: View,
     cachelines: Vec<u32>,
     /// Nesting of declarations being printed: only a reference cycle in
     /// bad input nests deeper than [`MAX_NESTING`].
@@ -136,6 +157,15 @@ fn cut(mut s: String, len: usize) -> String {
     s
 }
 
+/// C's `%#x`: `0x` before a non-zero value, `0` alone.
+fn c_hex(v: u64) -> String {
+    if v == 0 {
+        "0".to_owned()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
 fn plural(n: u32) -> &'static str {
     if n != 1 {
         "s"
@@ -151,6 +181,7 @@ impl<'m, 'a> Printer<'m, 'a> {
             out: String::new(),
             cacheline_size: cacheline_size.max(1),
             has_alignment_info,
+            view: View::default(),
             cachelines: Vec::new(),
             nesting: Rc::new(Cell::new(0)),
         }
@@ -180,12 +211,18 @@ impl<'m, 'a> Printer<'m, 'a> {
     }
 
     /// `tag__fprintf` of a top-level type, as `pahole -C` and pahole's
-    /// class formatter call it, with the trailing `;` (the caller ends the line).
-    pub fn top_level(&mut self, id: TypeId) {
+    /// class formatter call it, with the trailing `;` (the caller ends the
+    /// line). `typedef_name`: an anonymous struct or union printed as
+    /// `typedef struct {...} name` (pahole's `-a`).
+    pub fn top_level(&mut self, id: TypeId, typedef_name: Option<&str>) {
         let Some(node) = self.model.get(id) else {
             return;
         };
-        let conf = Conf::top(self.model.is_union(id));
+        let mut conf = Conf::top(self.model.is_union(id), self.view);
+        if let Some(n) = typedef_name {
+            conf.typedef_prefix = true;
+            conf.suffix = Some(n.to_owned());
+        }
         match node {
             Node::Class(c) if c.is_union => self.union(id, &conf),
             Node::Class(_) => self.class(id, &conf),
@@ -241,26 +278,37 @@ impl<'m, 'a> Printer<'m, 'a> {
                 return;
             }
             Some(Node::Class(Class {
-                is_union: false,
+                is_union,
                 name: tag_name,
                 ..
-            }))
-            | Some(Node::Enum { name: tag_name, .. }) => {
-                let is_enum = self.model.is_enum(t);
-                let kw = if is_enum { "enum" } else { "struct" };
-                if let Some(tn) = tag_name {
-                    let _ = write!(self.out, "typedef {kw} {tn} {name}");
+            })) => {
+                let (is_union, tag_name) = (*is_union, *tag_name);
+                self.out.push_str("typedef ");
+                if is_union {
+                    self.union_decl(t, Some(name), conf);
                     return;
                 }
-                // An anonymous body, printed in full with the typedef's name.
+                if let Some(tn) = tag_name.filter(|_| !self.view.expand_types) {
+                    let _ = write!(self.out, "struct {tn} {name}");
+                    return;
+                }
+                // The body in full, with the typedef's name after it.
+                let mut tconf = conf.clone();
+                self.model.find_holes(t);
+                tconf.type_spacing -= 8;
+                tconf.suffix = Some(name.to_owned());
+                self.class(t, &tconf);
+                return;
+            }
+            Some(Node::Enum { name: tag_name, .. }) => {
+                if let Some(tn) = tag_name {
+                    let _ = write!(self.out, "typedef enum {tn} {name}");
+                    return;
+                }
                 let mut tconf = conf.clone();
                 tconf.suffix = Some(name.to_owned());
                 self.out.push_str("typedef ");
-                if is_enum {
-                    self.enumeration(t, &tconf);
-                } else {
-                    self.class(t, &tconf);
-                }
+                self.enumeration(t, &tconf);
                 return;
             }
             _ => {}
@@ -299,7 +347,9 @@ impl<'m, 'a> Printer<'m, 'a> {
             tabs(&mut self.out, conf.indent);
             self.out.push('\t');
             pad(&mut self.out, n.unwrap_or("(null)"), max_len as i32, true);
-            if *signed {
+            if self.view.hex {
+                let _ = writeln!(self.out, " = {},", c_hex(*v));
+            } else if *signed {
                 let _ = writeln!(self.out, " = {},", *v as i64);
             } else {
                 let _ = writeln!(self.out, " = {v},");
@@ -524,7 +574,38 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.type_not_found(conf, name);
             return;
         };
+        if self.view.expand_types {
+            // `/* typedef a -> b */ ` and the type they stand for.
+            let mut first = true;
+            let mut hops = 0;
+            while let Some(Node::Typedef { name: tn, ty }) = self.model.get(t) {
+                let (tn, ty) = (*tn, *ty);
+                let _ = write!(
+                    self.out,
+                    "{}{}",
+                    if first { "/* typedef " } else { " -> " },
+                    tn.unwrap_or("(null)")
+                );
+                first = false;
+                hops += 1;
+                if hops > MAX_NESTING {
+                    self.out.push_str("<type cycle>");
+                    return;
+                }
+                match self.ty(ty) {
+                    Some(next) => t = next,
+                    None => {
+                        self.type_not_found(conf, name);
+                        return;
+                    }
+                }
+            }
+            if !first {
+                self.out.push_str(" */ ");
+            }
+        }
         let mut tconf = conf.clone();
+        tconf.typedef_prefix = false;
         let mut name: Option<String> = name.map(str::to_owned);
         if self.model.is_struct(t) || self.model.is_union(t) || self.model.is_enum(t) {
             tconf.suffix = name.clone();
@@ -604,16 +685,13 @@ impl<'m, 'a> Printer<'m, 'a> {
                 }
                 Some(Node::Class(c)) => {
                     let nm = name.as_deref().unwrap_or("");
-                    if let Some(cn) = c.name {
-                        let kw = if c.is_union { "union " } else { "struct " };
-                        let w = tconf.type_spacing - kw.len() as i32;
-                        self.out.push_str(kw);
-                        pad(&mut self.out, cn, w, true);
+                    if c.is_union {
+                        self.union_decl(t, name.as_deref(), &tconf);
+                    } else if let Some(cn) = c.name.filter(|_| !self.view.expand_types) {
+                        self.out.push_str("struct ");
+                        pad(&mut self.out, cn, tconf.type_spacing - 7, true);
                         self.out.push(' ');
                         self.out.push_str(nm);
-                    } else if c.is_union {
-                        tconf.type_spacing -= 8;
-                        self.union(t, &tconf);
                     } else {
                         self.model.find_holes(t);
                         tconf.type_spacing -= 8;
@@ -622,7 +700,7 @@ impl<'m, 'a> Printer<'m, 'a> {
                     return;
                 }
                 Some(Node::Enum { name: en, .. }) => {
-                    if let Some(en) = en {
+                    if let Some(en) = en.filter(|_| !self.view.expand_types) {
                         self.out.push_str("enum ");
                         pad(&mut self.out, en, tconf.type_spacing - 5, true);
                         self.out.push(' ');
@@ -706,7 +784,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         if aggregate {
             self.type_fprintf(Some(ty), None, &sconf);
             if let Some(n) = m.name {
-                if self.model.type_name(ty).is_none() {
+                if self.model.type_name(ty).is_none() || self.view.expand_types {
                     self.out.push(' ');
                 }
                 self.out.push_str(n);
@@ -750,13 +828,40 @@ impl<'m, 'a> Printer<'m, 'a> {
     }
 
     fn offset_comment(&mut self, offset: u32, m: &super::model::Member, bfo: u32, size: i32) {
-        let _ = write!(self.out, "/* {offset:5}");
+        let hex = self.view.hex;
+        let num = |v: u32, width: usize| {
+            if hex {
+                format!("{:>width$}", c_hex(v as u64))
+            } else {
+                format!("{v:width$}")
+            }
+        };
+        let _ = write!(self.out, "/* {}", num(offset, 5));
         let mut size_spacing = 5;
         if m.bitfield_size != 0 {
-            let _ = write!(self.out, ":{bfo:2}");
+            let _ = write!(self.out, ":{}", num(bfo, 2));
             size_spacing -= 3;
         }
-        let _ = write!(self.out, " {size:size_spacing$} */");
+        let _ = write!(self.out, " {} */", num(size as u32, size_spacing));
+    }
+
+    /// `union_decl__fprintf`: `union name member`, or the body in full
+    /// (anonymous, or `-E`).
+    fn union_decl(&mut self, id: TypeId, name: Option<&str>, conf: &Conf) {
+        match self.model.type_name(id).filter(|_| !self.view.expand_types) {
+            Some(un) => {
+                self.out.push_str("union ");
+                pad(&mut self.out, un, conf.type_spacing - 6, true);
+                self.out.push(' ');
+                self.out.push_str(name.unwrap_or(""));
+            }
+            None => {
+                let mut tconf = conf.clone();
+                tconf.type_spacing -= 8;
+                tconf.suffix = name.map(str::to_owned);
+                self.union(id, &tconf);
+            }
+        }
     }
 
     /// `union__fprintf`.
@@ -765,7 +870,8 @@ impl<'m, 'a> Printer<'m, 'a> {
         let name = self.model.type_name(id);
         let _ = writeln!(
             self.out,
-            "union{}{} {{",
+            "{}union{}{} {{",
+            if conf.typedef_prefix { "typedef " } else { "" },
             if name.is_some() { " " } else { "" },
             name.unwrap_or("")
         );
@@ -873,11 +979,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         if h.nr_holes != 0 {
             acc.nr_with_holes = acc.nr_with_holes.wrapping_add(1);
             acc.total_nr_holes = acc.total_nr_holes.wrapping_add(h.nr_holes as u16);
-            parts.push(format!(
-                "{} hole{}",
-                h.nr_holes,
-                plural(h.nr_holes as u32)
-            ));
+            parts.push(format!("{} hole{}", h.nr_holes, plural(h.nr_holes as u32)));
         }
         if h.nr_bit_holes != 0 {
             acc.nr_with_bit_holes = acc.nr_with_bit_holes.wrapping_add(1);
@@ -905,7 +1007,8 @@ impl<'m, 'a> Printer<'m, 'a> {
         let name = self.model.type_name(id);
         let _ = write!(
             self.out,
-            "struct{}{}",
+            "{}struct{}{}",
+            if cconf.typedef_prefix { "typedef " } else { "" },
             if name.is_some() { " " } else { "" },
             name.unwrap_or("")
         );
@@ -1202,7 +1305,11 @@ impl<'m, 'a> Printer<'m, 'a> {
                     let _ = write!(
                         self.out,
                         "{}middle: {}",
-                        if mt.nr_flexible_array_members > 0 { ", " } else { "" },
+                        if mt.nr_flexible_array_members > 0 {
+                            ", "
+                        } else {
+                            ""
+                        },
                         mt.nr_embedded_flexible_array_members
                     );
                 }
