@@ -90,7 +90,9 @@ make_chroot() {
     # Built aside and renamed, so an interrupted debootstrap leaves nothing
     # that looks finished.
     local tmp="$dir.tmp"
-    rm -rf "$tmp" "$dir"
+    # An interrupted debootstrap may leave /proc or /sys mounted inside:
+    # never delete across into them.
+    rm -rf --one-file-system "$tmp" "$dir"
     echo "sid-chroot.sh: debootstrap sid from $mirror" >&2
     debootstrap --variant=minbase sid "$tmp" "$mirror" >&2 ||
       die "debootstrap failed (see $tmp/debootstrap/debootstrap.log)"
