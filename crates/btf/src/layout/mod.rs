@@ -421,6 +421,53 @@ mod tests {
         assert!(out.len() < 1 << 16, "{} bytes", out.len());
     }
 
+    /// Structs that each hold two of the one before, 40 deep (bad input:
+    /// the sizes lie): `-E` would print 2^40 lines; it stops at its
+    /// budget with a placeholder.
+    #[test]
+    fn expansion_of_doubling_types_ends() {
+        let mut b = Btf::new();
+        let int_name = b.add_str("int");
+        let mut prev = b.add_type(Type::new(
+            int_name,
+            TypeData::Int {
+                size: 4,
+                encoding: 1,
+                offset: 0,
+                bits: 32,
+            },
+        ));
+        let (x, y) = (b.add_str("x"), b.add_str("y"));
+        for level in 0..40 {
+            let name = b.add_str(&format!("l{level}"));
+            let members = [x, y].map(|name_off| Member {
+                name_off,
+                ty: prev,
+                offset: 0,
+            });
+            prev = b.add_type(Type::new(
+                name,
+                TypeData::Struct {
+                    size: 8,
+                    members: members.to_vec().into(),
+                },
+            ));
+        }
+        let mut layout = Layout::from_btf(&b, 64);
+        let mut out = String::new();
+        let filter = Filter {
+            view: super::View {
+                hex: false,
+                expand_types: true,
+            },
+            ..Filter::default()
+        };
+        layout.print_named(prev, filter, &mut Seen::default(), &mut out);
+        assert!(out.starts_with("struct l39 {"), "{}", &out[..100]);
+        assert!(out.contains("<type too large to expand>"));
+        assert!(out.len() < 80 << 20, "{} bytes", out.len());
+    }
+
     /// Cases worked by hand from pahole's `class__infer_alignment`.
     #[test]
     fn alignment_guess() {

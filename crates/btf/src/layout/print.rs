@@ -95,6 +95,8 @@ pub struct Printer<'m, 'a> {
     /// DWARF has alignment attributes: pahole then prints forced paddings.
     pub has_alignment_info: bool,
     pub view: View,
+    /// Where the top-level type being printed starts in `out`.
+    type_start: usize,
     cachelines: Vec<u32>,
     /// Nesting of declarations being printed: only a reference cycle in
     /// bad input nests deeper than [`MAX_NESTING`].
@@ -121,6 +123,10 @@ const CYCLE: u32 = 1 << 31;
 
 /// Deeper nesting than real types have; beyond it a cycle is assumed.
 const MAX_NESTING: u32 = 64;
+
+/// The most text one type's `-E` view may take (Linux's largest struct
+/// expands to under a megabyte).
+const MAX_EXPANDED: usize = 64 << 20;
 
 fn tabs(out: &mut String, n: i32) {
     for _ in 0..n.clamp(0, MAX_INDENT) {
@@ -182,6 +188,7 @@ impl<'m, 'a> Printer<'m, 'a> {
             cacheline_size: cacheline_size.max(1),
             has_alignment_info,
             view: View::default(),
+            type_start: 0,
             cachelines: Vec::new(),
             nesting: Rc::new(Cell::new(0)),
         }
@@ -218,6 +225,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         let Some(node) = self.model.get(id) else {
             return;
         };
+        self.type_start = self.out.len();
         let mut conf = Conf::top(self.model.is_union(id), self.view);
         if let Some(n) = typedef_name {
             conf.typedef_prefix = true;
@@ -570,6 +578,12 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.out.push_str("<type cycle>");
             return;
         };
+        // Bad input can nest types so that expanding them doubles at each
+        // level; no real type comes near this size.
+        if self.view.expand_types && self.out.len() - self.type_start > MAX_EXPANDED {
+            self.out.push_str("<type too large to expand>");
+            return;
+        }
         let Some(mut t) = ty else {
             self.type_not_found(conf, name);
             return;
