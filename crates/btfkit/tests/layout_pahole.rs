@@ -1,9 +1,20 @@
-//! `btfkit layout` (pahole's classic view) against its oracle, Debian's
-//! pahole 1.24, run at test time on the same real inputs: the running
-//! kernel's BTF and Debian's 6.1 vmlinux. Outputs must be equal byte for
-//! byte; a failure names the first struct that differs and shows both.
+//! `btfkit layout` and `btfkit pahole` (pahole's classic view) against
+//! their oracle, pahole 1.32 from Debian sid (run in the chroot that
+//! scripts/sid-chroot.sh makes), at test time on the same real inputs: the
+//! running kernel's BTF, Debian's 6.1 vmlinux (BTF and DWARF) and C
+//! fixtures compiled here. Outputs must be equal byte for byte; a failure
+//! names the first struct that differs and shows both.
+//!
+//! The oracle was pahole 1.24 (Debian 12) until btfkit followed 1.32, whose
+//! default view says more: after a member of struct type, what that type
+//! has of holes, bit holes, bit paddings and flexible arrays ("XXX last
+//! struct has 1 hole, 1 bit hole"), totals of those in the statistics
+//! ("member types with holes: 4, total: 6", "flexible array members: end:
+//! 1"), `__aligned__` on zero-length arrays and after bitfields that end
+//! early (from BTF), signed enumerators from BTF, one more newline after
+//! each `-C` type, and typedefs of unions spelt out.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn btfkit(args: &[&str]) -> Output {
@@ -13,11 +24,22 @@ fn btfkit(args: &[&str]) -> Output {
         .expect("run btfkit")
 }
 
-/// pahole's stdout (its stderr carries "Unknown kind" notes for BTF kinds
-/// 1.24 does not know, which are not part of the view).
+/// pahole 1.32's stdout, run in the sid chroot; the directory of each
+/// argument that names a file (or a `file://` list) is bind-mounted there
+/// at its own path (/sys is there already).
 fn pahole(args: &[&str]) -> Option<Vec<u8>> {
-    let tool = testkit::tool_or_skip("pahole", "dwarves")?;
-    Some(testkit::run_ok(Command::new(tool).args(args)))
+    let sid = testkit::sid::sid_or_skip()?;
+    let mut binds: Vec<PathBuf> = Vec::new();
+    for a in args {
+        let p = Path::new(a.strip_prefix("file://").unwrap_or(a));
+        if let Some(dir) = p.parent().filter(|_| p.is_absolute() && p.exists()) {
+            if !dir.starts_with("/sys") && !binds.iter().any(|b| b == dir) {
+                binds.push(dir.to_owned());
+            }
+        }
+    }
+    let binds: Vec<&Path> = binds.iter().map(PathBuf::as_path).collect();
+    Some(sid.run_ok(&binds, "pahole", args))
 }
 
 /// Top-level blocks of the view: a block ends at a line at column 0 that
@@ -101,14 +123,14 @@ fn check_every_struct(file: &str) {
 }
 
 #[test]
-fn layout_every_struct_matches_pahole_btf_sysfs_vmlinux() {
+fn layout_every_struct_matches_pahole_1_32_btf_sysfs_vmlinux() {
     if let Some(p) = sysfs_vmlinux() {
         check_every_struct(p);
     }
 }
 
 #[test]
-fn layout_every_struct_matches_pahole_btf_debian_vmlinux() {
+fn layout_every_struct_matches_pahole_1_32_btf_debian_vmlinux() {
     if let Some(k) = testkit::debian_kernel_or_skip() {
         check_every_struct(&k.vmlinux.to_string_lossy());
     }
@@ -117,7 +139,7 @@ fn layout_every_struct_matches_pahole_btf_debian_vmlinux() {
 /// Split BTF of Debian's modules over its vmlinux (`--btf_base`): pahole
 /// lists the base's structs too, then the module's.
 #[test]
-fn layout_split_modules_match_pahole_btf_debian_modules() {
+fn layout_split_modules_match_pahole_1_32_btf_debian_modules() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
@@ -149,7 +171,7 @@ fn layout_split_modules_match_pahole_btf_debian_modules() {
 /// `-C` with every name, forwards and backwards: pahole's guesses of
 /// `__packed__` depend on what it printed before, so the order matters.
 #[test]
-fn layout_class_lists_match_pahole_btf_sysfs_vmlinux() {
+fn layout_class_lists_match_pahole_1_32_btf_sysfs_vmlinux() {
     let Some(p) = sysfs_vmlinux() else { return };
     let Some(all) = pahole(&["-F", "btf", p]) else {
         return;
@@ -186,7 +208,7 @@ fn layout_class_lists_match_pahole_btf_sysfs_vmlinux() {
 
 /// Typedefs and enums by name, as `pahole -C` prints them too.
 #[test]
-fn layout_typedefs_and_enums_match_pahole_btf_sysfs_vmlinux() {
+fn layout_typedefs_and_enums_match_pahole_1_32_btf_sysfs_vmlinux() {
     let Some(p) = sysfs_vmlinux() else { return };
     let list = "cpumask_t,pid_type,bool,atomic_t,work_func_t,rwlock_t,__kernel_fsid_t";
     let Some(theirs) = pahole(&["-F", "btf", "-C", list, p]) else {
@@ -197,7 +219,7 @@ fn layout_typedefs_and_enums_match_pahole_btf_sysfs_vmlinux() {
 }
 
 #[test]
-fn layout_sizes_and_holes_match_pahole_btf_sysfs_vmlinux() {
+fn layout_sizes_and_holes_match_pahole_1_32_btf_sysfs_vmlinux() {
     let Some(p) = sysfs_vmlinux() else { return };
     for args in [
         &["--sizes"][..],
@@ -221,7 +243,7 @@ fn layout_sizes_and_holes_match_pahole_btf_sysfs_vmlinux() {
 /// pahole prints the names it finds up to the first it does not, says
 /// "type 'X' not found" and still exits 0; btfkit does the same.
 #[test]
-fn layout_unknown_name_as_pahole_btf_sysfs_vmlinux() {
+fn layout_unknown_name_as_pahole_1_32_btf_sysfs_vmlinux() {
     let Some(p) = sysfs_vmlinux() else { return };
     let list = "list_head,no_such_struct_xyz,hlist_head";
     let Some(theirs) = pahole(&["-F", "btf", "-C", list, p]) else {
@@ -294,7 +316,7 @@ fn layout_bad_input_is_a_clear_error() {
 /// pahole -F dwarf prints them (first definition of each, in unit order),
 /// `--sizes`, and a `-C` sample of 200.
 #[test]
-fn layout_dwarf_matches_pahole_dwarf_debian_vmlinux() {
+fn layout_dwarf_matches_pahole_1_32_dwarf_debian_vmlinux() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
@@ -404,8 +426,8 @@ fn dwarf_sample(view: &str) -> Vec<String> {
 /// anonymous members, variadic function pointers; read from DWARF and
 /// from the BTF pahole -J encodes of the same object.
 #[test]
-fn layout_fixtures_match_pahole_dwarf_and_btf() {
-    if testkit::tool_or_skip("pahole", "dwarves").is_none() {
+fn layout_fixtures_match_pahole_1_32_dwarf_and_btf() {
+    if testkit::sid::sid_or_skip().is_none() {
         return;
     }
     let fx = testkit::Fixture::new();
@@ -444,6 +466,185 @@ fn layout_fixtures_match_pahole_dwarf_and_btf() {
     }
 }
 
+/// Runs `pahole ARGS` (1.32) and `btfkit pahole ARGS` and compares them.
+fn check_pahole_args(what: &str, args: &[&str]) {
+    let Some(theirs) = pahole(args) else { return };
+    let mut ours_args = vec!["pahole"];
+    ours_args.extend_from_slice(args);
+    let ours = btfkit(&ours_args);
+    assert!(
+        ours.status.success(),
+        "{what} {args:?}: {}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same(&format!("{what} {args:?}"), &ours.stdout, &theirs);
+}
+
+/// The view flags people use daily, alone and together, over a whole
+/// file: `--hex`, `-E` (expand types), `-a` (anonymous structs under their
+/// typedef), `-y PREFIX`, `--contains TYPE`, `--sizes` with filters, and
+/// `-C` lists under `-E --hex`.
+const VIEW_FLAGS: &[&[&str]] = &[
+    &["--hex"],
+    &["-E"],
+    &["-a"],
+    &["-y", "tcp_"],
+    &["--contains", "list_head"],
+    &["-E", "--hex", "-a"],
+    &["--contains", "list_head", "-y", "s"],
+    &["--sizes", "-a", "-y", "b"],
+    &["-H", "2", "-y", "sk", "--hex"],
+    &[
+        "-E",
+        "--hex",
+        "-C",
+        "task_struct,kref,atomic_t,qspinlock,cpumask_t,pid_type,rwlock_t",
+    ],
+];
+
+#[test]
+fn layout_view_flags_match_pahole_1_32_btf_debian_vmlinux() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let v = k.vmlinux.to_string_lossy().into_owned();
+    for flags in VIEW_FLAGS {
+        let mut args = vec!["-F", "btf"];
+        args.extend_from_slice(flags);
+        args.push(&v);
+        check_pahole_args("BTF of the vmlinux", &args);
+    }
+    // Every typedef by name, plain and expanded: anonymous bodies, unions,
+    // enums, function pointers, chains of typedefs.
+    let btf = btf::load_file(&k.vmlinux, None).expect("load the vmlinux BTF");
+    let mut names: Vec<&str> = (1..btf.type_count())
+        .filter_map(|id| btf.type_by_id(id))
+        .filter(|t| matches!(t.data, btf::TypeData::Typedef { .. }))
+        .filter_map(|t| btf.str_at(t.name_off).ok())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert!(names.len() > 1000, "{} typedefs", names.len());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = dir.path().join("typedefs");
+    std::fs::write(&list, names.join("\n") + "\n").expect("write list");
+    let arg = format!("file://{}", list.display());
+    check_pahole_args("every typedef", &["-F", "btf", "-C", &arg, &v]);
+    check_pahole_args("every typedef", &["-F", "btf", "-E", "-C", &arg, &v]);
+}
+
+/// The same flags from DWARF (all units, in unit order): the expanded
+/// view of every struct, `--contains` found in the first unit that has
+/// the type, `-C` under `-E`.
+#[test]
+fn layout_view_flags_match_pahole_1_32_dwarf_debian_vmlinux() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let v = k.vmlinux.to_string_lossy().into_owned();
+    for flags in [
+        &["-E", "--hex", "-a"][..],
+        &["--contains", "list_head", "-y", "s"],
+        &["-y", "tcp_", "--hex"],
+        &["-E", "-C", "task_struct,atomic_t,cpumask_t"],
+    ] {
+        let mut args = vec!["-F", "dwarf"];
+        args.extend_from_slice(flags);
+        args.push(&v);
+        check_pahole_args("DWARF of the vmlinux", &args);
+    }
+}
+
+/// `btfkit layout` takes the flags under pahole's long and short names
+/// and prints what `btfkit pahole` (checked above against 1.32) prints.
+#[test]
+fn layout_view_flags_long_and_short_names_agree() {
+    let Some(p) = sysfs_vmlinux() else { return };
+    let pahole_form = btfkit(&["pahole", "-F", "btf", "-aE", "--hex", "-y", "s", p]);
+    assert!(pahole_form.status.success());
+    for args in [
+        &["layout", "-F", "btf", "-a", "-E", "--hex", "-y", "s", p][..],
+        &[
+            "layout",
+            "-F",
+            "btf",
+            "--anon_include",
+            "--expand_types",
+            "--hex",
+            "--prefix_filter",
+            "s",
+            p,
+        ],
+        &[
+            "pahole",
+            "-F",
+            "btf",
+            "--anon_include",
+            "--expand_types",
+            "--hex",
+            "--prefix_filter=s",
+            p,
+        ],
+    ] {
+        let out = btfkit(args);
+        assert!(out.status.success(), "{args:?}");
+        assert_same(&format!("{args:?}"), &out.stdout, &pahole_form.stdout);
+    }
+    let a = btfkit(&["layout", "-F", "btf", "-i", "list_head", p]);
+    let b = btfkit(&["pahole", "-F", "btf", "--contains=list_head", p]);
+    assert!(a.status.success() && !a.stdout.is_empty());
+    assert_same("--contains", &a.stdout, &b.stdout);
+}
+
+/// The view flags on the C fixtures, from DWARF 4 and 5 and from the BTF
+/// pahole 1.32 encodes of them.
+#[test]
+fn layout_view_flags_match_pahole_1_32_fixtures() {
+    if testkit::sid::sid_or_skip().is_none() {
+        return;
+    }
+    let fx = testkit::Fixture::new();
+    fx.write("t.c", FIXTURE);
+    let flag_sets: &[&[&str]] = &[
+        &["-E"],
+        &["--hex"],
+        &["-a"],
+        &["-aE", "--hex"],
+        &["--contains", "packed"],
+        &["--contains", "inner_pad,flex"],
+        &["-y", "n"],
+        &["-y", "anon", "-a"],
+        &[
+            "-E",
+            "--hex",
+            "-C",
+            "nested,uses,anon_t,un_t,chain,emb,holder2",
+        ],
+    ];
+    for v in ["4", "5"] {
+        let obj = fx.cc(
+            &format!("f{v}.o"),
+            &["t.c"],
+            &["-c", "-g", &format!("-gdwarf-{v}"), "-O0"],
+        );
+        let with_btf = fx.path(&format!("f{v}-btf.o"));
+        std::fs::copy(&obj, &with_btf).expect("copy");
+        let wb = with_btf.to_string_lossy().into_owned();
+        if pahole(&["-J", &wb]).is_none() {
+            return;
+        }
+        let o = obj.to_string_lossy().into_owned();
+        for flags in flag_sets {
+            for (format, file) in [("dwarf", &o), ("btf", &wb)] {
+                let mut args = vec!["-F", format];
+                args.extend_from_slice(flags);
+                args.push(file);
+                check_pahole_args(&format!("DWARF {v} fixture"), &args);
+            }
+        }
+    }
+}
+
 const FIXTURE: &str = r#"
 struct bits { unsigned a:3, b:5; unsigned char c; unsigned long d:40, e:24; int f:7; short g; long long h:1; };
 struct __attribute__((packed)) packed { char a; int b; short c; long d; };
@@ -464,6 +665,15 @@ struct uses { anon_t a; anon_t *pa; struct { int z; } *pz; _Bool flag; double db
 union un { struct packed p; struct aligned al; char c[3]; };
 struct inner_pad { long a; char b; };
 struct outer { struct inner_pad ip; char c; struct inner_pad ip2[2]; int last; };
+typedef union un un_t;
+typedef unsigned int u32_t;
+typedef u32_t my_u32;
+typedef struct { my_u32 x; un_t u; } anon_chain_t;
+struct emb { short s; struct flex f; };
+struct zz2 { int a; char zz[0][6]; };
+struct holder2 { struct zz2 x; struct flex y; struct emb e; long w; int t[2][3][4]; };
+struct chain { my_u32 a; const my_u32 b; anon_chain_t c; un_t *pu; struct emb e; };
 void use(struct bits *a, struct packed *b, struct aligned *c, struct flex *d, struct multi *e,
-	 struct nested *f, struct uses *g, union un *h, struct outer *o) {}
+	 struct nested *f, struct uses *g, union un *h, struct outer *o, struct chain *ch,
+	 struct holder2 *h2) {}
 "#;

@@ -77,7 +77,7 @@ pub fn print_elf(
         }
         while let Some(name) = classes.get(next) {
             let Some(id) = layout.find(name) else { break };
-            layout.print_type(id, &mut out);
+            layout.print_named(id, filter, &mut seen, &mut out);
             next += 1;
         }
         if next == classes.len() {

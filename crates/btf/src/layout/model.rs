@@ -79,6 +79,8 @@ pub struct Class<'a> {
     pub packed_inferred: bool,
     /// 0 until computed (pahole's `type->natural_alignment`).
     pub natural_alignment: u32,
+    /// `class__has_embedded_flexible_array`, once computed.
+    embedded_flexible_array: Option<bool>,
 }
 
 impl<'a> Class<'a> {
@@ -105,6 +107,7 @@ impl<'a> Class<'a> {
             is_packed: false,
             packed_inferred: false,
             natural_alignment: 0,
+            embedded_flexible_array: None,
         }
     }
 }
@@ -364,7 +367,10 @@ impl<'a> Model<'a> {
             m.bitfield_offset = 0;
             m.byte_size = byte_size;
             m.bit_size = (byte_size as u32).wrapping_mul(8);
+            // A flexible or zero-length array: no bitfield to fix up, but
+            // its offset says how it was aligned (pahole 1.31 on).
             if byte_size == 0 {
+                m.alignment = infer_alignment(cacheline, m.byte_offset, natural, smallest_offset);
                 continue;
             }
             if is_scalar {
@@ -386,7 +392,14 @@ impl<'a> Model<'a> {
                 }
             }
             m.alignment = infer_alignment(cacheline, m.byte_offset, natural, smallest_offset);
-            smallest_offset = m.byte_offset.wrapping_add(byte_size as u32);
+            // A bitfield ends at its last bit, not at the end of its
+            // storage unit: the rest may be a hole (pahole 1.31 on).
+            let used = if m.bitfield_size != 0 {
+                ((m.bitfield_offset as i32 + m.bitfield_size as i32 + 7) / 8) as u32
+            } else {
+                byte_size as u32
+            };
+            smallest_offset = m.byte_offset.wrapping_add(used);
         }
         let size = self.class(id).map_or(0, |c| c.size);
         let natural = self.natural_alignment(Some(id));
@@ -571,6 +584,59 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// `class__has_flexible_array`: the last member is an array of one
+    /// dimension with no elements (its type itself, not through a typedef).
+    pub fn has_flexible_array(&self, id: TypeId) -> bool {
+        let Some(last) = self.class(id).and_then(|c| c.members.last()) else {
+            return false;
+        };
+        match self.get(last.ty) {
+            Some(Node::Array { dims, .. }) => {
+                dims.len() <= 1 && dims.first().is_none_or(|&n| n == 0)
+            }
+            _ => false,
+        }
+    }
+
+    /// `class__has_embedded_flexible_array`: a struct member (through
+    /// typedefs and qualifiers), or one nested in it, ends in a flexible
+    /// array.
+    pub fn has_embedded_flexible_array(&mut self, id: TypeId) -> bool {
+        self.embedded_flexible_array_depth(id, 0)
+    }
+
+    fn embedded_flexible_array_depth(&mut self, id: TypeId, depth: u32) -> bool {
+        let Some(c) = self.class(id) else {
+            return false;
+        };
+        if c.is_union {
+            return false;
+        }
+        if let Some(known) = c.embedded_flexible_array {
+            return known;
+        }
+        // Structs hold each other by value only in bad input.
+        if depth > 64 {
+            return false;
+        }
+        let tys: Vec<TypeId> = c.members.iter().map(|m| m.ty).collect();
+        let mut found = false;
+        for ty in tys {
+            let Some(t) = self.strip(ty).filter(|&t| self.is_struct(t)) else {
+                continue;
+            };
+            found = self.has_flexible_array(t)
+                || (t != id && self.embedded_flexible_array_depth(t, depth + 1));
+            if found {
+                break;
+            }
+        }
+        if let Some(c) = self.class_mut(id) {
+            c.embedded_flexible_array = Some(found);
+        }
+        found
+    }
+
     /// `union__infer_packed_attributes`: a struct in a union whose
     /// alignment does not divide the union's size must be packed.
     pub fn infer_union_packed(&mut self, id: TypeId) {
@@ -633,10 +699,21 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
         TypeData::Volatile { ty } => Node::Volatile(*ty),
         TypeData::Restrict { ty } => Node::Restrict(*ty),
         TypeData::Typedef { ty } => Node::Typedef { name: n, ty: *ty },
-        TypeData::Array(a) => Node::Array {
-            elem: a.elem,
-            dims: vec![a.nelems],
-        },
+        // pahole 1.32's BTF loader reads an array of arrays as one array of
+        // several dimensions, as DWARF has it (`int m[2][3]`, and not a
+        // flexible array when the first is 0).
+        TypeData::Array(a) => {
+            let (mut elem, mut dims) = (a.elem, vec![a.nelems]);
+            while let Some(TypeData::Array(inner)) = btf.type_by_id(elem).map(|t| &t.data) {
+                // Only bad input nests deeper (or loops).
+                if dims.len() > 64 {
+                    break;
+                }
+                dims.push(inner.nelems);
+                elem = inner.elem;
+            }
+            Node::Array { elem, dims }
+        }
         TypeData::Struct { size, members } | TypeData::Union { size, members } => {
             let is_union = matches!(t.data, TypeData::Union { .. });
             let members = members
@@ -661,14 +738,25 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
             Node::Class(Class::new(n, is_union, false, true, *size, 0, members))
         }
         TypeData::Fwd => Node::Class(Class::new(n, t.kind_flag, true, true, 0, 0, Vec::new())),
+        // pahole 1.26 on: kind_flag says the values are signed, and a
+        // 32-bit value is sign-extended then.
         TypeData::Enum { size, values } => enumeration(
             n,
             *size,
-            values.iter().map(|v| (name(btf, v.name_off), v.val as u64)),
+            t.kind_flag,
+            values.iter().map(|v| {
+                let val = if t.kind_flag {
+                    v.val as i32 as i64 as u64
+                } else {
+                    v.val as u64
+                };
+                (name(btf, v.name_off), val)
+            }),
         ),
         TypeData::Enum64 { size, values } => enumeration(
             n,
             *size,
+            t.kind_flag,
             values.iter().map(|v| (name(btf, v.name_off), v.val)),
         ),
         TypeData::FuncProto { ret, params } => Node::FuncProto {
@@ -695,16 +783,17 @@ fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
 }
 
 /// An ENUM or ENUM64 as pahole's BTF loader reads it: size in bits (4
-/// bytes when BTF says 0), values unsigned.
+/// bytes when BTF says 0), signed as kind_flag says.
 fn enumeration<'a>(
     name: Option<&'a str>,
     size: u32,
+    signed: bool,
     values: impl Iterator<Item = (Option<&'a str>, u64)>,
 ) -> Node<'a> {
     Node::Enum {
         name,
         bits: if size == 0 { 32 } else { size.wrapping_mul(8) },
-        signed: false,
+        signed,
         values: values.collect(),
     }
 }

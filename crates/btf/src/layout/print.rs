@@ -13,12 +13,41 @@ use std::rc::Rc;
 use super::model::{Class, Model, Node};
 use crate::TypeId;
 
+/// `struct member_types_holes`: what a struct's member types have of
+/// holes, paddings and flexible arrays, for its statistics.
+#[derive(Default)]
+struct MemberTypesHoles {
+    nr_paddings: u16,
+    nr_with_bit_paddings: u16,
+    nr_with_holes: u16,
+    nr_with_bit_holes: u16,
+    total_nr_holes: u16,
+    total_nr_bit_holes: u16,
+    nr_flexible_array_members: u16,
+    nr_embedded_flexible_array_members: u16,
+    sum_paddings: u32,
+    sum_bit_paddings: u32,
+}
+
 /// pahole's `tabs[]`: at most 16 tabs of indentation.
 const MAX_INDENT: i32 = 16;
+
+/// pahole's view flags (`conf_fprintf`'s fields the command line sets).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct View {
+    /// `--hex`: offsets, sizes and enumerator values in hexadecimal.
+    pub hex: bool,
+    /// `-E`: typedefs followed (named in a comment) and member types of
+    /// struct, union and enum kind printed in full.
+    pub expand_types: bool,
+}
 
 /// `struct conf_fprintf`, the parts the layout view uses.
 #[derive(Clone)]
 pub struct Conf {
+    /// `typedef` before an anonymous struct or union printed under its
+    /// typedef's name (pahole's `conf.prefix`, top level only).
+    pub typedef_prefix: bool,
     pub suffix: Option<String>,
     pub indent: i32,
     pub type_spacing: i32,
@@ -35,12 +64,19 @@ pub struct Conf {
 
 impl Conf {
     /// pahole's `conf` for a top-level `tag__fprintf` of type `id`.
-    pub fn top(is_union: bool) -> Conf {
+    pub fn top(is_union: bool, view: View) -> Conf {
         Conf {
+            typedef_prefix: false,
             suffix: None,
             indent: 0,
             type_spacing: 26,
-            name_spacing: if is_union { 21 } else { 23 },
+            name_spacing: if view.expand_types {
+                55
+            } else if is_union {
+                21
+            } else {
+                23
+            },
             emit_stats: true,
             rel_offset: false,
             base_offset: 0,
@@ -58,6 +94,9 @@ pub struct Printer<'m, 'a> {
     pub cacheline_size: u32,
     /// DWARF has alignment attributes: pahole then prints forced paddings.
     pub has_alignment_info: bool,
+    pub view: View,
+    /// Where the top-level type being printed starts in `out`.
+    type_start: usize,
     cachelines: Vec<u32>,
     /// Nesting of declarations being printed: only a reference cycle in
     /// bad input nests deeper than [`MAX_NESTING`].
@@ -84,6 +123,10 @@ const CYCLE: u32 = 1 << 31;
 
 /// Deeper nesting than real types have; beyond it a cycle is assumed.
 const MAX_NESTING: u32 = 64;
+
+/// The most text one type's `-E` view may take (Linux's largest struct
+/// expands to under a megabyte).
+const MAX_EXPANDED: usize = 64 << 20;
 
 fn tabs(out: &mut String, n: i32) {
     for _ in 0..n.clamp(0, MAX_INDENT) {
@@ -120,6 +163,15 @@ fn cut(mut s: String, len: usize) -> String {
     s
 }
 
+/// C's `%#x`: `0x` before a non-zero value, `0` alone.
+fn c_hex(v: u64) -> String {
+    if v == 0 {
+        "0".to_owned()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
 fn plural(n: u32) -> &'static str {
     if n != 1 {
         "s"
@@ -135,6 +187,8 @@ impl<'m, 'a> Printer<'m, 'a> {
             out: String::new(),
             cacheline_size: cacheline_size.max(1),
             has_alignment_info,
+            view: View::default(),
+            type_start: 0,
             cachelines: Vec::new(),
             nesting: Rc::new(Cell::new(0)),
         }
@@ -164,12 +218,19 @@ impl<'m, 'a> Printer<'m, 'a> {
     }
 
     /// `tag__fprintf` of a top-level type, as `pahole -C` and pahole's
-    /// class formatter call it, with the trailing `;` (the caller ends the line).
-    pub fn top_level(&mut self, id: TypeId) {
+    /// class formatter call it, with the trailing `;` (the caller ends the
+    /// line). `typedef_name`: an anonymous struct or union printed as
+    /// `typedef struct {...} name` (pahole's `-a`).
+    pub fn top_level(&mut self, id: TypeId, typedef_name: Option<&str>) {
         let Some(node) = self.model.get(id) else {
             return;
         };
-        let conf = Conf::top(self.model.is_union(id));
+        self.type_start = self.out.len();
+        let mut conf = Conf::top(self.model.is_union(id), self.view);
+        if let Some(n) = typedef_name {
+            conf.typedef_prefix = true;
+            conf.suffix = Some(n.to_owned());
+        }
         match node {
             Node::Class(c) if c.is_union => self.union(id, &conf),
             Node::Class(_) => self.class(id, &conf),
@@ -225,26 +286,37 @@ impl<'m, 'a> Printer<'m, 'a> {
                 return;
             }
             Some(Node::Class(Class {
-                is_union: false,
+                is_union,
                 name: tag_name,
                 ..
-            }))
-            | Some(Node::Enum { name: tag_name, .. }) => {
-                let is_enum = self.model.is_enum(t);
-                let kw = if is_enum { "enum" } else { "struct" };
-                if let Some(tn) = tag_name {
-                    let _ = write!(self.out, "typedef {kw} {tn} {name}");
+            })) => {
+                let (is_union, tag_name) = (*is_union, *tag_name);
+                self.out.push_str("typedef ");
+                if is_union {
+                    self.union_decl(t, Some(name), conf);
                     return;
                 }
-                // An anonymous body, printed in full with the typedef's name.
+                if let Some(tn) = tag_name.filter(|_| !self.view.expand_types) {
+                    let _ = write!(self.out, "struct {tn} {name}");
+                    return;
+                }
+                // The body in full, with the typedef's name after it.
+                let mut tconf = conf.clone();
+                self.model.find_holes(t);
+                tconf.type_spacing -= 8;
+                tconf.suffix = Some(name.to_owned());
+                self.class(t, &tconf);
+                return;
+            }
+            Some(Node::Enum { name: tag_name, .. }) => {
+                if let Some(tn) = tag_name {
+                    let _ = write!(self.out, "typedef enum {tn} {name}");
+                    return;
+                }
                 let mut tconf = conf.clone();
                 tconf.suffix = Some(name.to_owned());
                 self.out.push_str("typedef ");
-                if is_enum {
-                    self.enumeration(t, &tconf);
-                } else {
-                    self.class(t, &tconf);
-                }
+                self.enumeration(t, &tconf);
                 return;
             }
             _ => {}
@@ -283,7 +355,9 @@ impl<'m, 'a> Printer<'m, 'a> {
             tabs(&mut self.out, conf.indent);
             self.out.push('\t');
             pad(&mut self.out, n.unwrap_or("(null)"), max_len as i32, true);
-            if *signed {
+            if self.view.hex {
+                let _ = writeln!(self.out, " = {},", c_hex(*v));
+            } else if *signed {
                 let _ = writeln!(self.out, " = {},", *v as i64);
             } else {
                 let _ = writeln!(self.out, " = {v},");
@@ -504,11 +578,48 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.out.push_str("<type cycle>");
             return;
         };
+        // Bad input can nest types so that expanding them doubles at each
+        // level; no real type comes near this size.
+        if self.view.expand_types && self.out.len() - self.type_start > MAX_EXPANDED {
+            self.out.push_str("<type too large to expand>");
+            return;
+        }
         let Some(mut t) = ty else {
             self.type_not_found(conf, name);
             return;
         };
+        if self.view.expand_types {
+            // `/* typedef a -> b */ ` and the type they stand for.
+            let mut first = true;
+            let mut hops = 0;
+            while let Some(Node::Typedef { name: tn, ty }) = self.model.get(t) {
+                let (tn, ty) = (*tn, *ty);
+                let _ = write!(
+                    self.out,
+                    "{}{}",
+                    if first { "/* typedef " } else { " -> " },
+                    tn.unwrap_or("(null)")
+                );
+                first = false;
+                hops += 1;
+                if hops > MAX_NESTING {
+                    self.out.push_str("<type cycle>");
+                    return;
+                }
+                match self.ty(ty) {
+                    Some(next) => t = next,
+                    None => {
+                        self.type_not_found(conf, name);
+                        return;
+                    }
+                }
+            }
+            if !first {
+                self.out.push_str(" */ ");
+            }
+        }
         let mut tconf = conf.clone();
+        tconf.typedef_prefix = false;
         let mut name: Option<String> = name.map(str::to_owned);
         if self.model.is_struct(t) || self.model.is_union(t) || self.model.is_enum(t) {
             tconf.suffix = name.clone();
@@ -588,16 +699,13 @@ impl<'m, 'a> Printer<'m, 'a> {
                 }
                 Some(Node::Class(c)) => {
                     let nm = name.as_deref().unwrap_or("");
-                    if let Some(cn) = c.name {
-                        let kw = if c.is_union { "union " } else { "struct " };
-                        let w = tconf.type_spacing - kw.len() as i32;
-                        self.out.push_str(kw);
-                        pad(&mut self.out, cn, w, true);
+                    if c.is_union {
+                        self.union_decl(t, name.as_deref(), &tconf);
+                    } else if let Some(cn) = c.name.filter(|_| !self.view.expand_types) {
+                        self.out.push_str("struct ");
+                        pad(&mut self.out, cn, tconf.type_spacing - 7, true);
                         self.out.push(' ');
                         self.out.push_str(nm);
-                    } else if c.is_union {
-                        tconf.type_spacing -= 8;
-                        self.union(t, &tconf);
                     } else {
                         self.model.find_holes(t);
                         tconf.type_spacing -= 8;
@@ -606,7 +714,7 @@ impl<'m, 'a> Printer<'m, 'a> {
                     return;
                 }
                 Some(Node::Enum { name: en, .. }) => {
-                    if let Some(en) = en {
+                    if let Some(en) = en.filter(|_| !self.view.expand_types) {
                         self.out.push_str("enum ");
                         pad(&mut self.out, en, tconf.type_spacing - 5, true);
                         self.out.push(' ');
@@ -690,7 +798,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         if aggregate {
             self.type_fprintf(Some(ty), None, &sconf);
             if let Some(n) = m.name {
-                if self.model.type_name(ty).is_none() {
+                if self.model.type_name(ty).is_none() || self.view.expand_types {
                     self.out.push(' ');
                 }
                 self.out.push_str(n);
@@ -734,13 +842,40 @@ impl<'m, 'a> Printer<'m, 'a> {
     }
 
     fn offset_comment(&mut self, offset: u32, m: &super::model::Member, bfo: u32, size: i32) {
-        let _ = write!(self.out, "/* {offset:5}");
+        let hex = self.view.hex;
+        let num = |v: u32, width: usize| {
+            if hex {
+                format!("{:>width$}", c_hex(v as u64))
+            } else {
+                format!("{v:width$}")
+            }
+        };
+        let _ = write!(self.out, "/* {}", num(offset, 5));
         let mut size_spacing = 5;
         if m.bitfield_size != 0 {
-            let _ = write!(self.out, ":{bfo:2}");
+            let _ = write!(self.out, ":{}", num(bfo, 2));
             size_spacing -= 3;
         }
-        let _ = write!(self.out, " {size:size_spacing$} */");
+        let _ = write!(self.out, " {} */", num(size as u32, size_spacing));
+    }
+
+    /// `union_decl__fprintf`: `union name member`, or the body in full
+    /// (anonymous, or `-E`).
+    fn union_decl(&mut self, id: TypeId, name: Option<&str>, conf: &Conf) {
+        match self.model.type_name(id).filter(|_| !self.view.expand_types) {
+            Some(un) => {
+                self.out.push_str("union ");
+                pad(&mut self.out, un, conf.type_spacing - 6, true);
+                self.out.push(' ');
+                self.out.push_str(name.unwrap_or(""));
+            }
+            None => {
+                let mut tconf = conf.clone();
+                tconf.type_spacing -= 8;
+                tconf.suffix = name.map(str::to_owned);
+                self.union(id, &tconf);
+            }
+        }
     }
 
     /// `union__fprintf`.
@@ -749,7 +884,8 @@ impl<'m, 'a> Printer<'m, 'a> {
         let name = self.model.type_name(id);
         let _ = writeln!(
             self.out,
-            "union{}{} {{",
+            "{}union{}{} {{",
+            if conf.typedef_prefix { "typedef " } else { "" },
             if name.is_some() { " " } else { "" },
             name.unwrap_or("")
         );
@@ -798,6 +934,79 @@ impl<'m, 'a> Printer<'m, 'a> {
         );
     }
 
+    /// `class__fprintf_member_type_holes`: after a member of struct type,
+    /// what that type has of holes, paddings and flexible arrays.
+    fn member_type_holes(
+        &mut self,
+        t: TypeId,
+        acc: &mut MemberTypesHoles,
+        newline: &mut u32,
+        indent: i32,
+    ) {
+        self.model.find_holes(t);
+        self.model.infer_packed(t);
+        let Some(h) = self.model.class(t).map(|c| c.holes) else {
+            return;
+        };
+        let flexible = self.model.has_flexible_array(t);
+        let embedded = self.model.has_embedded_flexible_array(t);
+        if h.padding == 0
+            && h.bit_padding == 0
+            && h.nr_holes == 0
+            && h.nr_bit_holes == 0
+            && !flexible
+            && !embedded
+        {
+            return;
+        }
+        self.newline_once(newline);
+        self.out.push('\n');
+        tabs(&mut self.out, indent);
+        let mut parts: Vec<String> = Vec::new();
+        if flexible {
+            parts.push("a flexible array".to_owned());
+            acc.nr_flexible_array_members = acc.nr_flexible_array_members.wrapping_add(1);
+        }
+        if embedded {
+            parts.push("embedded flexible array(s)".to_owned());
+            acc.nr_embedded_flexible_array_members =
+                acc.nr_embedded_flexible_array_members.wrapping_add(1);
+        }
+        if h.padding != 0 {
+            acc.nr_paddings = acc.nr_paddings.wrapping_add(1);
+            acc.sum_paddings = acc.sum_paddings.wrapping_add(h.padding as u32);
+            parts.push(format!(
+                "{} byte{} of padding",
+                h.padding,
+                plural(h.padding as u32)
+            ));
+        }
+        if h.bit_padding != 0 {
+            acc.nr_with_bit_paddings = acc.nr_with_bit_paddings.wrapping_add(1);
+            acc.sum_bit_paddings = acc.sum_bit_paddings.wrapping_add(h.bit_padding as u32);
+            parts.push(format!(
+                "{} bit{} of padding",
+                h.bit_padding,
+                plural(h.bit_padding as u32)
+            ));
+        }
+        if h.nr_holes != 0 {
+            acc.nr_with_holes = acc.nr_with_holes.wrapping_add(1);
+            acc.total_nr_holes = acc.total_nr_holes.wrapping_add(h.nr_holes as u16);
+            parts.push(format!("{} hole{}", h.nr_holes, plural(h.nr_holes as u32)));
+        }
+        if h.nr_bit_holes != 0 {
+            acc.nr_with_bit_holes = acc.nr_with_bit_holes.wrapping_add(1);
+            acc.total_nr_bit_holes = acc.total_nr_bit_holes.wrapping_add(h.nr_bit_holes as u16);
+            parts.push(format!(
+                "{} bit hole{}",
+                h.nr_bit_holes,
+                plural(h.nr_bit_holes as u32)
+            ));
+        }
+        let _ = write!(self.out, "/* XXX last struct has {} */", parts.join(", "));
+    }
+
     fn newline_once(&mut self, newline: &mut u32) {
         if *newline == 0 {
             self.out.push('\n');
@@ -812,7 +1021,8 @@ impl<'m, 'a> Printer<'m, 'a> {
         let name = self.model.type_name(id);
         let _ = write!(
             self.out,
-            "struct{}{}",
+            "{}struct{}{}",
+            if cconf.typedef_prefix { "typedef " } else { "" },
             if name.is_some() { " " } else { "" },
             name.unwrap_or("")
         );
@@ -830,8 +1040,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         let mut sum_bits = 0u32;
         let mut sum_holes = 0u32;
         let mut sum_bit_holes = 0u32;
-        let mut sum_paddings = 0u32;
-        let mut nr_paddings = 0u16;
+        let mut member_types = MemberTypesHoles::default();
         let mut nr_forced_alignments = 0u16;
         let mut nr_forced_alignment_holes = 0u16;
         let mut sum_forced_alignment_holes = 0u32;
@@ -878,7 +1087,8 @@ impl<'m, 'a> Printer<'m, 'a> {
                         let mut bitfield_size = l.bit_hole;
                         let Some(pt) = self.ty(pos.ty) else {
                             tabs(&mut self.out, cconf.indent);
-                            self.not_found("__class__fprintf", 1546, pos.ty);
+                            self.not_found("__class__fprintf", 1756, pos.ty);
+                            last = Some(i);
                             continue;
                         };
                         if l.byte_offset != pos.byte_offset {
@@ -918,7 +1128,8 @@ impl<'m, 'a> Printer<'m, 'a> {
             }
             let Some(pt) = self.ty(pos.ty) else {
                 tabs(&mut self.out, cconf.indent);
-                self.not_found("__class__fprintf", 1609, pos.ty);
+                self.not_found("__class__fprintf", 1812, pos.ty);
+                last = Some(i);
                 continue;
             };
             cconf.last_member = i + 1 == n;
@@ -928,21 +1139,7 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.member(id, i, false, pt, &cconf);
 
             if self.model.is_struct(pt) {
-                self.model.find_holes(pt);
-                self.model.infer_packed(pt);
-                let padding = self.model.class(pt).map_or(0, |c| c.holes.padding);
-                if padding > 0 {
-                    nr_paddings = nr_paddings.wrapping_add(1);
-                    sum_paddings += padding as u32;
-                    self.newline_once(&mut newline);
-                    self.out.push('\n');
-                    tabs(&mut self.out, cconf.indent);
-                    let _ = write!(
-                        self.out,
-                        "/* XXX last struct has {padding} byte{} of padding */",
-                        plural(padding as u32)
-                    );
-                }
+                self.member_type_holes(pt, &mut member_types, &mut newline, cconf.indent);
             }
             // Holes after this member, as find_holes left them.
             let (hole, bit_hole) = self
@@ -1063,11 +1260,38 @@ impl<'m, 'a> Printer<'m, 'a> {
                 tabs(&mut self.out, cconf.indent);
                 let _ = writeln!(self.out, "/* padding: {} */", holes.padding);
             }
-            if nr_paddings > 0 {
+            let mt = &member_types;
+            if mt.nr_with_holes > 0 || mt.nr_with_bit_holes > 0 || mt.nr_with_bit_paddings > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let mut parts = Vec::new();
+                if mt.nr_with_holes > 0 {
+                    parts.push(format!(
+                        "holes: {}, total: {}",
+                        mt.nr_with_holes, mt.total_nr_holes
+                    ));
+                }
+                if mt.nr_with_bit_holes > 0 {
+                    parts.push(format!(
+                        "bit holes: {}, total: {}",
+                        mt.nr_with_bit_holes, mt.total_nr_bit_holes
+                    ));
+                }
+                if mt.nr_with_bit_paddings > 0 {
+                    parts.push(format!(
+                        "bit paddings: {}, total: {} bit{}",
+                        mt.nr_with_bit_paddings,
+                        mt.sum_bit_paddings,
+                        if mt.sum_bit_paddings > 1 { "s" } else { "" }
+                    ));
+                }
+                let _ = writeln!(self.out, "/* member types with {} */", parts.join(", "));
+            }
+            if mt.nr_paddings > 0 {
                 tabs(&mut self.out, cconf.indent);
                 let _ = writeln!(
                     self.out,
-                    "/* paddings: {nr_paddings}, sum paddings: {sum_paddings} */"
+                    "/* paddings: {}, sum paddings: {} */",
+                    mt.nr_paddings, mt.sum_paddings
                 );
             }
             if holes.bit_padding > 0 {
@@ -1081,6 +1305,26 @@ impl<'m, 'a> Printer<'m, 'a> {
                     let _ = write!(
                         self.out,
                         ", forced holes: {nr_forced_alignment_holes}, sum forced holes: {sum_forced_alignment_holes}"
+                    );
+                }
+                self.out.push_str(" */\n");
+            }
+            if mt.nr_flexible_array_members > 0 || mt.nr_embedded_flexible_array_members > 0 {
+                tabs(&mut self.out, cconf.indent);
+                self.out.push_str("/* flexible array members: ");
+                if mt.nr_flexible_array_members > 0 {
+                    let _ = write!(self.out, "end: {}", mt.nr_flexible_array_members);
+                }
+                if mt.nr_embedded_flexible_array_members > 0 {
+                    let _ = write!(
+                        self.out,
+                        "{}middle: {}",
+                        if mt.nr_flexible_array_members > 0 {
+                            ", "
+                        } else {
+                            ""
+                        },
+                        mt.nr_embedded_flexible_array_members
                     );
                 }
                 self.out.push_str(" */\n");

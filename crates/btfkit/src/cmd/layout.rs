@@ -1,5 +1,6 @@
-//! `btfkit layout FILE [-C NAMES] [-F btf|dwarf] [--sizes] [--holes N]`:
-//! pahole's classic layout view (what `pahole` prints without `-J`).
+//! `btfkit layout FILE [-C NAMES] [-F btf|dwarf] [--sizes] [--holes N]
+//! [-E] [--hex] [--contains TYPE] [-y PREFIX] [-a]`: pahole's classic
+//! layout view (what `pahole` prints without `-J`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +21,16 @@ pub struct LayoutArgs {
     pub sizes: bool,
     /// `-H/--holes N`
     pub holes: Option<usize>,
+    /// `-E/--expand_types`
+    pub expand_types: bool,
+    /// `--hex`
+    pub hex: bool,
+    /// `-i/--contains TYPE`: the comma list, already split
+    pub contains: Vec<String>,
+    /// `-y/--prefix_filter PREFIX`
+    pub prefix: Option<String>,
+    /// `-a/--anon_include`
+    pub anon_include: bool,
 }
 
 #[derive(clap::Args)]
@@ -41,6 +52,21 @@ pub struct LayoutCli {
     /// Base BTF for split BTF (a module)
     #[arg(long = "btf_base")]
     btf_base: Option<PathBuf>,
+    /// Follow typedefs and print member structs, unions and enums in full
+    #[arg(short = 'E', long = "expand_types")]
+    expand_types: bool,
+    /// Offsets, sizes and enumerator values in hexadecimal
+    #[arg(long = "hex")]
+    hex: bool,
+    /// List the structs and unions with a member of this type (a comma list)
+    #[arg(short = 'i', long = "contains", value_delimiter = ',')]
+    contains: Vec<String>,
+    /// Only structs and unions whose name starts with PREFIX
+    #[arg(short = 'y', long = "prefix_filter", value_name = "PREFIX")]
+    prefix: Option<String>,
+    /// Anonymous structs and unions too (those a typedef names)
+    #[arg(short = 'a', long = "anon_include")]
+    anon_include: bool,
 }
 
 impl From<LayoutCli> for LayoutArgs {
@@ -52,6 +78,11 @@ impl From<LayoutCli> for LayoutArgs {
             format: c.format,
             sizes: c.sizes,
             holes: c.holes,
+            expand_types: c.expand_types,
+            hex: c.hex,
+            contains: c.contains,
+            prefix: c.prefix,
+            anon_include: c.anon_include,
         }
     }
 }
@@ -61,7 +92,13 @@ pub fn run_cli(args: LayoutCli) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
-    let classes = expand_class_files(&args.classes)?;
+    // pahole's --contains takes the place of -C's names.
+    let contains = !args.contains.is_empty();
+    let classes = expand_class_files(if contains {
+        &args.contains
+    } else {
+        &args.classes
+    })?;
     let format = match args.format.as_deref() {
         Some("btf") => Format::Btf,
         Some("dwarf") => Format::Dwarf,
@@ -77,6 +114,13 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
     let filter = btf::layout::Filter {
         min_holes: args.holes.unwrap_or(0),
         sizes: args.sizes,
+        prefix: args.prefix.as_deref(),
+        anon_include: args.anon_include,
+        contains,
+        view: btf::layout::View {
+            hex: args.hex,
+            expand_types: args.expand_types,
+        },
     };
     let (out, missing) = match format {
         Format::Btf => {
@@ -85,12 +129,13 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
             let mut layout = btf::layout::Layout::from_btf(&btf, cacheline);
             let mut out = String::new();
             let mut missing = None;
+            let mut seen = btf::layout::Seen::default();
             if classes.is_empty() {
-                layout.print_all(filter, &mut btf::layout::Seen::default(), &mut out);
+                layout.print_all(filter, &mut seen, &mut out);
             } else {
                 for name in &classes {
                     match layout.find(name) {
-                        Some(id) => layout.print_type(id, &mut out),
+                        Some(id) => layout.print_named(id, filter, &mut seen, &mut out),
                         None => {
                             missing = Some(name.clone());
                             break;

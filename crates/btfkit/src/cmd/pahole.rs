@@ -117,6 +117,11 @@ struct Options {
     format: Option<String>,
     sizes: bool,
     holes: Option<usize>,
+    expand_types: bool,
+    hex: bool,
+    contains: Vec<String>,
+    prefix: Option<String>,
+    anon_include: bool,
     version: bool,
     supported: bool,
     help: bool,
@@ -142,6 +147,11 @@ const LONG: &[(&str, bool)] = &[
     ("format_path", true),
     ("sizes", false),
     ("holes", true),
+    ("expand_types", false),
+    ("hex", false),
+    ("contains", true),
+    ("prefix_filter", true),
+    ("anon_include", false),
     ("version", false),
     ("help", false),
     ("funcs", true),
@@ -206,11 +216,13 @@ fn short_options(
         match c {
             'J' => o.encode = true,
             's' => o.sizes = true,
+            'E' => o.expand_types = true,
+            'a' => o.anon_include = true,
             'j' => {
                 o.jobs = Some(jobs(attached)?);
                 return Ok(());
             }
-            'C' | 'F' | 'H' => {
+            'C' | 'F' | 'H' | 'i' | 'y' => {
                 let value = if attached.is_empty() {
                     rest.next()
                         .and_then(|v| v.to_str())
@@ -222,6 +234,8 @@ fn short_options(
                 let name = match c {
                     'C' => "class_name",
                     'F' => "format_path",
+                    'i' => "contains",
+                    'y' => "prefix_filter",
                     _ => "holes",
                 };
                 return long_option(o, name, Some(value));
@@ -288,6 +302,16 @@ fn long_option(o: &mut Options, name: &str, value: Option<String>) -> anyhow::Re
                     .map_err(|_| usage(format!("--holes: not a number: '{v}'")))?,
             )
         }
+        "expand_types" => o.expand_types = true,
+        "hex" => o.hex = true,
+        "contains" => o.contains.extend(
+            v.split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned),
+        ),
+        "prefix_filter" => o.prefix = Some(v),
+        "anon_include" => o.anon_include = true,
         "version" => o.version = true,
         "help" => o.help = true,
         "funcs" => {
@@ -399,6 +423,11 @@ btfkit's pahole personality: encode BTF in a kernel build, or print layouts.
   -F, --format_path=btf|dwarf  layout view: read BTF or DWARF
   -s, --sizes                  layout view: sizes only
   -H, --holes=N                layout view: structs with at least N holes
+  -E, --expand_types           layout view: follow typedefs, member types in full
+      --hex                    layout view: offsets and sizes in hexadecimal
+  -i, --contains=TYPE          layout view: structs and unions with a TYPE member
+  -y, --prefix_filter=PREFIX   layout view: names starting with PREFIX
+  -a, --anon_include           layout view: anonymous structs a typedef names
       --version                print the pahole version btfkit stands in for
 ";
 
@@ -446,6 +475,11 @@ fn layout(o: Options) -> anyhow::Result<ExitCode> {
         format: o.format,
         sizes: o.sizes,
         holes: o.holes,
+        expand_types: o.expand_types,
+        hex: o.hex,
+        contains: o.contains,
+        prefix: o.prefix,
+        anon_include: o.anon_include,
     })
 }
 
