@@ -1,6 +1,7 @@
 //! One module per subcommand; each owns its clap arguments and its `run`.
 
 pub mod check;
+pub mod count;
 pub mod dedup;
 pub mod diff;
 pub mod dump;
