@@ -167,3 +167,103 @@ fn list_and_dump_id_match_bpftool_btf_list_and_dump_id() {
     let bad = btfkit(&["dump", "id", "x"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `int f(void)` for a program's func_info, after the types of [`small_btf`].
+fn btf_with_func() -> (Btf, u32) {
+    let mut b = small_btf();
+    let proto = b.add_type(Type::new(
+        0,
+        TypeData::FuncProto {
+            ret: 1,
+            params: Vec::new().into(),
+        },
+    ));
+    let n = b.add_str("btfkit_prog");
+    let func = b.add_type(Type::new(n, TypeData::Func { proto, linkage: 1 }));
+    (b, func)
+}
+
+/// A socket filter `r0 = 0; exit` whose func_info names FUNC `func` of
+/// BTF object `btf_fd`: the program's btf_id is that object.
+fn program(btf_fd: &OwnedFd, func: u32) -> OwnedFd {
+    let insns: [u64; 2] = [0x0000_0000_0000_00b7, 0x0000_0000_0000_0095];
+    let license = b"GPL\0";
+    let func_info: [u32; 2] = [0, func];
+    let mut attr = [0u8; 144];
+    let put = |a: &mut [u8], at: usize, v: u32| a[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let put64 = |a: &mut [u8], at: usize, v: u64| a[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    put(&mut attr, 0, 1); // BPF_PROG_TYPE_SOCKET_FILTER
+    put(&mut attr, 4, 2); // insn_cnt
+    put64(&mut attr, 8, insns.as_ptr() as u64);
+    put64(&mut attr, 16, license.as_ptr() as u64);
+    put(&mut attr, 72, btf_fd.as_raw_fd() as u32); // prog_btf_fd
+    put(&mut attr, 76, 8); // func_info_rec_size
+    put64(&mut attr, 80, func_info.as_ptr() as u64);
+    put(&mut attr, 88, 1); // func_info_cnt
+                           // SAFETY: `attr` is BPF_PROG_LOAD's part of `union bpf_attr` (zeroed
+                           // past the fields set); its pointers refer to the arrays above, alive
+                           // for the call.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, 5 as libc::c_long, attr.as_ptr(), attr.len()) };
+    assert!(
+        fd >= 0,
+        "BPF_PROG_LOAD: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: a new fd nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(fd as i32) }
+}
+
+/// Two programs and a map on one BTF object: their ids as bpftool lists
+/// them, text and JSON.
+#[test]
+fn list_prog_and_map_owners_match_bpftool_btf_list() {
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
+    if !testkit::is_root() {
+        return testkit::skip("reading the kernel's BTF objects needs root");
+    }
+    let (b, func) = btf_with_func();
+    let btf_fd = btf::kernel::load(&b.to_bytes()).expect("BPF_BTF_LOAD");
+    let owners = (
+        program(&btf_fd, func),
+        program(&btf_fd, func),
+        array_map(&btf_fd, "btfkit_t3"),
+    );
+    let ours = btfkit(&["list"]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let theirs = testkit::run_ok(Command::new(&bpftool).args(["btf", "list"]));
+    let theirs = String::from_utf8_lossy(&theirs).into_owned();
+    let line = String::from_utf8_lossy(&ours.stdout)
+        .lines()
+        .find(|l| l.contains("prog_ids") && l.contains("map_ids"))
+        .map(str::to_owned)
+        .expect("the test's object with programs and a map");
+    assert!(
+        theirs.lines().any(|l| l == line),
+        "{line}\nnot in\n{theirs}"
+    );
+    let ids = line
+        .split("prog_ids ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next());
+    assert_eq!(ids.map(|i| i.split(',').count()), Some(2), "{line}");
+
+    let ours: serde_json::Value =
+        serde_json::from_slice(&btfkit(&["list", "-j"]).stdout).expect("JSON");
+    let theirs: serde_json::Value = serde_json::from_slice(&testkit::run_ok(
+        Command::new(&bpftool).args(["-j", "btf", "list"]),
+    ))
+    .expect("bpftool JSON");
+    let id = line
+        .split(':')
+        .next()
+        .and_then(|i| i.parse::<u64>().ok())
+        .expect("id");
+    assert_eq!(by_id(&ours).get(&id), by_id(&theirs).get(&id));
+    drop((owners, btf_fd));
+}
