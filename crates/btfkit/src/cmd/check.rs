@@ -35,8 +35,7 @@ pub struct CheckArgs {
     /// reads its __mcount_loc and DWARF), a System.map or /proc/kallsyms
     #[arg(long, requires = "symbols")]
     pub attach: bool,
-    /// With --attach: the kernel's symbols
-    #[arg(requires = "attach")]
+    /// With --attach: the kernel's symbols (without --attach, a usage error)
     pub symbols: Option<PathBuf>,
     /// The result as JSON: the problems (with --attach: every FUNC);
     /// addresses are "0x..." strings
@@ -148,6 +147,16 @@ const LOG_TAIL_LINES: usize = 40;
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if args.attach {
         return attach(&args);
+    }
+    if let Some(symbols) = &args.symbols {
+        clap::Error::raw(
+            clap::error::ErrorKind::UnknownArgument,
+            format!(
+                "check takes one BTF; {} (kernel symbols) is only read by `check --attach BTF SYMBOLS`\n",
+                symbols.display()
+            ),
+        )
+        .exit();
     }
     let file = &args.file;
     let blob = btf::read_blob(file)?;

@@ -106,7 +106,8 @@ fn warn_unknown_kinds(name: &str, btf: &btf::Btf) {
     }
     for (kind, n) in counts {
         eprintln!(
-            "warning: {name}: {n} type(s) of kind {kind}, unknown to btfkit, shown as {} without their fields (sized by the layout section)",
+            "warning: {name}: {} of kind {kind}, unknown to btfkit, shown as {} without their fields (sized by the layout section)",
+            super::count::count(n, "type"),
             btf::format::kind_name(kind)
         );
     }
