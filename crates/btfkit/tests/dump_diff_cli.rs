@@ -58,7 +58,7 @@ fn cli_dump_raw_matches_bpftool_sysfs_vmlinux() {
 }
 
 #[test]
-fn cli_dump_json_and_dash_j_equal_bpftool_json_sysfs_vmlinux() {
+fn cli_dump_format_json_and_json_flag_equal_bpftool_json_sysfs_vmlinux() {
     let p = btf::SYSFS_VMLINUX;
     if !Path::new(p).exists() {
         return testkit::skip("/sys/kernel/btf/vmlinux is not present");
@@ -67,13 +67,8 @@ fn cli_dump_json_and_dash_j_equal_bpftool_json_sysfs_vmlinux() {
         return;
     };
     let theirs: serde_json::Value = serde_json::from_slice(&theirs).unwrap();
-    // `--json` and `-j` are `--format json`, as bpftool's -j.
-    for flags in [
-        &["--format", "json"][..],
-        &["--json"],
-        &["-j"],
-        &["-j", "file"],
-    ] {
+    // `--json` is `--format json`, as bpftool's -j.
+    for flags in [&["--format", "json"][..], &["--json"], &["--json", "file"]] {
         let out = btfkit(&[&["dump"], flags, &[p]].concat());
         assert!(
             out.status.success(),

@@ -254,7 +254,7 @@ fn list_prog_and_map_owners_match_bpftool_btf_list() {
     assert_eq!(ids.map(|i| i.split(',').count()), Some(2), "{line}");
 
     let ours: serde_json::Value =
-        serde_json::from_slice(&btfkit(&["list", "-j"]).stdout).expect("JSON");
+        serde_json::from_slice(&btfkit(&["list", "--json"]).stdout).expect("JSON");
     let theirs: serde_json::Value = serde_json::from_slice(&testkit::run_ok(
         Command::new(&bpftool).args(["-j", "btf", "list"]),
     ))

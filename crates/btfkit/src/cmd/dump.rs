@@ -1,4 +1,4 @@
-//! `btfkit dump FILE|id N [--base B] [--format raw|json|c] [-j]`: print
+//! `btfkit dump FILE|id N [--base B] [--format raw|json|c] [--json]`: print
 //! BTF as bpftool does, from a file or from a BTF object loaded in the
 //! kernel (`bpftool btf dump id N`).
 
@@ -24,8 +24,9 @@ pub struct DumpArgs {
     /// Output format, as `bpftool btf dump file FILE [format c]` and `bpftool -j`
     #[arg(long, value_enum, default_value_t = Format::Raw)]
     format: Format,
-    /// Same as `--format json` (bpftool's -j)
-    #[arg(short = 'j', long, conflicts_with = "format")]
+    /// Same as `--format json` (bpftool's -j; btfkit's -j is a job count,
+    /// as pahole's, in `encode`)
+    #[arg(long, conflicts_with = "format")]
     json: bool,
 }
 

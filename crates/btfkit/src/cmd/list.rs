@@ -10,7 +10,7 @@ use serde::Serialize;
 #[derive(clap::Args)]
 pub struct ListArgs {
     /// One JSON object per BTF object, as `bpftool -j btf list`
-    #[arg(short = 'j', long)]
+    #[arg(long)]
     json: bool,
 }
 
