@@ -512,21 +512,32 @@ impl Renderer<'_> {
             Some(TypeData::Ptr { .. })
         );
         if is_ptr {
-            self.decl(ty, &join(q, inner), depth + 1)
+            return self.decl(ty, &join(q, inner), depth + 1);
+        }
+        let rest = self.decl(ty, inner, depth + 1);
+        // A qualifier the type already has is said once: BTF from DWARF
+        // has `const` on an array and on its elements (`const int a[2]`
+        // is CONST -> ARRAY -> CONST -> INT), and C allows repeating it.
+        let already = rest
+            .split(' ')
+            .take_while(|w| matches!(*w, "const" | "volatile" | "restrict"))
+            .any(|w| w == q);
+        if already {
+            rest
         } else {
-            format!("{q} {}", self.decl(ty, inner, depth + 1))
+            format!("{q} {rest}")
         }
     }
 
     /// An anonymous struct or union is part of its parent's layout, so it is
-    /// spelled out: `struct {size 8: int a@0, int b@32:3}`.
+    /// spelled out: `struct {8 bytes: int a at bit 0, int b:3 at bit 32}`.
     fn anon_aggregate(&self, t: &Type, depth: u32) -> String {
         let (tag, size) = match &t.data {
             TypeData::Union { size, .. } => ("union", *size),
             TypeData::Struct { size, .. } => ("struct", *size),
             _ => ("?", 0),
         };
-        let mut s = format!("{tag} {{size {size}:");
+        let mut s = format!("{tag} {{{size} bytes:");
         for (i, m) in self.members(t, t.members(), depth + 1).iter().enumerate() {
             s.push_str(if i > 0 { ", " } else { " " });
             s.push_str(&member_text(m));
@@ -538,7 +549,7 @@ impl Renderer<'_> {
     fn anon_enum(&self, t: &Type) -> String {
         let mut s = String::from("enum {");
         if let Layout::Enum { values, size, .. } = self.layout_of(t, "") {
-            let _ = write!(s, "size {size}:");
+            let _ = write!(s, "{size} bytes:");
             for (i, (name, val)) in values.iter().enumerate() {
                 s.push_str(if i > 0 { ", " } else { " " });
                 let _ = write!(s, "{name}={val}");
@@ -558,13 +569,14 @@ fn join(base: &str, inner: &str) -> String {
     }
 }
 
-/// `int a@64:3`: declaration, bit offset, bitfield size.
+/// `unsigned int a:3 at bit 64`: declaration, bitfield size as C writes
+/// it, offset in bits (sizes are in bytes, offsets in bits, as BTF has them).
 pub fn member_text(m: &MemberLayout) -> String {
     let mut s = m.decl.clone();
-    let _ = write!(s, "@{}", m.bit_offset);
     if m.bitfield_size != 0 {
         let _ = write!(s, ":{}", m.bitfield_size);
     }
+    let _ = write!(s, " at bit {}", m.bit_offset);
     s
 }
 
@@ -572,7 +584,7 @@ pub fn member_text(m: &MemberLayout) -> String {
 pub fn layout_text(l: &Layout) -> String {
     match l {
         Layout::Aggregate { size, members } => {
-            let mut s = format!("size {size} {{");
+            let mut s = format!("{size} bytes {{");
             for (i, m) in members.iter().enumerate() {
                 s.push_str(if i > 0 { "; " } else { " " });
                 s.push_str(&member_text(m));
@@ -587,7 +599,7 @@ pub fn layout_text(l: &Layout) -> String {
             values,
         } => {
             let sign = if *signed { "signed" } else { "unsigned" };
-            let mut s = format!("{kind} size {size} {sign} {{");
+            let mut s = format!("{kind} {size} bytes {sign} {{");
             for (i, (n, v)) in values.iter().enumerate() {
                 s.push_str(if i > 0 { ", " } else { " " });
                 let _ = write!(s, "{n}={v}");
@@ -619,7 +631,7 @@ fn layout_details(a: &Layout, b: &Layout) -> Vec<String> {
             },
         ) => {
             if sa != sb {
-                d.push(format!("size {sa} -> {sb}"));
+                d.push(format!("size {sa} -> {sb} bytes"));
             }
             member_details(ma, mb, &mut d);
         }
@@ -641,7 +653,7 @@ fn layout_details(a: &Layout, b: &Layout) -> Vec<String> {
                 d.push(format!("kind {ka} -> {kb}"));
             }
             if sa != sb {
-                d.push(format!("size {sa} -> {sb}"));
+                d.push(format!("size {sa} -> {sb} bytes"));
             }
             if ga != gb {
                 d.push(format!("signed {ga} -> {gb}"));
@@ -690,13 +702,13 @@ fn member_details(ma: &[MemberLayout], mb: &[MemberLayout], d: &mut Vec<String>)
         let label = if x.name.is_empty() { "(anon)" } else { &x.name };
         if x.bit_offset != y.bit_offset {
             d.push(format!(
-                "member {label}: offset {} -> {}",
+                "member {label}: offset bit {} -> {}",
                 x.bit_offset, y.bit_offset
             ));
         }
         if x.bitfield_size != y.bitfield_size {
             d.push(format!(
-                "member {label}: bitfield size {} -> {}",
+                "member {label}: bitfield {} -> {} bits",
                 x.bitfield_size, y.bitfield_size
             ));
         }

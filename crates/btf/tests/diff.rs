@@ -207,12 +207,12 @@ fn diff_reports_builder_changes() {
     let pair = d.changed.iter().find(|c| c.name == "pair").expect("pair");
     assert_eq!(pair.category, Category::Struct);
     assert!(
-        pair.details.contains(&"size 16 -> 8".to_owned()),
+        pair.details.contains(&"size 16 -> 8 bytes".to_owned()),
         "{pair:?}"
     );
     assert!(pair
         .details
-        .contains(&"member b: offset 64 -> 32".to_owned()));
+        .contains(&"member b: offset bit 64 -> 32".to_owned()));
     assert!(pair
         .details
         .contains(&"member b: type long -> int".to_owned()));

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Print BTF as bpftool does: raw text, JSON or a C header
     Dump(cmd::dump::DumpArgs),
+    /// BTF objects loaded in the kernel and what uses them (bpftool btf list)
+    List(cmd::list::ListArgs),
     /// Validate BTF with the kernel verifier's rules (and the kernel itself)
     Check(cmd::check::CheckArgs),
     /// Encode BTF from an ELF's DWARF (pahole -J)
@@ -48,6 +50,10 @@ enum Command {
     Pahole(cmd::pahole::PaholeArgs),
     /// Struct and union layouts with holes and cache lines, as pahole prints them
     Layout(cmd::layout::LayoutCli),
+    /// Print a shell's completion script: bash, zsh, fish, elvish, powershell
+    Completions(cmd::completions::CompletionsArgs),
+    /// Write the manual pages (btfkit.1, btfkit-COMMAND.1) into a directory
+    Man(cmd::man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +69,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd::report::run(cli.report),
         Some(Command::Dump(a)) => cmd::dump::run(a),
+        Some(Command::List(a)) => cmd::list::run(a),
         Some(Command::Check(a)) => cmd::check::run(a),
         Some(Command::Encode(a)) => cmd::encode::run(a),
         Some(Command::Dedup(a)) => cmd::dedup::run(a),
@@ -74,6 +81,8 @@ fn main() -> ExitCode {
         Some(Command::Inspect(a)) => cmd::inspect::run(a),
         Some(Command::Pahole(a)) => cmd::pahole::run(a),
         Some(Command::Layout(a)) => cmd::layout::run_cli(a),
+        Some(Command::Completions(a)) => cmd::completions::run(a, Cli::command()),
+        Some(Command::Man(a)) => cmd::man::run(a, Cli::command()),
     };
     finish(result, "btfkit")
 }

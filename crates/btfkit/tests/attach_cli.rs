@@ -19,6 +19,12 @@ fn json(out: &Output) -> Vec<serde_json::Value> {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not a JSON array ({e}): {text}"))
 }
 
+/// A "0x..." JSON string as a number; addresses are never JSON numbers.
+fn hex(v: &serde_json::Value) -> Option<u64> {
+    let s = v.as_str()?;
+    u64::from_str_radix(s.strip_prefix("0x")?, 16).ok()
+}
+
 /// Whether the code at `addr` starts with an fentry call site: the 5-byte
 /// NOP objtool leaves (Debian's 6.1 has no IBT), or, in .init.text, the
 /// call to __fentry__ itself.
@@ -48,7 +54,7 @@ fn disassemble(objdump: &Path, vmlinux: &Path, addr: u64) -> String {
 }
 
 #[test]
-fn check_attach_debian_vmlinux_exit_codes_mcount_objdump() {
+fn check_attach_debian_vmlinux_exit_codes_hex_json_mcount_objdump() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
@@ -96,7 +102,11 @@ fn check_attach_debian_vmlinux_exit_codes_mcount_objdump() {
         .find(|r| r["name"] == "wakeup_show")
         .expect("wakeup_show");
     assert_eq!(wake["reach"], "attachable");
-    assert_eq!(wake["address"].as_u64(), lowest("wakeup_show"));
+    assert_eq!(hex(&wake["address"]), lowest("wakeup_show"));
+    assert!(rows
+        .iter()
+        .flat_map(|r| r["tags"].as_array().into_iter().flatten())
+        .all(|t| hex(t).is_some()));
 
     // Call sites from __mcount_loc: attachable code starts with one, code
     // without a site does not.
@@ -106,7 +116,7 @@ fn check_attach_debian_vmlinux_exit_codes_mcount_objdump() {
         rows.iter()
             .filter(|r| reach(r) == verdict)
             .filter(|r| verdict != "no-fentry-site" || r["fentry_site"] == false)
-            .filter_map(|r| r["address"].as_u64())
+            .filter_map(|r| hex(&r["address"]))
             .step_by(997)
             .take(5)
             .collect()

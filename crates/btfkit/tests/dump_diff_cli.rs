@@ -58,7 +58,7 @@ fn cli_dump_raw_matches_bpftool_sysfs_vmlinux() {
 }
 
 #[test]
-fn cli_dump_json_equals_bpftool_json_sysfs_vmlinux() {
+fn cli_dump_format_json_and_json_flag_equal_bpftool_json_sysfs_vmlinux() {
     let p = btf::SYSFS_VMLINUX;
     if !Path::new(p).exists() {
         return testkit::skip("/sys/kernel/btf/vmlinux is not present");
@@ -66,15 +66,21 @@ fn cli_dump_json_equals_bpftool_json_sysfs_vmlinux() {
     let Some(theirs) = bpftool(&["-j", "btf", "dump", "file", p]) else {
         return;
     };
-    let out = btfkit(&["dump", "--format", "json", p]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let theirs: serde_json::Value = serde_json::from_slice(&theirs).unwrap();
-    assert!(ours == theirs, "JSON differs from bpftool -j");
+    // `--json` is `--format json`, as bpftool's -j.
+    for flags in [&["--format", "json"][..], &["--json"], &["--json", "file"]] {
+        let out = btfkit(&[&["dump"], flags, &[p]].concat());
+        assert!(
+            out.status.success(),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(ours == theirs, "{flags:?}: JSON differs from bpftool -j");
+    }
+    // A format and -j at once is a usage error.
+    let out = btfkit(&["dump", "--json", "--format", "c", p]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
@@ -192,8 +198,8 @@ fn cli_diff_reports_builder_changes_exits_1() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("- typedef point_t: struct point"), "{text}");
     assert!(text.contains("~ struct point"), "{text}");
-    assert!(text.contains("size 8 -> 12"), "{text}");
-    assert!(text.contains("member y: offset 32 -> 64"), "{text}");
+    assert!(text.contains("size 8 -> 12 bytes"), "{text}");
+    assert!(text.contains("member y: offset bit 32 -> 64"), "{text}");
     assert!(
         text.contains("1 only in A, 0 only in B, 1 changed, 0 equal"),
         "{text}"
@@ -210,4 +216,76 @@ fn cli_diff_reports_builder_changes_exits_1() {
     assert_eq!(out.status.code(), Some(0));
     let out = btfkit(&["diff", "--only", "struct", pa, pb]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 only in A"));
+}
+
+/// `diff` says its units: sizes in bytes, offsets in bits; and a qualifier
+/// once (`const int c[2]` is CONST -> ARRAY -> CONST -> INT in BTF from
+/// GCC's DWARF). Oracle: pahole's layout of the same objects, in bytes.
+#[test]
+fn cli_diff_units_agree_with_pahole_layout_const_said_once() {
+    let Some(pahole) = testkit::tool_or_skip("pahole", "dwarves") else {
+        return;
+    };
+    if testkit::tool_or_skip("cc", "gcc").is_none() {
+        return;
+    }
+    let fx = testkit::Fixture::new();
+    fx.write(
+        "a.c",
+        "struct p { int x; const int c[2]; long y; };\nstruct p gp;\n",
+    );
+    fx.write(
+        "b.c",
+        "struct p { int x; const int c[3]; char pad[8]; long y; };\nstruct p gp;\n",
+    );
+    let mut files = Vec::new();
+    for n in ["a", "b"] {
+        let obj = fx.cc(&format!("{n}.o"), &[&format!("{n}.c")], &["-g", "-c"]);
+        let out = fx.path(&format!("{n}.btf"));
+        let o = btfkit(&["encode", obj.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // pahole: `/* size: N, ...` and `long int y; /* OFFSET SIZE */`.
+        let layout = testkit::run_ok(Command::new(&pahole).args(["-C", "p"]).arg(&obj));
+        let layout = String::from_utf8_lossy(&layout).into_owned();
+        let first_number = |s: &str| -> u64 {
+            s.trim_start()
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|d| d.parse().ok())
+                .unwrap_or_else(|| panic!("a number in {s:?} of {layout}"))
+        };
+        let size = layout
+            .split_once("/* size:")
+            .map(|(_, r)| first_number(r))
+            .expect("size");
+        let offset = |member: &str| -> Option<u64> {
+            layout
+                .lines()
+                .find(|l| l.contains(member))
+                .and_then(|l| l.split_once("/*"))
+                .map(|(_, r)| first_number(r))
+        };
+        files.push((out, size, offset(" y;").expect("y"), offset(" pad[8];")));
+    }
+    let out = btfkit(&[
+        "diff",
+        files[0].0.to_str().unwrap(),
+        files[1].0.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let (sa, sb) = (files[0].1, files[1].1);
+    let (ya, yb) = (files[0].2, files[1].2);
+    assert!(text.contains(&format!("size {sa} -> {sb} bytes")), "{text}");
+    assert!(
+        text.contains(&format!("member y: offset bit {} -> {}", ya * 8, yb * 8)),
+        "{text}"
+    );
+    let pad = files[1].3.expect("pad in b");
+    assert!(
+        text.contains(&format!("+ member char pad[8] at bit {}", pad * 8)),
+        "{text}"
+    );
+    assert!(text.contains("const int"), "{text}");
+    assert!(!text.contains("const const"), "{text}");
 }

@@ -167,3 +167,126 @@ fn debian_wakeup_show_by_name_gives_both_instances() {
         assert!(warning.contains("struct kobject *kobj"), "{warning}");
     }
 }
+
+/// The address of the symbols named `name` in Debian's System.map.
+fn system_map_addrs(map: &str, name: &str) -> Vec<u64> {
+    map.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .collect()
+}
+
+fn hex(v: &serde_json::Value) -> u64 {
+    let s = v.as_str().expect("a 0x string");
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex")
+}
+
+/// With `--elf` Debian's vmlinux (with DWARF), each `wakeup_show` gets its
+/// own prototype, by address or by name. Oracles: System.map (the two
+/// addresses), addr2line reading the same DWARF (which file each is in:
+/// kernel/irq/irqdesc.c's takes a struct kobject, drivers/base/power/
+/// sysfs.c's a struct device).
+#[test]
+fn debian_elf_dwarf_gives_each_wakeup_show_its_prototype_addr2line() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let Some(addr2line) = testkit::tool_or_skip("addr2line", "binutils") else {
+        return;
+    };
+    let map = std::fs::read_to_string(&k.system_map).expect("System.map");
+    let addrs = system_map_addrs(&map, "wakeup_show");
+    assert_eq!(addrs.len(), 2);
+    let vmlinux = k.vmlinux.to_str().expect("path");
+    let inputs: Vec<String> = addrs.iter().map(|a| format!("{a:#x}")).collect();
+    let mut args = vec!["resolve", "--json", "--elf", vmlinux, "wakeup_show"];
+    args.extend(inputs.iter().map(String::as_str));
+    let out = btfkit(&args, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r.len(), 4, "{r:?}");
+    for o in &r {
+        let addr = hex(&o["addr"]);
+        let file = testkit::run_ok(
+            Command::new(&addr2line)
+                .arg("-e")
+                .arg(&k.vmlinux)
+                .arg(format!("{addr:#x}")),
+        );
+        let file = String::from_utf8_lossy(&file);
+        let proto = o["prototype"].as_str().expect("prototype");
+        assert_eq!(o["prototype_from"], "dwarf", "{o}");
+        if file.contains("kernel/irq/irqdesc.c") {
+            assert!(proto.contains("struct kobject *"), "{file}: {o}");
+        } else {
+            assert!(file.contains("drivers/base/power/sysfs.c"), "{file}");
+            assert!(proto.contains("struct device *"), "{file}: {o}");
+        }
+        assert!(o.get("warning").is_none(), "{o}");
+    }
+}
+
+/// `vfs_read+0x10/0x360` (an oops line) and btfkit's own `sym+off/size`
+/// output resolve to the address they name. Oracle: System.map.
+#[test]
+fn debian_symbol_offset_oops_format_resolves_system_map() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let map = std::fs::read_to_string(&k.system_map).expect("System.map");
+    let vfs_read = system_map_addrs(&map, "vfs_read");
+    assert_eq!(vfs_read.len(), 1);
+    let (btf, sysmap) = (
+        k.vmlinux.to_str().expect("path"),
+        k.system_map.to_str().expect("path"),
+    );
+    let base = ["resolve", "--btf", btf, "--system-map", sysmap];
+    let out = btfkit(&[&base[..], &["--json", "vfs_read+0x10"]].concat(), None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(hex(&r[0]["addr"]), vfs_read[0]);
+    assert_eq!(r[0]["offset"], 0x10);
+    assert_eq!(r[0]["symbol"], "vfs_read");
+    let size = r[0]["size"].as_u64().expect("size");
+
+    // The oops format, the size included, and with a module after it; then
+    // what btfkit printed, read back.
+    let oops = format!("vfs_read+0x10/{size:#x}");
+    let text = btfkit(&base, Some(&format!("{oops}\n"))).stdout;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    assert!(
+        text.starts_with(&format!("{oops}: vfs_read+0x10/{size:#x} function: ")),
+        "{text}"
+    );
+    let own = text.split_whitespace().nth(1).expect("sym+off/size");
+    let again = json(&btfkit(&[&base[..], &["--json", own]].concat(), None));
+    assert_eq!(hex(&again[0]["addr"]), vfs_read[0]);
+    assert_eq!(again[0]["offset"], 0x10);
+
+    let wrong_size = json(&btfkit(
+        &[
+            &base[..],
+            &["--json", &format!("vfs_read+0x10/{:#x}", size + 1)],
+        ]
+        .concat(),
+        None,
+    ));
+    assert!(wrong_size[0]["warning"]
+        .as_str()
+        .is_some_and(|w| w.contains("another build")));
+    let past_end = format!("vfs_read+{size:#x}");
+    let past = btfkit(&[&base[..], &[past_end.as_str()]].concat(), None);
+    assert_eq!(past.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&past.stdout).contains("past the end of vfs_read"));
+}

@@ -12,6 +12,7 @@ pub mod elf;
 mod error;
 pub mod kallsyms;
 pub mod link;
+pub mod location;
 pub mod mcount;
 mod scan;
 pub mod system_map;

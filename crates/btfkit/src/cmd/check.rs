@@ -1,7 +1,8 @@
-//! `btfkit check FILE [--base B] [--kernel]`: the kernel verifier's rules, and
-//! optionally the kernel's verifier itself. `btfkit check --attach BTF
-//! SYMBOLS [--json]`: what fentry does with each FUNC of a vmlinux BTF in an
-//! unmodified kernel (dwarf2btf::funcs::attach); exit 1 on an unsafe FUNC.
+//! `btfkit check FILE [--base B] [--target T] [--kernel] [--json]`: the
+//! kernel verifier's rules, and optionally the kernel's verifier itself.
+//! `btfkit check --attach BTF SYMBOLS [--json]`: what fentry does with each
+//! FUNC of a vmlinux BTF in an unmodified kernel
+//! (dwarf2btf::funcs::attach); exit 1 on an unsafe FUNC.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +11,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use btf::kernel::{self, KernelError};
+use btf::validate::{Problem, Target};
 use btf::Btf;
+use serde::Serialize;
+
+use super::count::count;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -19,18 +24,120 @@ pub struct CheckArgs {
     /// Base BTF of a split BTF (a module's); found automatically under /sys/kernel/btf
     #[arg(long)]
     pub base: Option<PathBuf>,
+    /// Whose rules: by default bpf-next's for a BTF with a layout section
+    /// (32-byte header), Linux 6.18's for any other
+    #[arg(long, value_enum, default_value_t = TargetArg::Auto, conflicts_with = "attach")]
+    pub target: TargetArg,
     /// Also load it into the running kernel with BPF_BTF_LOAD (root or CAP_BPF)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "attach")]
     pub kernel: bool,
     /// Audit fentry attach by name against SYMBOLS: the vmlinux ELF (also
     /// reads its __mcount_loc and DWARF), a System.map or /proc/kallsyms
     #[arg(long, requires = "symbols")]
     pub attach: bool,
-    /// With --attach: the kernel's symbols
+    /// With --attach: the kernel's symbols (without --attach, a usage error)
     pub symbols: Option<PathBuf>,
-    /// With --attach: every FUNC as JSON
-    #[arg(long, requires = "attach")]
+    /// The result as JSON: the problems (with --attach: every FUNC);
+    /// addresses are "0x..." strings
+    #[arg(long)]
     pub json: bool,
+}
+
+/// `--target`: the validator's rule set, or the one the header calls for.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    Auto,
+    #[value(name = "linux-6.18")]
+    Linux6_18,
+    BpfNext,
+}
+
+impl TargetArg {
+    /// The rules to check `btf` by: a layout section exists only in
+    /// bpf-next's format, which no released kernel takes.
+    fn resolve(self, btf: &Btf) -> Target {
+        match self {
+            TargetArg::Linux6_18 => Target::Linux6_18,
+            TargetArg::BpfNext => Target::BpfNext,
+            TargetArg::Auto if btf.header().hdr_len >= btf::format::BTF_HEADER_LAYOUT_LEN => {
+                Target::BpfNext
+            }
+            TargetArg::Auto => Target::Linux6_18,
+        }
+    }
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Linux6_18 => "linux-6.18",
+        Target::BpfNext => "bpf-next",
+    }
+}
+
+/// `check --json`: the file, the rules applied and what broke them.
+#[derive(Serialize)]
+struct Report<'a> {
+    file: String,
+    target: &'static str,
+    types: usize,
+    bytes: usize,
+    problems: Vec<ProblemJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel: Option<KernelVerdict>,
+}
+
+#[derive(Serialize)]
+struct ProblemJson<'a> {
+    /// 0 for the blob as a whole.
+    id: u32,
+    kind: &'a str,
+    name: &'a str,
+    /// Of the type's record in the BTF blob (its header included); None
+    /// for the blob as a whole.
+    offset: Option<usize>,
+    rule: &'static str,
+    message: &'a str,
+}
+
+/// What BPF_BTF_LOAD said.
+#[derive(Serialize)]
+struct KernelVerdict {
+    accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// The verifier's log, whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    log: Vec<String>,
+}
+
+/// The blob offset of each own type's record: the header, then the types
+/// in id order from `type_off`.
+fn type_offsets(btf: &Btf) -> Vec<usize> {
+    let h = btf.header();
+    let mut at = h.hdr_len as usize + h.type_off as usize;
+    btf.own_types()
+        .iter()
+        .map(|t| {
+            let here = at;
+            at += t.encoded_len();
+            here
+        })
+        .collect()
+}
+
+fn problem_json<'a>(p: &'a Problem, btf: &Btf, offsets: &[usize]) -> ProblemJson<'a> {
+    let offset = (p.id >= btf.start_id())
+        .then(|| offsets.get((p.id - btf.start_id()) as usize).copied())
+        .flatten()
+        .filter(|_| !p.kind.is_empty());
+    ProblemJson {
+        id: p.id,
+        kind: p.kind,
+        name: &p.name,
+        offset,
+        rule: p.rule.as_str(),
+        message: &p.detail,
+    }
 }
 
 /// Lines of the kernel's log shown on rejection: the error is at the end,
@@ -41,6 +148,16 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if args.attach {
         return attach(&args);
     }
+    if let Some(symbols) = &args.symbols {
+        clap::Error::raw(
+            clap::error::ErrorKind::UnknownArgument,
+            format!(
+                "check takes one BTF; {} (kernel symbols) is only read by `check --attach BTF SYMBOLS`\n",
+                symbols.display()
+            ),
+        )
+        .exit();
+    }
     let file = &args.file;
     let blob = btf::read_blob(file)?;
     let base = match btf::default_base(file, args.base.as_deref()) {
@@ -49,30 +166,68 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let btf = btf::parse_any(&blob, base).with_context(|| format!("{}", file.display()))?;
 
-    let mut problems = btf::validate::validate_blob(&blob, &btf);
-    problems.extend(btf::validate::validate(&btf));
+    let target = args.target.resolve(&btf);
+    let mut problems = btf::validate::validate_blob_for(&blob, &btf, target);
+    problems.extend(btf::validate::validate_for(&btf, target));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
-    if ok {
-        writeln!(
-            out,
-            "{}: OK ({} types, {} bytes)",
-            file.display(),
-            btf.own_types().len(),
-            blob.len()
-        )?;
+    if args.json {
+        let offsets = type_offsets(&btf);
+        let kernel = if args.kernel {
+            Some(load_into_kernel(&btf, &blob)?)
+        } else {
+            None
+        };
+        ok &= kernel.as_ref().is_none_or(|k| k.accepted);
+        let report = Report {
+            file: file.display().to_string(),
+            target: target_name(target),
+            types: btf.own_types().len(),
+            bytes: blob.len(),
+            problems: problems
+                .iter()
+                .map(|p| problem_json(p, &btf, &offsets))
+                .collect(),
+            kernel,
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
     } else {
-        for p in &problems {
-            writeln!(out, "{p} [{}]", p.rule)?;
+        if ok {
+            writeln!(
+                out,
+                "{}: OK ({}, {} bytes; {} rules)",
+                file.display(),
+                count(btf.own_types().len(), "type"),
+                blob.len(),
+                target_name(target)
+            )?;
+        } else {
+            for p in &problems {
+                writeln!(out, "{p} [{}]", p.rule)?;
+            }
+            writeln!(
+                out,
+                "{}: {} ({} rules)",
+                file.display(),
+                count(problems.len(), "problem"),
+                target_name(target)
+            )?;
         }
-        writeln!(out, "{}: {} problems", file.display(), problems.len())?;
-    }
-
-    if args.kernel {
-        ok &= load_into_kernel(&mut out, &btf, &blob)?;
+        if args.kernel {
+            if btf.base().is_some() {
+                writeln!(
+                    out,
+                    "kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base"
+                )?;
+            }
+            let verdict = load_into_kernel(&btf, &blob)?;
+            print_verdict(&mut out, &verdict)?;
+            ok &= verdict.accepted;
+        }
     }
     Ok(if ok {
         ExitCode::SUCCESS
@@ -81,46 +236,53 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Loads the blob with BPF_BTF_LOAD and says what the kernel thought: true
-/// if it accepted it. Lack of privilege is an error, not a verdict.
-fn load_into_kernel(out: &mut impl Write, btf: &Btf, blob: &[u8]) -> anyhow::Result<bool> {
+/// Loads the blob with BPF_BTF_LOAD and says what the kernel thought.
+/// Lack of privilege is an error, not a verdict. BPF_BTF_LOAD takes no
+/// base: a split BTF is loaded merged with its base.
+fn load_into_kernel(btf: &Btf, blob: &[u8]) -> anyhow::Result<KernelVerdict> {
     let standalone;
     let blob = if btf.base().is_some() {
-        writeln!(
-            out,
-            "kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base"
-        )?;
         standalone = kernel::standalone_blob(btf);
         &standalone[..]
     } else {
         blob
     };
     match kernel::load(blob) {
-        Ok(_fd) => {
-            writeln!(out, "kernel: accepted")?;
-            Ok(true)
-        }
-        Err(KernelError::Rejected { error, log }) => {
-            writeln!(out, "kernel: rejected: {error}")?;
-            let lines: Vec<&str> = log.lines().collect();
-            let from = lines.len().saturating_sub(LOG_TAIL_LINES);
-            if from > 0 {
-                writeln!(
-                    out,
-                    "kernel log (last {} of {} lines):",
-                    lines.len() - from,
-                    lines.len()
-                )?;
-            } else {
-                writeln!(out, "kernel log:")?;
-            }
-            for l in &lines[from..] {
-                writeln!(out, "  {l}")?;
-            }
-            Ok(false)
-        }
+        Ok(_fd) => Ok(KernelVerdict {
+            accepted: true,
+            error: None,
+            log: Vec::new(),
+        }),
+        Err(KernelError::Rejected { error, log }) => Ok(KernelVerdict {
+            accepted: false,
+            error: Some(error.to_string()),
+            log: log.lines().map(str::to_owned).collect(),
+        }),
         Err(e) => Err(e.into()),
     }
+}
+
+fn print_verdict(out: &mut impl Write, v: &KernelVerdict) -> std::io::Result<()> {
+    if let (false, Some(error)) = (v.accepted, &v.error) {
+        writeln!(out, "kernel: rejected: {error}")?;
+        let from = v.log.len().saturating_sub(LOG_TAIL_LINES);
+        if from > 0 {
+            writeln!(
+                out,
+                "kernel log (last {} of {} lines):",
+                v.log.len() - from,
+                v.log.len()
+            )?;
+        } else {
+            writeln!(out, "kernel log:")?;
+        }
+        for l in &v.log[from..] {
+            writeln!(out, "  {l}")?;
+        }
+    } else {
+        writeln!(out, "kernel: accepted")?;
+    }
+    Ok(())
 }
 
 /// `--attach BTF SYMBOLS`.
@@ -163,6 +325,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let counts = attach::counts(&rows);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
+        let rows: Vec<AttachJson<'_>> = rows.iter().map(AttachJson::from).collect();
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
@@ -182,9 +345,9 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .collect();
         writeln!(
             out,
-            "{}: {} FUNCs: {}{}",
+            "{}: {}: {}{}",
             args.file.display(),
-            rows.len(),
+            count(rows.len(), "FUNC"),
             summary.join(", "),
             match (&sites, &model) {
                 (None, _) => " (no __mcount_loc: call sites not checked)",
@@ -199,6 +362,36 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One FUNC of `check --attach --json`: the audit's row with its
+/// addresses as "0x..." strings (JSON numbers lose the low digits of kernel
+/// addresses in jq and JavaScript).
+#[derive(Serialize)]
+struct AttachJson<'a> {
+    btf_id: u32,
+    name: &'a str,
+    reach: dwarf2btf::funcs::attach::Reach,
+    address: Option<String>,
+    fentry_site: Option<bool>,
+    tags: Vec<String>,
+    arg_regs: u32,
+    reason: &'a str,
+}
+
+impl<'a> From<&'a dwarf2btf::funcs::attach::FuncReach> for AttachJson<'a> {
+    fn from(r: &'a dwarf2btf::funcs::attach::FuncReach) -> Self {
+        AttachJson {
+            btf_id: r.btf_id,
+            name: &r.name,
+            reach: r.reach,
+            address: r.address.map(|a| format!("{a:#x}")),
+            fentry_site: r.fentry_site,
+            tags: r.tags.iter().map(|a| format!("{a:#x}")).collect(),
+            arg_regs: r.arg_regs,
+            reason: &r.reason,
+        }
+    }
 }
 
 /// The symbols of SYMBOLS (an ELF, a kallsyms file or a System.map), and

@@ -1,4 +1,4 @@
-//! `btfkit diff A B [--base-a X] [--base-b Y] [--only KINDS] [--json]`:
+//! `btfkit diff A B [--base B] [--base-a X] [--base-b Y] [--only KINDS] [--json]`:
 //! semantic difference of two BTFs by name and layout. Exit 0 when equal,
 //! 1 when they differ, as diff(1) does.
 
@@ -14,10 +14,13 @@ pub struct DiffArgs {
     a: PathBuf,
     /// Second BTF
     b: PathBuf,
-    /// Base of A when A is split BTF (a module)
+    /// Base of A and B when they are split BTF (modules of one kernel)
+    #[arg(long)]
+    base: Option<PathBuf>,
+    /// Base of A when A is split BTF (a module); overrides --base
     #[arg(long)]
     base_a: Option<PathBuf>,
-    /// Base of B when B is split BTF (a module)
+    /// Base of B when B is split BTF (a module); overrides --base
     #[arg(long)]
     base_b: Option<PathBuf>,
     /// Compare only these, comma-separated: struct,union,enum,typedef,func,var,inline
@@ -40,8 +43,8 @@ fn load(path: &Path, base: Option<&Path>) -> anyhow::Result<btf::Btf> {
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let a = load(&args.a, args.base_a.as_deref())?;
-    let b = load(&args.b, args.base_b.as_deref())?;
+    let a = load(&args.a, args.base_a.as_deref().or(args.base.as_deref()))?;
+    let b = load(&args.b, args.base_b.as_deref().or(args.base.as_deref()))?;
     let mut opts = DiffOptions::default();
     if !args.only.is_empty() {
         opts.categories = args.only.clone();

@@ -13,6 +13,8 @@ use anyhow::Context;
 use dwarf2btf::funcs::{FuncModel, Instance, Status};
 use dwarf2btf::load::ElfFile;
 
+use super::count::count;
+
 #[derive(clap::Args)]
 pub struct FuncsArgs {
     /// An ELF with DWARF (vmlinux, a module), or with --verify the ELF whose DWARF is the reference
@@ -118,6 +120,11 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
+        writeln!(
+            out,
+            "{:<18} {:<32} {:<40} {:>6} {:<22} {:<24} PROTOTYPE",
+            "ADDRESS", "SYMBOL", "LOCATION", "SIZE", "STATUS", "FENTRY"
+        )?;
         for r in &rows {
             writeln!(
                 out,
@@ -354,6 +361,7 @@ fn from_btf(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
+        writeln!(out, "{:<18} [BTF_ID] {:<8} PROTOTYPE", "ADDRESS", "STATUS")?;
         for r in &rows {
             writeln!(
                 out,
@@ -395,9 +403,9 @@ fn verify(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(
             out,
-            "{} addr tags checked, {} violations",
-            tags.len(),
-            violations.len()
+            "{} checked, {}",
+            count(tags.len(), "addr tag"),
+            count(violations.len(), "violation")
         )?;
     }
     out.flush()?;

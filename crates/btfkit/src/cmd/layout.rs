@@ -49,8 +49,8 @@ pub struct LayoutCli {
     /// Only structs with at least this many holes
     #[arg(short = 'H', long)]
     holes: Option<usize>,
-    /// Base BTF for split BTF (a module)
-    #[arg(long = "btf_base")]
+    /// Base BTF for split BTF (a module); `--btf_base` (pahole's name) also works
+    #[arg(long = "base", alias = "btf_base")]
     btf_base: Option<PathBuf>,
     /// Follow typedefs and print member structs, unions and enums in full
     #[arg(short = 'E', long = "expand_types")]

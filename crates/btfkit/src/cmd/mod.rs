@@ -1,6 +1,8 @@
 //! One module per subcommand; each owns its clap arguments and its `run`.
 
 pub mod check;
+pub mod completions;
+pub mod count;
 pub mod dedup;
 pub mod diff;
 pub mod dump;
@@ -8,6 +10,8 @@ pub mod encode;
 pub mod funcs;
 pub mod inspect;
 pub mod layout;
+pub mod list;
+pub mod man;
 pub mod pahole;
 pub mod perf;
 pub mod report;

@@ -207,9 +207,10 @@ fn write_text(
     let total: u64 = t.record_counts.values().sum();
     write!(
         out,
-        "{}: {format} format, {} attrs, {total} records",
+        "{}: {format} format, {}, {}",
         perf.path().display(),
-        perf.attrs.entries().len()
+        super::count::count(perf.attrs.entries().len(), "attr"),
+        super::count::count(total as usize, "record")
     )?;
     if let Some(r) = &f.osrelease {
         write!(out, ", kernel {r}")?;
@@ -219,7 +220,11 @@ fn write_text(
     }
     writeln!(out)?;
     let table = &t.tracker.table;
-    writeln!(out, "\ndynamic kernel symbols: {} lifetimes", table.len())?;
+    writeln!(
+        out,
+        "\ndynamic kernel symbols: {}",
+        super::count::count(table.len(), "lifetime")
+    )?;
     if !table.is_empty() {
         writeln!(
             out,
@@ -257,12 +262,12 @@ fn write_text(
             let info = f.bpf_progs.iter().find(|i| i.id == p.id);
             writeln!(
                 out,
-                "  id {:<6} tag {}  loaded {:<20} unloaded {:<20} {} symbols{}",
+                "  id {:<6} tag {}  loaded {:<20} unloaded {:<20} {}{}",
                 p.id,
                 tag_text(&p.tag),
                 opt_time(p.loaded),
                 opt_time(p.unloaded),
-                p.symbols.len(),
+                super::count::count(p.symbols.len(), "symbol"),
                 info.map_or_else(String::new, |i| format!("  name {}", i.name))
             )?;
         }
@@ -274,11 +279,11 @@ fn write_text(
         {
             writeln!(
                 out,
-                "  id {:<6} tag {}  name {} ({} functions, from HEADER_BPF_PROG_INFO)",
+                "  id {:<6} tag {}  name {} ({}, from HEADER_BPF_PROG_INFO)",
                 i.id,
                 tag_text(&i.tag),
                 i.name,
-                i.jited_ksyms.len()
+                super::count::count(i.jited_ksyms.len(), "function")
             )?;
         }
     }

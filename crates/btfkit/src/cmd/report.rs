@@ -244,7 +244,7 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     row(
         "kallsyms",
         r.kallsyms.clone(),
-        format!("{} symbols", r.symbols),
+        super::count::count(r.symbols, "symbol").to_string(),
     );
     row(
         "  addresses",
@@ -259,7 +259,10 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     row(
         "functions (kernel image)",
         r.functions.to_string(),
-        format!("{} names, without __pfx_ and .cold", r.function_names),
+        format!(
+            "{}, without __pfx_ and .cold",
+            super::count::count(r.function_names, "name")
+        ),
     );
     if r.btf.is_some() {
         row(
@@ -271,7 +274,10 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     row(
         "  ambiguous names",
         r.ambiguous_names.to_string(),
-        format!("{} instances share them", r.ambiguous_instances),
+        format!(
+            "{} share them",
+            super::count::count(r.ambiguous_instances, "instance")
+        ),
     );
     if let Some(b) = &r.btf {
         row(
@@ -327,7 +333,7 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     row(
         "modules",
         r.modules.to_string(),
-        format!("{} symbols", r.module_symbols),
+        super::count::count(r.module_symbols, "symbol").to_string(),
     );
     row(
         "data symbols (kernel image)",

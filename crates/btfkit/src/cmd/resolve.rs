@@ -1,5 +1,8 @@
-//! `btfkit resolve`: addresses to symbols, offsets and prototypes; names to
-//! every instance with its address and prototype; variables to their type.
+//! `btfkit resolve`: addresses and `symbol+offset/size` (an oops line,
+//! btfkit's own output) to symbols, offsets and prototypes; names to every
+//! instance with its address and prototype; variables to their type. With
+//! `--elf` a vmlinux with DWARF, a function's prototype is its instance's
+//! own, from the DWARF at its address.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -8,7 +11,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use btf::cdecl;
 use btf::{Btf, TypeData};
+use dwarf2btf::funcs::FuncModel;
 use ksyms::kallsyms::{self, Hidden, PROC_KALLSYMS};
+use ksyms::location::{parse_address, parse_symbol_offset, SymbolOffset};
 use ksyms::{BtfIndex, FuncMatch, Symbol, SymbolKind, Symbols, Table, TrampolineTarget};
 use serde::Serialize;
 
@@ -23,13 +28,16 @@ pub struct ResolveArgs {
     /// Link-time symbols (`nm -n`); moved by the KASLR offset when --kallsyms is given too
     #[arg(long)]
     system_map: Option<PathBuf>,
-    /// vmlinux with a symbol table, for exact sizes (takes precedence over --system-map)
+    /// vmlinux with a symbol table, for exact sizes (takes precedence over
+    /// --system-map); with DWARF, each function instance's own prototype
     #[arg(long, value_name = "VMLINUX")]
     elf: Option<PathBuf>,
     /// Print a JSON array, one object per result
     #[arg(long)]
     json: bool,
-    /// Addresses (hex; `0x` or at least 8 digits) or names. None, or `-`: one per line on stdin
+    /// Addresses (hex; `0x` or at least 8 digits), `name+0xOFF[/0xSIZE]`
+    /// (as an oops prints them, optionally followed by ` [module]`) or
+    /// names. None, or `-`: one per line on stdin
     #[arg(value_name = "ADDR|NAME")]
     inputs: Vec<String>,
 }
@@ -46,6 +54,10 @@ struct Resolved {
     size: Option<u64>,
     btf_id: Option<u32>,
     prototype: Option<String>,
+    /// Where the prototype comes from: "btf", or "dwarf" (the instance's
+    /// own, from --elf).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prototype_from: Option<&'static str>,
     file: Option<String>,
     /// C type of a variable.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -68,8 +80,9 @@ struct Resolved {
 
 /// The symbol table `resolve` works on: a live kallsyms alone, or a System.map
 /// or vmlinux (at link-time addresses, or moved to the live kernel's when a
-/// kallsyms is given, with the live modules and BPF symbols added).
-fn load_table(args: &ResolveArgs) -> anyhow::Result<Table> {
+/// kallsyms is given, with the live modules and BPF symbols added); and the
+/// KASLR offset it was moved by (0 when it was not).
+fn load_table(args: &ResolveArgs) -> anyhow::Result<(Table, i64)> {
     let linked: Option<Symbols> = match (&args.elf, &args.system_map) {
         (Some(elf), _) => Some(ksyms::elf::read(elf)?),
         (None, Some(map)) => Some(ksyms::system_map::read(map)?),
@@ -88,23 +101,50 @@ fn load_table(args: &ResolveArgs) -> anyhow::Result<Table> {
             let offset = ksyms::kaslr_offset(&linked, &live)?;
             linked.relocate(offset);
             linked.add_modules_from(&live);
-            Table::new(linked)
+            (Table::new(linked), offset)
         }
-        (Some(linked), None) => Table::new(linked),
-        (None, Some(live)) => Table::new(live),
+        (Some(linked), None) => (Table::new(linked), 0),
+        (None, Some(live)) => (Table::new(live), 0),
         (None, None) => anyhow::bail!("no symbol source"),
     })
 }
 
-/// `0x` followed by hex digits, or 8 to 16 bare hex digits as kallsyms prints them.
-fn parse_addr(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        return u64::from_str_radix(h, 16).ok();
+/// The function instances of a vmlinux's DWARF by link-time address, and
+/// how far the symbol table moved them (KASLR).
+struct Dwarf {
+    model: FuncModel,
+    by_addr: std::collections::HashMap<u64, usize>,
+    kaslr: i64,
+}
+
+impl Dwarf {
+    /// The DWARF of `elf`, or None when it has none.
+    fn load(elf: &std::path::Path, kaslr: i64) -> anyhow::Result<Option<Dwarf>> {
+        let file = dwarf2btf::load::ElfFile::open(elf)?;
+        if !dwarf2btf::funcs::has_dwarf(&file) {
+            return Ok(None);
+        }
+        let model = FuncModel::from_elf(&file)
+            .with_context(|| format!("cannot read the functions of {}", elf.display()))?;
+        let mut by_addr = std::collections::HashMap::new();
+        for (i, inst) in model.instances.iter().enumerate() {
+            if inst.concrete.is_some() {
+                by_addr.entry(inst.address).or_insert(i);
+            }
+        }
+        Ok(Some(Dwarf {
+            model,
+            by_addr,
+            kaslr,
+        }))
     }
-    if (8..=16).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return u64::from_str_radix(s, 16).ok();
+
+    /// The C prototype of the instance whose code starts at `addr` (a
+    /// table address), named as its symbol.
+    fn prototype(&self, addr: u64) -> Option<String> {
+        let i = *self.by_addr.get(&addr.wrapping_sub(self.kaslr as u64))?;
+        self.model.prototype_c(&self.model.instances[i])
     }
-    None
 }
 
 fn kind_name(kind: SymbolKind) -> &'static str {
@@ -125,6 +165,7 @@ fn kind_name(kind: SymbolKind) -> &'static str {
 struct Resolver<'a> {
     table: &'a Table,
     index: Option<BtfIndex<'a>>,
+    dwarf: Option<Dwarf>,
 }
 
 impl Resolver<'_> {
@@ -146,6 +187,12 @@ impl Resolver<'_> {
                 let m = index.match_function(self.table, sym);
                 out.btf_id = m.btf_id();
                 out.prototype = m.btf_id().map(|id| cdecl::func_prototype(btf, id));
+                out.prototype_from = out.prototype.as_ref().map(|_| "btf");
+                // The DWARF of this very code says what it takes, whatever
+                // FUNC the name leads to.
+                let dwarf = (sym.kind == SymbolKind::Function)
+                    .then(|| self.dwarf.as_ref()?.prototype(sym.addr))
+                    .flatten();
                 let mut warnings = Vec::new();
                 if let Some(parent) = sym.parent() {
                     let what = if sym.kind == SymbolKind::Padding {
@@ -155,7 +202,16 @@ impl Resolver<'_> {
                     };
                     warnings.push(format!("{} is {what} {parent}", sym.name));
                 }
-                if let FuncMatch::ByName {
+                if let Some(p) = dwarf {
+                    // The FUNC of that prototype, if the BTF has one.
+                    out.btf_id = index
+                        .funcs(sym.name)
+                        .iter()
+                        .copied()
+                        .find(|&id| cdecl::func_prototype(btf, id) == p);
+                    out.prototype = Some(p);
+                    out.prototype_from = Some("dwarf");
+                } else if let FuncMatch::ByName {
                     funcs, instances, ..
                 } = m
                 {
@@ -280,9 +336,74 @@ impl Resolver<'_> {
         vec![out]
     }
 
+    /// `name+off[/size] [module]`: the address `off` into the instance of
+    /// that name (of that size, in that module, when several share it).
+    fn resolve_symbol_offset(&self, input: &str, so: &SymbolOffset<'_>) -> Vec<Resolved> {
+        let named: Vec<Symbol<'_>> = self
+            .table
+            .instances(ksyms::table::base_name(so.name))
+            .filter(|s| s.name == so.name && (so.module.is_none() || s.module == so.module))
+            .collect();
+        let sized: Vec<Symbol<'_>> = named
+            .iter()
+            .copied()
+            .filter(|s| so.size.is_some() && s.size == so.size)
+            .collect();
+        let syms = if sized.is_empty() { named } else { sized };
+        if syms.is_empty() {
+            return vec![Resolved {
+                input: input.to_owned(),
+                kind: "unresolved",
+                error: Some(format!(
+                    "no symbol {}{} in {}",
+                    so.name,
+                    so.module.map(|m| format!(" [{m}]")).unwrap_or_default(),
+                    self.table.source().display()
+                )),
+                ..Default::default()
+            }];
+        }
+        let n = syms.len();
+        syms.iter()
+            .map(|s| {
+                let past_end = s.size.is_some_and(|size| so.offset >= size);
+                let mut r = self.resolve_addr(input, s.addr.wrapping_add(so.offset));
+                let mut warnings: Vec<String> = r.warning.take().into_iter().collect();
+                if past_end {
+                    r.error = Some(format!(
+                        "offset {:#x} is past the end of {} at {:#x} (size {:#x})",
+                        so.offset,
+                        so.name,
+                        s.addr,
+                        s.size.unwrap_or(0)
+                    ));
+                }
+                if let (Some(said), Some(size)) = (so.size, s.size) {
+                    if said != size {
+                        warnings.push(format!(
+                            "{} is {size:#x} bytes here, not {said:#x}: another build of the kernel?",
+                            so.name
+                        ));
+                    }
+                }
+                if n > 1 {
+                    warnings.push(format!(
+                        "{n} symbols are named {}: one result each",
+                        so.name
+                    ));
+                }
+                r.warning = (!warnings.is_empty()).then(|| warnings.join("; "));
+                r
+            })
+            .collect()
+    }
+
     fn resolve(&self, input: &str) -> Vec<Resolved> {
-        match parse_addr(input) {
-            Some(addr) => vec![self.resolve_addr(input, addr)],
+        if let Some(addr) = parse_address(input) {
+            return vec![self.resolve_addr(input, addr)];
+        }
+        match parse_symbol_offset(input) {
+            Some(so) => self.resolve_symbol_offset(input, &so),
             None => self.resolve_name(input),
         }
     }
@@ -358,7 +479,7 @@ fn print_text(out: &mut impl Write, r: &Resolved) -> std::io::Result<()> {
 }
 
 pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
-    let table = load_table(&args)?;
+    let (table, kaslr) = load_table(&args)?;
     let btf_path = args
         .btf
         .clone()
@@ -380,9 +501,14 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         }
         index
     });
+    let dwarf = match &args.elf {
+        Some(elf) => Dwarf::load(elf, kaslr)?,
+        None => None,
+    };
     let resolver = Resolver {
         table: &table,
         index,
+        dwarf,
     };
 
     let from_stdin = args.inputs.is_empty() || args.inputs.iter().any(|i| i == "-");

@@ -167,8 +167,9 @@ impl<W: Write> Printer<W> {
                 } else {
                     writeln!(
                         self.out,
-                        "{} lost {lost} records (ring buffer full)",
-                        prefix(&ev)
+                        "{} lost {} (ring buffer full)",
+                        prefix(&ev),
+                        super::count::count(*lost as usize, "record")
                     )?;
                 }
             }
