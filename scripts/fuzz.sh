@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 export RUSTC_BOOTSTRAP=1
 
-command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
 
 seeds=fuzz/corpus/seeds
 mkdir -p "$seeds"
