@@ -40,6 +40,12 @@ fn formats(d: &dumps::Dumps) -> Vec<(&'static str, &Path)> {
 }
 
 /// `btfkit inspect DUMP LINE --json`'s value.
+/// An address in btfkit's JSON: a "0x..." string.
+fn addr(j: &Json) -> u64 {
+    let s = j.as_str().unwrap_or_else(|| panic!("not an address: {j}"));
+    u64::from_str_radix(s.strip_prefix("0x").unwrap(), 16).unwrap()
+}
+
 fn json_of(dump: &Path, line: &str) -> Json {
     let out = testkit::run_ok(
         Command::new(btfkit())
@@ -82,9 +88,9 @@ for m in for_each_module(prog):
             .map(|m| {
                 format!(
                     "{} {} {} {}",
-                    m["module"],
+                    addr(&m["module"]),
                     m["name"].as_str().unwrap(),
-                    m["base"],
+                    addr(&m["base"]),
                     m["size"]
                 )
             })
@@ -269,6 +275,15 @@ def under(t):
     while t.kind == TypeKind.TYPEDEF:
         t = t.type
     return t
+# btfkit's JSON: pointers as "0x..." strings, enums by enumerator name.
+def conv(o):
+    t = under(o.type_)
+    v = o.value_()
+    if t.kind == TypeKind.POINTER:
+        return hex(v)
+    if t.kind == TypeKind.ENUM:
+        return next((e.name for e in t.enumerators if e.value == v), v)
+    return v
 objs = [
     ('task_struct', prog['init_task'].address_of_()),
     ('module', next(iter(for_each_module(prog)))),
@@ -283,7 +298,7 @@ for name, p in objs:
     vals = {}
     for m in t.members:
         if m.name and under(m.type).kind in (TypeKind.INT, TypeKind.POINTER, TypeKind.ENUM, TypeKind.BOOL) and m.bit_field_size is None:
-            vals[m.name] = o.member_(m.name).value_()
+            vals[m.name] = conv(o.member_(m.name))
     print(json.dumps([name, p.value_(), members, vals]))
 "#;
     let dbg = debug_modules(&d);

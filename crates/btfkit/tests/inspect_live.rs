@@ -93,8 +93,8 @@ echo "BTFKIT-RESULT ps-stable $(grep -Fxf /before /after | tr '\n' ',')"
 echo "BTFKIT-RESULT ps-ours $(tr '\n' ',' < /ours)"
 echo "BTFKIT-RESULT bt-sleep $($I "bt $(pidof sleep)" | tr '\n' '|')"
 echo "BTFKIT-RESULT bt-shell $($I "bt $(pidof btfkit-sleeper)" | tr '\n' '|')"
-echo "BTFKIT-RESULT bt-all-tasks $($I 'bt -a' | grep -c '^PID:')"
-echo "BTFKIT-RESULT bt-all-stopped $($I 'bt -a' | grep 'unwinding stopped' | grep -v 'running on CPU' | tr '\n' '|')"
+echo "BTFKIT-RESULT bt-all-tasks $($I 'foreach bt' | grep -c '^PID:')"
+echo "BTFKIT-RESULT bt-all-stopped $($I 'foreach bt' | grep 'unwinding stopped' | grep -v 'running on CPU' | tr '\n' '|')"
 echo "BTFKIT-RESULT sym $($I 'sym do_nanosleep' | tr '\n' '|')"
 "#,
         );

@@ -86,11 +86,9 @@ fn open_dump(path: &Path) -> Result<Kernel> {
     }
     Kernel::open(path).map_err(|e| {
         let e = e.to_string();
-        if e.contains(&*shown.to_string()) {
-            Error::Setup(e)
-        } else {
-            Error::Setup(format!("{shown}: not a crash dump: {e}"))
-        }
+        let prefix = format!("{shown}: ");
+        let why = e.strip_prefix(&prefix).unwrap_or(&e);
+        Error::Setup(format!("{shown}: cannot be read as a crash dump: {why}"))
     })
 }
 
