@@ -41,10 +41,6 @@ struct Session {
 }
 
 impl Session {
-    fn start(args: &[&std::ffi::OsStr]) -> Session {
-        Session::start_with(args, &[])
-    }
-
     /// btfkit with these environment variables set.
     fn start_with(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Session {
         let (mut master, mut slave) = (0, 0);
@@ -189,12 +185,17 @@ fn inspect_prompt_on_a_pty_completes_recalls_history_survives_errors_and_ends_on
             "sizeof(struct mm_struct)",
         ],
     );
-    let mut s = Session::start(&[
-        "inspect".as_ref(),
-        d.elf.as_os_str(),
-        "--btf".as_ref(),
-        btf.as_os_str(),
-    ]);
+    // History goes to a folder of the test's, not the user's.
+    let state = dir.path().join("state");
+    let mut s = Session::start_with(
+        &[
+            "inspect".as_ref(),
+            d.elf.as_os_str(),
+            "--btf".as_ref(),
+            btf.as_os_str(),
+        ],
+        &[("XDG_STATE_HOME", state.as_os_str())],
+    );
     s.expect("btfkit> ");
 
     // An expression typed in full prints its value.
@@ -315,11 +316,9 @@ fn inspect_prompt_quits_keeps_history_lists_completions_and_pages() {
     s.send("sizeof(struct task_\t\t");
     s.expect("task_group");
     s.expect("task_struct");
-    s.send("\x15"); // Ctrl-U: the line is dropped.
-    s.send("\r");
-    s.expect("btfkit> ");
-
-    s.send("vm 1\r");
+    // Ctrl-U drops the line; the next one is typed in its place (not
+    // after Enter: keys typed before the next prompt are flushed).
+    s.send("\x15vm 1\r");
     s.expect("unknown command \"vm\"");
     s.expect("btfkit> ");
 
