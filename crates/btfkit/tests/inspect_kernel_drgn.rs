@@ -363,18 +363,24 @@ fn module_variables_from_a_btf_module_file_equal_drgn() {
         "dummy_netdev_ops.ndo_init",
     ];
     let input: String = exprs.iter().map(|e| format!("{e}\n")).collect();
+    // In btfkit's JSON: addresses and pointers as "0x..." strings.
     let script = r#"
-import sys
+import sys, json
+from drgn import TypeKind
 for line in sys.stdin:
     e = line.strip()
     if e.startswith('&'):
-        print(prog[e[1:]].address_)
+        print(json.dumps(hex(prog[e[1:]].address_)))
     else:
         head, *path = e.split('.')
         o = prog[head]
         for p in path:
             o = o.member_(p)
-        print(o.value_())
+        t = o.type_
+        while t.kind == TypeKind.TYPEDEF:
+            t = t.type
+        v = o.value_()
+        print(json.dumps(hex(v) if t.kind == TypeKind.POINTER else v))
 "#;
     let dbg = debug_modules(&d);
     let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
