@@ -92,3 +92,69 @@ fn broken_dumps_name_the_file_and_offset() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("junk") && err.contains("truncated"), "{err}");
 }
+
+/// A first argument that names a file, or looks like a path, is a dump:
+/// when it cannot be one, the error names it (and never /proc/kcore, which
+/// reading it as a line for the live kernel would give).
+#[test]
+fn inspect_dump_paths_that_are_no_dump_say_so_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a dump\n").unwrap();
+    let missing_dir = dir.path().join("no-such-dir").join("x");
+    let cases: Vec<(String, &str)> = vec![
+        ("/dev/null".into(), "character device"),
+        (dir.path().display().to_string(), "directory"),
+        (text.display().to_string(), "cannot be read as a crash dump"),
+        ("/var/crash/no-such-dump-here".into(), "No such file"),
+        ("vmcore.7".into(), "No such file"),
+        ("./vmcore-typo".into(), "No such file"),
+        (missing_dir.display().to_string(), "No such file"),
+    ];
+    for (arg, why) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_btfkit"))
+            .current_dir(dir.path())
+            .args(["inspect", &arg, "init_task.pid"])
+            .output()
+            .unwrap();
+        let err = no_panic(&o);
+        assert_eq!(o.status.code(), Some(1), "{arg}: {err}");
+        assert!(err.contains(&arg) && err.contains(why), "{arg}: {err}");
+        assert!(!err.contains("kcore"), "{arg} read as a line: {err}");
+        assert!(o.stdout.is_empty(), "{arg}");
+    }
+}
+
+/// A line that reads as a command btfkit does not have (crash's `vm 1`,
+/// `kmem -s`) says "unknown command"; `void *` does not dereference (an
+/// error in C and in drgn, whose `cast('void *', ...)[0]` raises); a walk
+/// gives its entries, not one value, to an operator.
+#[test]
+fn unknown_commands_and_void_say_so_and_the_rest_still_print() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let o = inspect(
+        &d.elf,
+        &[
+            "vm 1",
+            "kmem -s",
+            "per_cpu(runqueues, 1).cpu",
+            "*(void *)&per_cpu(runqueues, 0)",
+            "(void)per_cpu(runqueues, 0).cpu",
+            "((void *)&per_cpu(runqueues, 0))[0]",
+        ],
+    );
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for want in [
+        "vm 1: unknown command \"vm\"",
+        "kmem -s: unknown command \"kmem\"",
+        "*(void *)&per_cpu(runqueues, 0): column 1: * cannot dereference void *",
+        "(void)per_cpu(runqueues, 0).cpu: column 1: a value cast to void has none",
+        "((void *)&per_cpu(runqueues, 0))[0]: column 33: [] cannot dereference void *",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "(int)1");
+}

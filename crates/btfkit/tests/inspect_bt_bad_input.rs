@@ -76,6 +76,12 @@ fn tasks(bt: &Json) -> Vec<Json> {
     bt["tasks"].as_array().unwrap().clone()
 }
 
+/// An address in btfkit's JSON: a "0x..." string.
+fn addr(j: &Json) -> u64 {
+    let s = j.as_str().unwrap_or_else(|| panic!("not an address: {j}"));
+    u64::from_str_radix(s.strip_prefix("0x").unwrap(), 16).unwrap()
+}
+
 fn task_by_comm<'a>(ts: &'a [Json], comm: &str) -> &'a Json {
     ts.iter().find(|t| t["comm"] == comm).unwrap()
 }
@@ -86,7 +92,7 @@ fn bt_with_corrupt_orc_entries_stops_those_frames_and_goes_on() {
         return;
     };
     let mut clean = open(&d.elf, Vec::new());
-    let before = tasks(&run(&mut clean, "bt -a"));
+    let before = tasks(&run(&mut clean, "foreach bt"));
     // Every ORC entry of do_nanosleep gets type 3, which 6.1 does not have:
     // the guest's `sleep`s sleep there; no other task passes through it.
     let sym = |n: &str| clean.symbol(n).unwrap();
@@ -109,7 +115,7 @@ fn bt_with_corrupt_orc_entries_stops_those_frames_and_goes_on() {
     }
     assert!(!patches.is_empty());
     let mut bad = open(&d.elf, patches);
-    let after = tasks(&run(&mut bad, "bt -a"));
+    let after = tasks(&run(&mut bad, "foreach bt"));
     assert_eq!(after.len(), before.len());
     let mut stopped = 0;
     for (b, a) in before.iter().zip(&after) {
@@ -141,9 +147,9 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
         return;
     };
     let mut clean = open(&d.elf, Vec::new());
-    let before = tasks(&run(&mut clean, "bt -a"));
+    let before = tasks(&run(&mut clean, "foreach bt"));
     let sleeper = task_by_comm(&before, "btfkit-sleeper");
-    let addr = sleeper["task"].as_u64().unwrap();
+    let addr = addr(&sleeper["task"]);
     let (sp_off, _) = clean
         .member_offset("struct task_struct", "thread.sp")
         .unwrap();
@@ -151,13 +157,13 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
     assert!(clean.memory().read_u64(unmapped).is_err(), "not unmapped");
     // And a return address with no ORC and no symbol in the reader's stack.
     let reader = task_by_comm(&before, "btfkit-reader");
-    let ret_slot = reader["frames"][1]["sp"].as_u64().unwrap() - 8;
+    let ret_slot = self::addr(&reader["frames"][1]["sp"]) - 8;
     let patches = vec![
         (addr + sp_off, unmapped.to_le_bytes().to_vec()),
         (ret_slot, 0xffff_ffff_0000_1234u64.to_le_bytes().to_vec()),
     ];
     let mut bad = open(&d.elf, patches);
-    let after = tasks(&run(&mut bad, "bt -a"));
+    let after = tasks(&run(&mut bad, "foreach bt"));
     assert_eq!(after.len(), before.len());
     let s = task_by_comm(&after, "btfkit-sleeper");
     assert_eq!(s["frames"], Json::Array(vec![]));
@@ -169,7 +175,7 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
     let r = task_by_comm(&after, "btfkit-reader");
     let frames = r["frames"].as_array().unwrap();
     assert_eq!(frames[0], reader["frames"][0]);
-    assert_eq!(frames[1]["pc"], 0xffff_ffff_0000_1234u64);
+    assert_eq!(frames[1]["pc"], "0xffffffff00001234");
     // From there the frame-pointer guess, marked, or a stop that says why.
     assert!(
         frames.len() <= inspect::unwind::MAX_FRAMES
@@ -181,7 +187,9 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
             assert_eq!(a, b);
         }
     }
-    let text = inspect::command::run_line(&mut bad, "bt -a").unwrap().text;
+    let text = inspect::command::run_line(&mut bad, "foreach bt")
+        .unwrap()
+        .text;
     assert!(
         text.contains("unwinding stopped: saved registers at thread.sp"),
         "{text}"
@@ -196,12 +204,12 @@ fn ps_and_bt_with_a_task_list_that_loops_stop_and_say_where() {
     let mut clean = open(&d.elf, Vec::new());
     let ps = run(&mut clean, "ps");
     let all = ps["tasks"].as_array().unwrap();
+    // Each CPU's idle task comes first; the list of processes after them.
+    let idle = all.iter().take_while(|t| t["pid"] == 0).count();
+    assert!(idle >= 1, "{ps}");
     let (tasks_off, _) = clean.member_offset("struct task_struct", "tasks").unwrap();
     // The tenth process's `tasks.next` points back at the third's.
-    let (third, tenth) = (
-        all[2]["task"].as_u64().unwrap(),
-        all[9]["task"].as_u64().unwrap(),
-    );
+    let (third, tenth) = (addr(&all[idle + 2]["task"]), addr(&all[idle + 9]["task"]));
     let patches = vec![(
         tenth + tasks_off,
         (third + tasks_off).to_le_bytes().to_vec(),
@@ -213,9 +221,9 @@ fn ps_and_bt_with_a_task_list_that_loops_stop_and_say_where() {
         problems.contains(&format!("task list loops at {:#x}", third + tasks_off)),
         "{problems}"
     );
-    assert_eq!(ps["tasks"].as_array().unwrap().len(), 10);
-    let bt = run(&mut bad, "bt -a");
-    assert_eq!(bt["tasks"].as_array().unwrap().len(), 10);
+    assert_eq!(ps["tasks"].as_array().unwrap().len(), idle + 10);
+    let bt = run(&mut bad, "foreach bt");
+    assert_eq!(bt["tasks"].as_array().unwrap().len(), idle + 10);
     assert!(bt["problems"].to_string().contains("task list loops"));
 }
 
@@ -243,14 +251,7 @@ fn bt_at_a_function_entry_shows_argument_registers_by_btf_prototype() {
     set(14, 0xffff_8880_1234_5678);
     set(13, 1);
     let mut prog = open_with_notes(&d.elf, Vec::new(), Some(notes));
-    let ps = run(&mut prog, "ps");
-    let running = ps["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["running"] == true && t["cpu"] == 1)
-        .expect("the task CPU 1 runs");
-    let bt = run(&mut prog, &format!("bt {}", running["pid"]));
+    let bt = run(&mut prog, "bt -c 1");
     let f0 = &bt["tasks"][0]["frames"][0];
     assert_eq!(f0["symbol"], "do_nanosleep", "{bt}");
     assert_eq!(f0["offset"], 0);
@@ -261,9 +262,9 @@ fn bt_at_a_function_entry_shows_argument_registers_by_btf_prototype() {
     );
     assert_eq!(
         f0["arguments"],
-        serde_json::json!({ "t": 0xffff_8880_1234_5678u64, "mode": 1 })
+        serde_json::json!({ "t": "0xffff888012345678", "mode": "0x1" })
     );
-    let text = inspect::command::run_line(&mut prog, &format!("bt {}", running["pid"]))
+    let text = inspect::command::run_line(&mut prog, "bt -c 1")
         .unwrap()
         .text;
     assert!(text.contains("(t=0xffff888012345678, mode=0x1)"), "{text}");

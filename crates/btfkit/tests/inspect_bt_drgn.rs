@@ -1,4 +1,4 @@
-//! `btfkit inspect`'s `bt -a` and `ps` against drgn 0.3 on the real dumps
+//! `btfkit inspect`'s `bt`, `foreach bt` and `ps` against drgn 0.3 on the real dumps
 //! of Debian's 6.1 cloud kernel (drgn reads the ELF dump; every dump
 //! holds the same memory, so its answer is every format's): btfkit with
 //! the kernel's own ORC tables,
@@ -31,9 +31,13 @@ const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
 const DRGN_SCRIPT: &str = r#"
 import json
+from drgn.helpers.linux.cpumask import for_each_possible_cpu
 from drgn.helpers.linux.pid import for_each_task
-from drgn.helpers.linux.sched import task_cpu, task_state_to_char
-for t in for_each_task(prog):
+from drgn.helpers.linux.sched import cpu_curr, idle_task, task_cpu, task_state_to_char
+cpus = list(for_each_possible_cpu(prog))
+active = {cpu_curr(prog, c).value_(): c for c in cpus}
+idle = [idle_task(prog, c) for c in cpus]
+for t in idle + list(for_each_task(prog)):
     frames = []
     for f in prog.stack_trace(t):
         try:
@@ -48,13 +52,20 @@ for t in for_each_task(prog):
         'cpu': task_cpu(t),
         'state': task_state_to_char(t),
         'comm': t.comm.string_().decode(),
-        'task': t.value_(),
+        'task': hex(t.value_()),
+        'active_on': active.get(t.value_()),
         'frames': frames,
     }))
 "#;
 
 fn btfkit() -> &'static str {
     env!("CARGO_BIN_EXE_btfkit")
+}
+
+/// An address in btfkit's JSON: a "0x..." string.
+fn addr(j: &Json) -> u64 {
+    let s = j.as_str().unwrap_or_else(|| panic!("not an address: {j}"));
+    u64::from_str_radix(s.strip_prefix("0x").unwrap(), 16).unwrap()
 }
 
 /// `btfkit inspect DUMP --btf BTF --json LINE...`: each line's value.
@@ -80,26 +91,27 @@ fn inspect(dump: &Path, btf: &Path, lines: &[&str]) -> Vec<Json> {
         .collect()
 }
 
-/// btfkit's tasks by pid from `bt -a` or `ps` (which must report no problem).
-fn tasks_by_pid(dump: &Path, btf: &Path, line: &str, format: &str) -> BTreeMap<u64, Json> {
+/// btfkit's tasks from `bt ...`, `foreach bt` or `ps` (which must report
+/// no problem), in its order.
+fn tasks_of(dump: &Path, btf: &Path, line: &str, format: &str) -> Vec<Json> {
     let v = inspect(dump, btf, &[line]).remove(0);
     assert_eq!(v["problems"], Json::Array(vec![]), "{format}: {line}");
-    v["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["pid"].as_u64().unwrap(), t.clone()))
+    v["tasks"].as_array().unwrap().clone()
+}
+
+/// Tasks by their address ("0x..."): pid 0 is every CPU's idle task.
+fn by_task(tasks: Vec<Json>) -> BTreeMap<String, Json> {
+    tasks
+        .into_iter()
+        .map(|t| (t["task"].as_str().unwrap().to_owned(), t))
         .collect()
 }
 
-/// drgn's tasks by pid.
-fn drgn_tasks(dump: &Path, vmlinux: &Path) -> BTreeMap<u64, Json> {
+/// drgn's tasks: each CPU's idle task (`idle_task`), then `for_each_task`.
+fn drgn_tasks(dump: &Path, vmlinux: &Path) -> Vec<Json> {
     drgn::run(dump, vmlinux, &[], DRGN_SCRIPT, "")
         .lines()
-        .map(|l| {
-            let v: Json = serde_json::from_str(l).unwrap();
-            (v["pid"].as_u64().unwrap(), v)
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
@@ -122,58 +134,71 @@ fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, std::path::PathBuf)> {
     Some((d, dir, btf))
 }
 
+/// btfkit's backtrace of a task against drgn's (see the module
+/// documentation); returns the frames compared.
+fn compare_trace(format: &str, o: &Json, t: &Json) -> usize {
+    let who = format!(
+        "{format}: pid {} ({}) at {}",
+        t["pid"], t["comm"], t["task"]
+    );
+    let want: Vec<&Json> = t["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["inline"] == false)
+        .take_while(|f| f["pc"].as_u64().unwrap() >= KERNEL_HALF)
+        .collect();
+    let got = o["frames"].as_array().unwrap();
+    let ours: Vec<u64> = got.iter().map(|f| addr(&f["pc"])).collect();
+    let theirs: Vec<u64> = want.iter().map(|f| f["pc"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ours, theirs,
+        "{who}: program counters; btfkit ends: {}",
+        o["end"]
+    );
+    assert_eq!(o["end"]["ok"], true, "{who}: {}", o["end"]);
+    for (g, w) in got.iter().zip(&want) {
+        let name = g["symbol"].as_str().unwrap_or("?");
+        let sym_addr = addr(&g["address"]) - g["offset"].as_u64().unwrap();
+        // drgn has no symbol for the boot code an idle task of CPU 0 starts
+        // in (init text): its pc compared equal above, that is all.
+        let Some(w) = w["symbol"].as_array() else {
+            assert!(
+                t["pid"] == 0,
+                "{who}: drgn names every pc of a task but idle ones"
+            );
+            continue;
+        };
+        let (wname, waddr, wsize) = (
+            w[0].as_str().unwrap(),
+            w[1].as_u64().unwrap(),
+            w[2].as_u64().unwrap(),
+        );
+        assert!(
+            name == wname || (sym_addr > waddr && sym_addr < waddr + wsize),
+            "{who}: btfkit names {} {name}, drgn {wname}",
+            g["pc"]
+        );
+    }
+    got.len()
+}
+
 #[test]
-fn bt_every_task_equals_drgn_stack_trace() {
+fn foreach_bt_every_task_and_idle_task_equals_drgn_stack_trace() {
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
-    let theirs = drgn_tasks(&d.elf, &d.kernel.vmlinux);
+    let theirs = by_task(drgn_tasks(&d.elf, &d.kernel.vmlinux));
     for (format, dump) in d.all() {
-        let ours = tasks_by_pid(dump, &btf, "bt -a", format);
+        let ours = by_task(tasks_of(dump, &btf, "foreach bt", format));
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),
             theirs.keys().collect::<Vec<_>>(),
             "{format}: the tasks"
         );
         let mut frames = 0;
-        for (pid, t) in &theirs {
-            let o = &ours[pid];
-            let want: Vec<&Json> = t["frames"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|f| f["inline"] == false)
-                .take_while(|f| f["pc"].as_u64().unwrap() >= KERNEL_HALF)
-                .collect();
-            let got = o["frames"].as_array().unwrap();
-            let pcs = |v: &mut dyn Iterator<Item = &Json>| -> Vec<String> {
-                v.map(|f| format!("{:#x}", f["pc"].as_u64().unwrap()))
-                    .collect()
-            };
-            assert_eq!(
-                pcs(&mut got.iter()),
-                pcs(&mut want.iter().copied()),
-                "{format}: pid {pid} ({}): program counters; btfkit ends: {}",
-                t["comm"],
-                o["end"]
-            );
-            assert_eq!(o["end"]["ok"], true, "{format}: pid {pid}: {}", o["end"]);
-            for (g, w) in got.iter().zip(&want) {
-                let name = g["symbol"].as_str().unwrap_or("?");
-                let sym_addr = g["address"].as_u64().unwrap() - g["offset"].as_u64().unwrap();
-                let w = w["symbol"].as_array().expect("drgn names every kernel pc");
-                let (wname, waddr, wsize) = (
-                    w[0].as_str().unwrap(),
-                    w[1].as_u64().unwrap(),
-                    w[2].as_u64().unwrap(),
-                );
-                assert!(
-                    name == wname || (sym_addr > waddr && sym_addr < waddr + wsize),
-                    "{format}: pid {pid}: btfkit names {:#x} {name}, drgn {wname}",
-                    g["pc"].as_u64().unwrap_or(0)
-                );
-                frames += 1;
-            }
+        for (task, t) in &theirs {
+            frames += compare_trace(format, &ours[task], t);
         }
         assert!(frames > 5 * theirs.len(), "{format}: {frames} frames");
         // The guest's tasks sleep where their syscalls put them.
@@ -181,7 +206,7 @@ fn bt_every_task_equals_drgn_stack_trace() {
             .values()
             .find(|t| t["comm"] == "sleep")
             .expect("the guest's sleep");
-        let names: Vec<&str> = ours[&sleeper["pid"].as_u64().unwrap()]["frames"]
+        let names: Vec<&str> = ours[sleeper["task"].as_str().unwrap()]["frames"]
             .as_array()
             .unwrap()
             .iter()
@@ -191,38 +216,100 @@ fn bt_every_task_equals_drgn_stack_trace() {
     }
 }
 
+/// crash's `bt -a` (each CPU's active task, idle tasks included), `bt -c
+/// CPU` and `bt 0` (CPU 0's idle task) against drgn's `cpu_curr` and
+/// `idle_task` and their stack traces.
 #[test]
-fn ps_equals_drgn_for_each_task() {
+fn bt_a_c_and_pid_0_equal_drgn_cpu_curr_and_idle_task() {
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
-    let theirs = drgn_tasks(&d.elf, &d.kernel.vmlinux);
+    let all = drgn_tasks(&d.elf, &d.kernel.vmlinux);
+    let mut active: Vec<&Json> = all.iter().filter(|t| !t["active_on"].is_null()).collect();
+    active.sort_by_key(|t| t["active_on"].as_u64());
+    assert!(active.len() >= 2, "the guest has 2 CPUs: {active:?}");
+    let idle0 = &all[0];
+    assert_eq!(
+        (idle0["pid"].as_u64(), idle0["cpu"].as_u64()),
+        (Some(0), Some(0))
+    );
     for (format, dump) in d.all() {
-        let ours: BTreeMap<u64, Json> = tasks_by_pid(dump, &btf, "ps", format)
+        let ours = tasks_of(dump, &btf, "bt -a", format);
+        let tasks = |v: &[&Json]| -> Vec<String> {
+            v.iter()
+                .map(|t| t["task"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            tasks(&ours.iter().collect::<Vec<_>>()),
+            tasks(&active),
+            "{format}: bt -a is each CPU's active task, in CPU order"
+        );
+        for (o, t) in ours.iter().zip(&active) {
+            compare_trace(format, o, t);
+        }
+        for (cpu, t) in active.iter().enumerate() {
+            let one = tasks_of(dump, &btf, &format!("bt -c {cpu}"), format);
+            assert_eq!(one.len(), 1, "{format}: bt -c {cpu}");
+            assert_eq!(one[0]["task"], t["task"], "{format}: bt -c {cpu}");
+        }
+        let zero = tasks_of(dump, &btf, "bt 0", format);
+        assert_eq!(zero[0]["task"], idle0["task"], "{format}: bt 0");
+        assert_eq!(zero[0]["comm"], "swapper/0", "{format}: bt 0");
+        compare_trace(format, &zero[0], idle0);
+    }
+}
+
+/// `ps` as crash's: each CPU's idle task (drgn's `idle_task`) first, then
+/// drgn's `for_each_task`, with `>` (JSON `running`) on each CPU's active
+/// task (drgn's `cpu_curr`).
+#[test]
+fn ps_equals_drgn_idle_task_and_for_each_task_with_cpu_curr_marked() {
+    let Some((d, _dir, btf)) = setup() else {
+        return;
+    };
+    let theirs: Vec<Json> = drgn_tasks(&d.elf, &d.kernel.vmlinux)
+        .into_iter()
+        .map(|mut t| {
+            let o = t.as_object_mut().unwrap();
+            o.remove("frames");
+            let running = !o.remove("active_on").unwrap().is_null();
+            o.insert("running".into(), Json::Bool(running));
+            t
+        })
+        .collect();
+    for (format, dump) in d.all() {
+        let ours: Vec<Json> = tasks_of(dump, &btf, "ps", format)
             .into_iter()
-            .map(|(pid, t)| {
-                let row = serde_json::json!({
+            .map(|t| {
+                serde_json::json!({
                     "pid": t["pid"], "ppid": t["ppid"], "cpu": t["cpu"],
                     "state": t["state"], "comm": t["comm"], "task": t["task"],
-                });
-                (pid, row)
-            })
-            .collect();
-        let theirs: BTreeMap<u64, Json> = theirs
-            .clone()
-            .into_iter()
-            .map(|(pid, mut t)| {
-                t.as_object_mut().unwrap().remove("frames");
-                (pid, t)
+                    "running": t["running"],
+                })
             })
             .collect();
         assert_eq!(ours, theirs, "{format}");
         for comm in dumps::GUEST_TASKS {
-            assert!(
-                ours.values().any(|t| t["comm"] == *comm),
-                "{format}: {comm}"
-            );
+            assert!(ours.iter().any(|t| t["comm"] == *comm), "{format}: {comm}");
         }
+        let idle: Vec<&Json> = ours.iter().filter(|t| t["pid"] == 0).collect();
+        assert!(idle.len() >= 2, "{format}: {idle:?}");
+        for (cpu, t) in idle.iter().enumerate() {
+            assert_eq!(t["comm"], format!("swapper/{cpu}"), "{format}");
+        }
+        let text = String::from_utf8(testkit::run_ok(
+            Command::new(btfkit())
+                .arg("inspect")
+                .arg(dump)
+                .arg("--btf")
+                .arg(&btf)
+                .arg("ps"),
+        ))
+        .unwrap();
+        let marked = text.lines().filter(|l| l.starts_with('>')).count();
+        let running = ours.iter().filter(|t| t["running"] == true).count();
+        assert_eq!(marked, running, "{format}: {text}");
     }
 }
 

@@ -93,8 +93,14 @@ def conv(o, depth=0):
     try:
         t = under(o.type_)
         k = t.kind
-        if k in (TypeKind.INT, TypeKind.BOOL, TypeKind.ENUM, TypeKind.POINTER):
+        if k in (TypeKind.INT, TypeKind.BOOL):
             return o.value_()
+        # Addresses as "0x..." strings, enums by enumerator name (btfkit's JSON).
+        if k == TypeKind.POINTER:
+            return hex(o.value_())
+        if k == TypeKind.ENUM:
+            v = o.value_()
+            return next((e.name for e in t.enumerators if e.value == v), v)
         if k == TypeKind.FLOAT:
             return o.value_()
         if k == TypeKind.ARRAY:
@@ -118,7 +124,7 @@ def conv(o, depth=0):
                     d['@%d' % i] = conv(Object(prog, m.type, address=o.address_ + m.bit_offset // 8), depth + 1)
             return d
         if k == TypeKind.FUNCTION:
-            return o.address_
+            return hex(o.address_)
         return None
     except FaultError as e:
         return {'error': str(e)}
@@ -348,7 +354,7 @@ fn pairs_for(
             .as_array()
             .unwrap()
             .iter()
-            .map(|x| x.as_u64().unwrap())
+            .map(|x| u64::from_str_radix(x.as_str().unwrap().trim_start_matches("0x"), 16).unwrap())
             .collect()
     };
     let tasks = walk("list_for_each_entry(struct task_struct, &init_task.tasks, tasks)");

@@ -59,6 +59,12 @@ fn formats(d: &dumps::Dumps) -> Vec<(&'static str, &Path)> {
     vec![("elf", &d.elf), ("kdump-zlib", &d.kdump_zlib)]
 }
 
+/// An address in btfkit's JSON: a "0x..." string.
+fn addr(j: &Json) -> u64 {
+    let s = j.as_str().unwrap_or_else(|| panic!("not an address: {j}"));
+    u64::from_str_radix(s.strip_prefix("0x").unwrap(), 16).unwrap()
+}
+
 /// `btfkit inspect DUMP LINE --json`'s value.
 fn json_of(dump: &Path, line: &str) -> Json {
     let out = testkit::run_ok(
@@ -102,9 +108,9 @@ for m in for_each_module(prog):
             .map(|m| {
                 format!(
                     "{} {} {} {}",
-                    m["module"],
+                    addr(&m["module"]),
                     m["name"].as_str().unwrap(),
-                    m["base"],
+                    addr(&m["base"]),
                     m["size"]
                 )
             })
@@ -296,6 +302,15 @@ def under(t):
     while t.kind == TypeKind.TYPEDEF:
         t = t.type
     return t
+# btfkit's JSON: pointers as "0x..." strings, enums by enumerator name.
+def conv(o):
+    t = under(o.type_)
+    v = o.value_()
+    if t.kind == TypeKind.POINTER:
+        return hex(v)
+    if t.kind == TypeKind.ENUM:
+        return next((e.name for e in t.enumerators if e.value == v), v)
+    return v
 objs = [
     ('task_struct', prog['init_task'].address_of_()),
     ('module', next(iter(for_each_module(prog)))),
@@ -310,7 +325,7 @@ for name, p in objs:
     vals = {}
     for m in t.members:
         if m.name and under(m.type).kind in (TypeKind.INT, TypeKind.POINTER, TypeKind.ENUM, TypeKind.BOOL) and m.bit_field_size is None:
-            vals[m.name] = o.member_(m.name).value_()
+            vals[m.name] = conv(o.member_(m.name))
     print(json.dumps([name, p.value_(), members, vals]))
 "#;
     let dbg = debug_modules(&d);
@@ -375,18 +390,24 @@ fn module_variables_from_a_btf_module_file_equal_drgn() {
         "dummy_netdev_ops.ndo_init",
     ];
     let input: String = exprs.iter().map(|e| format!("{e}\n")).collect();
+    // In btfkit's JSON: addresses and pointers as "0x..." strings.
     let script = r#"
-import sys
+import sys, json
+from drgn import TypeKind
 for line in sys.stdin:
     e = line.strip()
     if e.startswith('&'):
-        print(prog[e[1:]].address_)
+        print(json.dumps(hex(prog[e[1:]].address_)))
     else:
         head, *path = e.split('.')
         o = prog[head]
         for p in path:
             o = o.member_(p)
-        print(o.value_())
+        t = o.type_
+        while t.kind == TypeKind.TYPEDEF:
+            t = t.type
+        v = o.value_()
+        print(json.dumps(hex(v) if t.kind == TypeKind.POINTER else v))
 "#;
     let dbg = debug_modules(&d);
     let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();

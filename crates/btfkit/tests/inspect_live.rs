@@ -68,10 +68,11 @@ echo "BTFKIT-RESULT proc-comms $(cat /proc/[0-9]*/comm | sort -u | tr '\n' ',')"
 echo "BTFKIT-RESULT proc-modules $(sed 's/ .*//' /proc/modules | sort | tr '\n' ',')"
 echo "BTFKIT-RESULT release $($I 'init_uts_ns.name.release' | sed 's/.*"\(.*\)"/\1/')"
 echo "BTFKIT-RESULT cpus $($I 'nr_cpu_ids' | sed 's/.*)//')"
-tasks=$($I --json 'list_for_each_entry(struct task_struct, &init_task.tasks, tasks)' | sed 's/.*\[//; s/\].*//' | tr ',' ' ')
+# Pointers in JSON are "0x..." strings.
+tasks=$($I --json 'list_for_each_entry(struct task_struct, &init_task.tasks, tasks)' | sed 's/.*\[//; s/\].*//; s/"//g' | tr ',' ' ')
 comms=$(for t in $tasks; do echo "((struct task_struct *)$t)->comm"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort -u | tr '\n' ',')
 echo "BTFKIT-RESULT inspect-comms $comms"
-mods=$($I --json 'list_for_each_entry(struct module, &modules, list)' | sed 's/.*\[//; s/\].*//' | tr ',' ' ')
+mods=$($I --json 'list_for_each_entry(struct module, &modules, list)' | sed 's/.*\[//; s/\].*//; s/"//g' | tr ',' ' ')
 names=$(for m in $mods; do echo "((struct module *)$m)->name"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort | tr '\n' ',')
 echo "BTFKIT-RESULT inspect-modules $names"
 $I 'no_such_variable' 2>&1 | sed 's/^/BTFKIT-RESULT error /'
@@ -93,8 +94,8 @@ echo "BTFKIT-RESULT ps-stable $(grep -Fxf /before /after | tr '\n' ',')"
 echo "BTFKIT-RESULT ps-ours $(tr '\n' ',' < /ours)"
 echo "BTFKIT-RESULT bt-sleep $($I "bt $(pidof sleep)" | tr '\n' '|')"
 echo "BTFKIT-RESULT bt-shell $($I "bt $(pidof btfkit-sleeper)" | tr '\n' '|')"
-echo "BTFKIT-RESULT bt-all-tasks $($I 'bt -a' | grep -c '^PID:')"
-echo "BTFKIT-RESULT bt-all-stopped $($I 'bt -a' | grep 'unwinding stopped' | grep -v 'running on CPU' | tr '\n' '|')"
+echo "BTFKIT-RESULT bt-all-tasks $($I 'foreach bt' | grep -c '^PID:')"
+echo "BTFKIT-RESULT bt-all-stopped $($I 'foreach bt' | grep 'unwinding stopped' | grep -v 'running on CPU' | tr '\n' '|')"
 echo "BTFKIT-RESULT sym $($I 'sym do_nanosleep' | tr '\n' '|')"
 "#,
         );

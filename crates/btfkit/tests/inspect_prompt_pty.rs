@@ -41,7 +41,8 @@ struct Session {
 }
 
 impl Session {
-    fn start(args: &[&std::ffi::OsStr]) -> Session {
+    /// btfkit with these environment variables set.
+    fn start_with(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Session {
         let (mut master, mut slave) = (0, 0);
         let size = libc::winsize {
             ws_row: 40,
@@ -64,6 +65,7 @@ impl Session {
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let mut cmd = Command::new(btfkit());
         cmd.args(args)
+            .envs(env.iter().copied())
             .env("TERM", "xterm")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -183,12 +185,17 @@ fn inspect_prompt_on_a_pty_completes_recalls_history_survives_errors_and_ends_on
             "sizeof(struct mm_struct)",
         ],
     );
-    let mut s = Session::start(&[
-        "inspect".as_ref(),
-        d.elf.as_os_str(),
-        "--btf".as_ref(),
-        btf.as_os_str(),
-    ]);
+    // History goes to a folder of the test's, not the user's.
+    let state = dir.path().join("state");
+    let mut s = Session::start_with(
+        &[
+            "inspect".as_ref(),
+            d.elf.as_os_str(),
+            "--btf".as_ref(),
+            btf.as_os_str(),
+        ],
+        &[("XDG_STATE_HOME", state.as_os_str())],
+    );
     s.expect("btfkit> ");
 
     // An expression typed in full prints its value.
@@ -230,4 +237,103 @@ fn inspect_prompt_on_a_pty_completes_recalls_history_survives_errors_and_ends_on
     s.send("\x04");
     let status = s.child.wait().unwrap();
     assert!(status.success(), "btfkit inspect ended with {status}");
+}
+
+/// The vars BTF for a dump.
+fn vars_btf(d: &dumps::Dumps, dir: &Path) -> std::path::PathBuf {
+    let btf = dir.join("vmlinux.btf");
+    testkit::run_ok(
+        Command::new(btfkit())
+            .arg("encode")
+            .arg(&d.kernel.vmlinux)
+            .args(["--vars", "all", "-o"])
+            .arg(&btf),
+    );
+    btf
+}
+
+/// crash's habits at the prompt: `q`, `quit` and `exit` end it (status
+/// 0); history survives to the next session (in `$XDG_STATE_HOME`);
+/// `struct task_st<Tab>` completes to `task_struct` and a second Tab lists
+/// the candidates in order; a command btfkit lacks says "unknown command";
+/// a reply longer than the terminal (40 rows) goes through `$PAGER`.
+#[test]
+fn inspect_prompt_quits_keeps_history_lists_completions_and_pages() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let btf = vars_btf(&d, dir.path());
+    let state = dir.path().join("state");
+    let paged = dir.path().join("paged.txt");
+    // A pager that marks what it got, so the test sees it went through one.
+    let pager = format!("sed 's/^/paged: /' | tee {}", paged.display());
+    let env: [(&str, &std::ffi::OsStr); 2] = [
+        ("XDG_STATE_HOME", state.as_os_str()),
+        ("PAGER", pager.as_ref()),
+    ];
+    let args: [&std::ffi::OsStr; 4] = [
+        "inspect".as_ref(),
+        d.elf.as_os_str(),
+        "--btf".as_ref(),
+        btf.as_os_str(),
+    ];
+    let want = batch(
+        &d.elf,
+        &btf,
+        &["init_task.pid", "sizeof(struct task_struct)"],
+    );
+
+    for quit in ["q", "quit", "exit"] {
+        let mut s = Session::start_with(&args, &env);
+        s.expect("btfkit> ");
+        // Tab completes a struct tag after `struct`.
+        s.send("sizeof(struct task_st\t");
+        s.expect("task_struct");
+        s.send(")\r");
+        s.expect(&want[1]);
+        s.expect("btfkit> ");
+        s.send(&format!("{quit}\r"));
+        let status = s.child.wait().unwrap();
+        assert!(status.success(), "{quit}: ended with {status}");
+    }
+    let history = std::fs::read_to_string(state.join("btfkit/inspect_history")).unwrap();
+    assert!(
+        history.contains("sizeof(struct task_struct)\nq\n"),
+        "{history}"
+    );
+
+    let mut s = Session::start_with(&args, &env);
+    s.expect("btfkit> ");
+    // The last session's lines: up twice is its sizeof line (once: exit).
+    s.send("\x1b[A\x1b[A");
+    s.expect("sizeof(struct task_struct)");
+    s.send("\r");
+    s.expect(&want[1]);
+    s.expect("btfkit> ");
+
+    // Two Tabs list every candidate, sorted.
+    s.send("sizeof(struct task_\t\t");
+    s.expect("task_group");
+    s.expect("task_struct");
+    // Ctrl-U drops the line; the next one is typed in its place (not
+    // after Enter: keys typed before the next prompt are flushed).
+    s.send("\x15vm 1\r");
+    s.expect("unknown command \"vm\"");
+    s.expect("btfkit> ");
+
+    // `ps` (60 tasks and more) is longer than the 40 rows of the terminal.
+    s.send("ps\r");
+    s.expect("paged:    PID    PPID  CPU");
+    s.expect("btfkit> ");
+    s.send("init_task.pid\r");
+    s.expect(&want[0]);
+    s.expect("btfkit> ");
+    s.send("exit\r");
+    assert!(s.child.wait().unwrap().success());
+    let paged = std::fs::read_to_string(&paged).unwrap();
+    assert!(
+        paged.contains("swapper/0") && !paged.contains(&want[0]),
+        "{paged}"
+    );
 }

@@ -11,7 +11,8 @@
 
 use serde_json::{json, Value as Json};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::format::Radix;
 use crate::program::Program;
 
 /// What a command printed, in both forms.
@@ -38,6 +39,24 @@ pub const COMMANDS: &[Command] = &[
         run: print,
     },
     Command {
+        name: "p/x",
+        usage: "p/x EXPR",
+        about: "print it with integers, enums and pointers in hex",
+        run: print_hex,
+    },
+    Command {
+        name: "p/d",
+        usage: "p/d EXPR",
+        about: "print it with integers, enums and pointers in decimal",
+        run: print_decimal,
+    },
+    Command {
+        name: "rd",
+        usage: "rd ADDR|SYMBOL [COUNT]",
+        about: "COUNT (1) 64-bit words of memory in hex and ASCII (crash's rd)",
+        run: crate::commands::rd::run,
+    },
+    Command {
         name: "mod",
         usage: "mod",
         about: "the loaded modules: struct module, name, base, size, BTF (crash's mod)",
@@ -51,20 +70,26 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "struct",
-        usage: "struct [-o] TYPE [ADDR]",
-        about: "the struct at ADDR (as p *(struct TYPE *)ADDR); -o or no ADDR: member offsets",
+        usage: "struct [-o] TYPE[.MEMBER,...] [ADDR]",
+        about: "the struct at ADDR (as p *(struct TYPE *)ADDR), or those members; -o or no ADDR: member offsets",
         run: crate::commands::structure::run,
     },
     Command {
         name: "bt",
-        usage: "bt [PID|TASK|-a]",
-        about: "backtrace of a task (default: CPU 0's), by pid or task address, or of every task",
+        usage: "bt [PID|TASK|-a|-c CPU]",
+        about: "backtrace of a task (default: CPU 0's), by pid (0: CPU 0's idle task) or address; -a: every CPU's active task; -c: CPU's",
         run: crate::commands::bt::run,
+    },
+    Command {
+        name: "foreach",
+        usage: "foreach bt",
+        about: "the backtrace of every task, idle tasks first (crash's foreach)",
+        run: crate::commands::bt::foreach,
     },
     Command {
         name: "ps",
         usage: "ps",
-        about: "every task: pid, parent, CPU, state, name (> a running one)",
+        about: "every task, each CPU's idle task first: pid, parent, CPU, state, name (> a CPU's active task)",
         run: crate::commands::ps::run,
     },
     Command {
@@ -80,6 +105,14 @@ pub const COMMANDS: &[Command] = &[
         run: help,
     },
 ];
+
+/// The words that end a session, as in crash.
+pub const QUIT: &[&str] = &["q", "quit", "exit"];
+
+/// Whether the line ends the session.
+pub fn is_quit(line: &str) -> bool {
+    QUIT.contains(&line.trim())
+}
 
 /// A line's command and where the rest of the line starts, or None for an
 /// expression.
@@ -101,28 +134,66 @@ pub fn find(line: &str) -> Option<(&'static Command, usize)> {
 pub fn run_line(prog: &mut Program, line: &str) -> Result<Reply> {
     match find(line) {
         Some((cmd, rest)) => (cmd.run)(prog, line[rest..].trim_end()).map_err(|e| e.shifted(rest)),
-        None => print(prog, line),
+        None => match unknown_command(prog, line) {
+            Some(word) => Err(Error::UnknownCommand(word.to_owned())),
+            None => print(prog, line),
+        },
     }
 }
 
+/// The first word of a line that reads as a command this program does not
+/// have (`vm 1`, `kmem -s`, `dis schedule`): a word that names nothing
+/// (no variable, function, enumerator, type or symbol) followed by a
+/// space and then a word, a number or a flag, which no C expression has.
+fn unknown_command<'a>(prog: &Program, line: &'a str) -> Option<&'a str> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace)?;
+    let rest = rest.trim_start();
+    let mut chars = rest.chars();
+    let argument = match chars.next()? {
+        '-' => chars.next().is_some_and(|c| c.is_ascii_alphabetic()),
+        c => c.is_ascii_alphanumeric() || c == '_' || c == '"',
+    };
+    let is_word = word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (argument && is_word && !prog.knows_name(word)).then_some(word)
+}
+
 fn print(prog: &mut Program, expr: &str) -> Result<Reply> {
+    print_in(prog, expr, Radix::Natural)
+}
+
+fn print_hex(prog: &mut Program, expr: &str) -> Result<Reply> {
+    print_in(prog, expr, Radix::Hex)
+}
+
+fn print_decimal(prog: &mut Program, expr: &str) -> Result<Reply> {
+    print_in(prog, expr, Radix::Decimal)
+}
+
+fn print_in(prog: &mut Program, expr: &str, radix: Radix) -> Result<Reply> {
     let v = prog.eval_str(expr)?;
     Ok(Reply {
-        text: prog.evaluated_text(&v),
+        text: prog.evaluated_text(&v, radix),
         json: prog.evaluated_json(&v),
     })
 }
 
 fn help(_: &mut Program, _: &str) -> Result<Reply> {
-    let width = COMMANDS.iter().map(|c| c.usage.len()).max().unwrap_or(0);
-    let text = COMMANDS
+    let quit = QUIT.join("|");
+    let rows: Vec<(&str, &str, &str)> = COMMANDS
         .iter()
-        .map(|c| format!("{:width$}  {}", c.usage, c.about))
+        .map(|c| (c.name, c.usage, c.about))
+        .chain([("q", quit.as_str(), "end the session")])
+        .collect();
+    let width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    let text = rows
+        .iter()
+        .map(|(_, usage, about)| format!("{usage:width$}  {about}"))
         .collect::<Vec<_>>()
         .join("\n");
-    let list: Vec<Json> = COMMANDS
+    let list: Vec<Json> = rows
         .iter()
-        .map(|c| json!({ "name": c.name, "usage": c.usage, "about": c.about }))
+        .map(|(name, usage, about)| json!({ "name": name, "usage": usage, "about": about }))
         .collect();
     Ok(Reply {
         text,
@@ -145,5 +216,15 @@ mod tests {
         assert!(find("init_task.comm").is_none());
         let (c, rest) = find("help").expect("help");
         assert_eq!((c.name, rest), ("help", 4));
+        let (c, rest) = find("p/x jiffies").expect("p/x");
+        assert_eq!((c.name, rest), ("p/x", 4));
+    }
+
+    #[test]
+    fn quit_words() {
+        for w in ["q", " quit ", "exit"] {
+            assert!(super::is_quit(w), "{w}");
+        }
+        assert!(!super::is_quit("q + 1"));
     }
 }

@@ -11,6 +11,9 @@ pub enum Error {
     Memory { col: usize, error: kmem::Error },
     #[error("{0}")]
     Setup(String),
+    /// A line that reads as a command this program does not have.
+    #[error("unknown command {0:?}: `help` lists the commands")]
+    UnknownCommand(String),
     /// A command's arguments are wrong: its usage.
     #[error("usage: {0}")]
     Usage(String),
@@ -42,7 +45,10 @@ impl Error {
                 col: col + by,
                 error,
             },
-            e @ (Error::Setup(_) | Error::Usage(_) | Error::Kernel(_)) => e,
+            e @ (Error::Setup(_)
+            | Error::Usage(_)
+            | Error::UnknownCommand(_)
+            | Error::Kernel(_)) => e,
         }
     }
 }

@@ -55,6 +55,11 @@ pub enum Evaluated {
 /// List walks stop here: a corrupt list must not loop forever.
 pub const MAX_WALK: usize = 1 << 20;
 
+/// Whether a helper gives a list (its entries) rather than one value.
+pub fn is_walk(name: &str) -> bool {
+    name.ends_with("for_each_entry") || name.ends_with("for_each")
+}
+
 impl Program {
     pub fn parse(&self, src: &str) -> Result<Expr> {
         let is_type = |n: &str| self.types.contains_key(n) && !self.vars.contains_key(n);
@@ -87,13 +92,48 @@ impl Program {
         }
     }
 
+    /// A walk gives its entries; members and indexes after it
+    /// (`list_for_each_entry(...)->comm`) select from each entry.
     fn eval_top(&mut self, e: &Expr) -> Result<Evaluated> {
-        if let Expr::Call { name, args, col } = e {
-            if name.ends_with("for_each_entry") || name.ends_with("for_each") {
-                return self.walk(name, args, *col).map(Evaluated::Many);
+        let mut chain = Vec::new();
+        let mut root = e;
+        while let Expr::Member { base, .. } | Expr::Index(base, _, _) = root {
+            chain.push(root);
+            root = base;
+        }
+        if let Expr::Call { name, args, col } = root {
+            if is_walk(name) {
+                let entries = self.walk(name, args, *col)?;
+                return entries
+                    .into_iter()
+                    .map(|v| chain.iter().rev().try_fold(v, |v, op| self.postfix(v, op)))
+                    .collect::<Result<Vec<_>>>()
+                    .map(Evaluated::Many);
             }
         }
         self.eval(e).map(Evaluated::One)
+    }
+
+    /// A member or index expression applied to `base`, its base's value.
+    fn postfix(&mut self, base: Value, op: &Expr) -> Result<Value> {
+        match op {
+            Expr::Member {
+                member, arrow, col, ..
+            } => {
+                let b = if *arrow {
+                    self.deref(&base, *col, "->")?
+                } else {
+                    base
+                };
+                self.member(&b, member, *col)
+            }
+            Expr::Index(_, index, col) => {
+                let i = self.eval(index)?;
+                let i = self.scalar(&i, index.col())?;
+                self.index(&base, i as i64, *col)
+            }
+            _ => self.eval(op),
+        }
     }
 
     fn ty(&mut self, t: &TypeName) -> Result<TypeId> {
@@ -179,6 +219,19 @@ impl Program {
         s
     }
 
+    /// Whether a value of the type is a number: an integer, enum or pointer.
+    pub fn is_scalar(&self, ty: TypeId) -> bool {
+        matches!(
+            types::data(&self.btf, ty),
+            Some(
+                TypeData::Int { .. }
+                    | TypeData::Enum { .. }
+                    | TypeData::Enum64 { .. }
+                    | TypeData::Ptr { .. }
+            )
+        )
+    }
+
     fn is_pointer_like(&self, ty: TypeId) -> Option<TypeId> {
         match types::data(&self.btf, ty) {
             Some(TypeData::Ptr { ty }) => Some(*ty),
@@ -204,23 +257,9 @@ impl Program {
                 })
             }
             Expr::Name(name, col) => self.name(name, *col),
-            Expr::Member {
-                base,
-                member,
-                arrow,
-                col,
-            } => {
-                let mut b = self.eval(base)?;
-                if *arrow {
-                    b = self.deref(&b, *col, "->")?;
-                }
-                self.member(&b, member, *col)
-            }
-            Expr::Index(base, index, col) => {
+            Expr::Member { base, .. } | Expr::Index(base, _, _) => {
                 let b = self.eval(base)?;
-                let i = self.eval(index)?;
-                let i = self.scalar(&i, index.col())?;
-                self.index(&b, i as i64, *col)
+                self.postfix(b, e)
             }
             Expr::Unary(op, inner, col) => self.unary(op, inner, *col),
             Expr::Binary(op, l, r, col) => {
@@ -281,6 +320,11 @@ impl Program {
                 });
             }
         }
+        // A linker-script alias (`jiffies = jiffies_64`) has a symbol but
+        // no VAR: it is the variable at its address.
+        if let Some(v) = self.symbol(name).and_then(|a| self.var_at(a)) {
+            return Ok(Value::at(v.ty, v.addr));
+        }
         match self.symbol(name) {
             Some(addr) => Err(Error::eval(
                 col,
@@ -294,6 +338,11 @@ impl Program {
 
     fn deref(&mut self, v: &Value, col: usize, what: &str) -> Result<Value> {
         match types::data(&self.btf, v.ty) {
+            // As in C and drgn: `void *` points at nothing with a value.
+            Some(TypeData::Ptr { ty }) if resolve(&self.btf, *ty) == 0 => Err(Error::eval(
+                col,
+                format!("{what} cannot dereference {}", self.type_name(v.ty)),
+            )),
             Some(TypeData::Ptr { ty }) => {
                 let ty = *ty;
                 let addr = self.scalar(v, col)?;
@@ -474,6 +523,9 @@ impl Program {
     }
 
     fn cast(&mut self, ty: TypeId, v: &Value, col: usize) -> Result<Value> {
+        if resolve(&self.btf, ty) == 0 {
+            return Err(Error::eval(col, "a value cast to void has none"));
+        }
         let target = types::data(&self.btf, ty).cloned();
         match target {
             Some(
@@ -572,7 +624,9 @@ impl Program {
             }
             _ => Err(Error::eval(
                 col,
-                format!("{name} gives a list: use it alone"),
+                format!(
+                    "{name} gives a list: use it alone or select members of its entries (->comm)"
+                ),
             )),
         }
     }

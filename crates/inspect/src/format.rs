@@ -1,7 +1,10 @@
 //! Printing values: text like drgn's (`(type)value`, structs with member
 //! names, one per line, tab-indented), and JSON for machines.
 //!
-//! JSON: integers, enums, pointers and function addresses are numbers,
+//! JSON: integers are numbers; pointers and function addresses are
+//! `"0x..."` strings (JSON readers such as jq 1.6 round integers above
+//! 2^53, and kernel addresses are); an enum is its enumerator's name, as
+//! drgn prints it, or its number when no enumerator has that value;
 //! `_Bool` is a boolean, floats are numbers, arrays of a char type are
 //! strings up to the first NUL (each byte one code point, as Latin-1),
 //! other arrays are lists, structs and unions are objects keyed by member
@@ -17,6 +20,21 @@ use crate::error::{Error, Result};
 use crate::eval::{Evaluated, Loc, Value};
 use crate::program::Program;
 use crate::types::{self, resolve};
+
+/// How `p` prints integers: drgn's way (decimal, enums by name), or in a
+/// radix as `p/x` and `p/d` (gdb's and crash's): integers, enums and
+/// pointers as numbers in that radix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Radix {
+    Natural,
+    Hex,
+    Decimal,
+}
+
+/// An address as JSON: a `"0x..."` string.
+pub fn json_addr(x: u64) -> Json {
+    Json::String(format!("{x:#x}"))
+}
 
 /// Arrays print at most this many elements (drgn has no limit; ours keeps
 /// a mistaken cast of a huge array from printing forever).
@@ -71,8 +89,7 @@ impl Program {
         let r = resolve(&self.btf, v.ty);
         let Some(t) = self.btf.type_by_id(r) else {
             return match v.loc {
-                Loc::Imm(x) => json!(x),
-                Loc::Mem { addr, .. } => json!(addr),
+                Loc::Imm(x) | Loc::Mem { addr: x, .. } => json_addr(x),
             };
         };
         match &t.data {
@@ -83,11 +100,14 @@ impl Program {
                 Err(e) => err(e),
             },
             TypeData::Enum { .. } | TypeData::Enum64 { .. } => match self.scalar(v, 0) {
-                Ok(x) if self.is_signed(v.ty) => json!(x as i64),
-                Ok(x) => json!(x),
+                Ok(x) => match self.enumerator(&t.data, x) {
+                    Some(n) => json!(n),
+                    None if self.is_signed(v.ty) => json!(x as i64),
+                    None => json!(x),
+                },
                 Err(e) => err(e),
             },
-            TypeData::Ptr { .. } => self.scalar(v, 0).map_or_else(err, |x| json!(x)),
+            TypeData::Ptr { .. } => self.scalar(v, 0).map_or_else(err, json_addr),
             TypeData::Float { size } => {
                 let Some(addr) = v.address() else {
                     return Json::Null;
@@ -138,10 +158,24 @@ impl Program {
                 Json::Object(m)
             }
             _ => match v.loc {
-                Loc::Imm(x) => json!(x),
-                Loc::Mem { addr, .. } => json!(addr),
+                Loc::Imm(x) | Loc::Mem { addr: x, .. } => json_addr(x),
             },
         }
+    }
+
+    /// The name of the enumerator of an enum type whose value is `x`.
+    fn enumerator(&self, data: &TypeData, x: u64) -> Option<&str> {
+        let off = match data {
+            TypeData::Enum { values, .. } => {
+                values
+                    .iter()
+                    .find(|e| u64::from(e.val) == (x & 0xffff_ffff))?
+                    .name_off
+            }
+            TypeData::Enum64 { values, .. } => values.iter().find(|e| e.val == x)?.name_off,
+            _ => return None,
+        };
+        self.btf.str_at(off).ok()
     }
 
     pub fn evaluated_json(&self, e: &Evaluated) -> Json {
@@ -155,7 +189,14 @@ impl Program {
     /// void, a function or a char) prints what it points at:
     /// `*(type *)(sym+0x0 = 0x...) = {...}`, `*(int *)0x... = 5`.
     pub fn to_text(&self, v: &Value) -> String {
-        if let Some(TypeData::Ptr { ty }) = types::data(&self.btf, v.ty) {
+        self.to_text_in(v, Radix::Natural)
+    }
+
+    /// The text form with integers in `radix` (see [`Radix`]).
+    pub fn to_text_in(&self, v: &Value, radix: Radix) -> String {
+        // In a radix a pointer is a number, as gdb's `p/x ptr` prints it.
+        let ptr = types::data(&self.btf, v.ty).filter(|_| radix == Radix::Natural);
+        if let Some(TypeData::Ptr { ty }) = ptr {
             let pointee = *ty;
             let deref = !types::is_plain_char(&self.btf, pointee)
                 && !matches!(
@@ -173,22 +214,22 @@ impl Program {
                         None => format!("{addr:#x}"),
                     };
                     let mut s = format!("*({}){shown} = ", self.type_name(v.ty));
-                    self.text_body(&target, 0, &mut s);
+                    self.text_body(&target, 0, radix, &mut s);
                     return s;
                 }
             }
         }
         let mut s = format!("({})", self.type_name(v.ty));
-        self.text_body(v, 0, &mut s);
+        self.text_body(v, 0, radix, &mut s);
         s
     }
 
-    pub fn evaluated_text(&self, e: &Evaluated) -> String {
+    pub fn evaluated_text(&self, e: &Evaluated, radix: Radix) -> String {
         match e {
-            Evaluated::One(v) => self.to_text(v),
+            Evaluated::One(v) => self.to_text_in(v, radix),
             Evaluated::Many(vs) => vs
                 .iter()
-                .map(|v| self.to_text(v) + "\n")
+                .map(|v| self.to_text_in(v, radix) + "\n")
                 .collect::<String>()
                 .trim_end()
                 .to_owned(),
@@ -211,13 +252,40 @@ impl Program {
         })
     }
 
-    fn text_body(&self, v: &Value, depth: usize, s: &mut String) {
+    fn text_body(&self, v: &Value, depth: usize, radix: Radix, s: &mut String) {
         let r = resolve(&self.btf, v.ty);
         let indent = "\t".repeat(depth + 1);
         let Some(t) = self.btf.type_by_id(r) else {
             let _ = write!(s, "{}", self.json_at(v, depth));
             return;
         };
+        let numeric = matches!(
+            t.data,
+            TypeData::Int { .. }
+                | TypeData::Enum { .. }
+                | TypeData::Enum64 { .. }
+                | TypeData::Ptr { .. }
+        );
+        if radix != Radix::Natural && numeric {
+            match self.scalar(v, 0) {
+                Ok(x) if radix == Radix::Hex => {
+                    // A negative number in hex is its two's complement in its size.
+                    let bits = types::size_of(&self.btf, r).unwrap_or(8).min(8) * 8;
+                    let x = if bits < 64 { x & ((1 << bits) - 1) } else { x };
+                    let _ = write!(s, "{x:#x}");
+                }
+                Ok(x) if self.is_signed(v.ty) => {
+                    let _ = write!(s, "{}", x as i64);
+                }
+                Ok(x) => {
+                    let _ = write!(s, "{x}");
+                }
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
+                }
+            }
+            return;
+        }
         match &t.data {
             TypeData::Int { encoding, .. } => match self.scalar(v, 0) {
                 // drgn prints _Bool as a number too.
@@ -234,30 +302,12 @@ impl Program {
                     let _ = write!(s, "<{e}>");
                 }
             },
-            TypeData::Enum { values, .. } => match self.scalar(v, 0) {
-                Ok(x) => {
-                    let name = values
-                        .iter()
-                        .find(|e| u64::from(e.val) == (x & 0xffff_ffff))
-                        .and_then(|e| self.btf.str_at(e.name_off).ok());
-                    match name {
-                        Some(n) => s.push_str(n),
-                        None => {
-                            let _ = write!(s, "{}", x as i64);
-                        }
-                    }
-                }
-                Err(e) => {
-                    let _ = write!(s, "<{e}>");
-                }
-            },
-            TypeData::Enum64 { values, .. } => match self.scalar(v, 0) {
-                Ok(x) => match values
-                    .iter()
-                    .find(|e| e.val == x)
-                    .and_then(|e| self.btf.str_at(e.name_off).ok())
-                {
+            TypeData::Enum { .. } | TypeData::Enum64 { .. } => match self.scalar(v, 0) {
+                Ok(x) => match self.enumerator(&t.data, x) {
                     Some(n) => s.push_str(n),
+                    None if self.is_signed(v.ty) => {
+                        let _ = write!(s, "{}", x as i64);
+                    }
                     None => {
                         let _ = write!(s, "{x}");
                     }
@@ -311,11 +361,11 @@ impl Program {
                     let ev = Value::at(elem, addr + i * size);
                     if compound {
                         let _ = write!(s, "\n{indent}");
-                        self.text_body(&ev, depth + 1, s);
+                        self.text_body(&ev, depth + 1, radix, s);
                         s.push(',');
                     } else {
                         s.push_str(if i == 0 { " " } else { ", " });
-                        self.text_body(&ev, depth + 1, s);
+                        self.text_body(&ev, depth + 1, radix, s);
                     }
                 }
                 if compound {
@@ -336,7 +386,7 @@ impl Program {
                         let _ = write!(s, "{indent}.{name} = ");
                     }
                     let _ = write!(s, "({})", self.type_name(mem.ty));
-                    self.text_body(&mv, depth + 1, s);
+                    self.text_body(&mv, depth + 1, radix, s);
                     s.push_str(",\n");
                 }
                 let _ = write!(s, "{}}}", "\t".repeat(depth));

@@ -11,6 +11,7 @@ pub mod eval;
 pub mod format;
 pub mod kernel;
 pub mod open;
+pub mod pager;
 pub mod parse;
 pub mod program;
 pub mod prompt;

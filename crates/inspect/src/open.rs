@@ -2,6 +2,7 @@
 //! (a file given, else the kernel's own tables read from memory) and BTF (a
 //! file given, /sys/kernel/btf/vmlinux live, else the BTF in memory).
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use kmem::kallsyms::Tables;
@@ -28,10 +29,9 @@ fn setup(e: impl std::fmt::Display) -> Error {
 
 pub fn open(opts: &Options) -> Result<Program> {
     let kernel = match &opts.vmcore {
-        Some(p) => Kernel::open(p),
-        None => Kernel::live(),
-    }
-    .map_err(setup)?;
+        Some(p) => open_dump(p)?,
+        None => Kernel::live().map_err(setup)?,
+    };
     let syms = symbols(&kernel, opts)?;
     let btf = match &opts.btf {
         Some(p) => btf::load_file(p, None).map_err(setup)?,
@@ -58,6 +58,38 @@ pub fn open(opts: &Options) -> Result<Program> {
     }
     crate::kernel::module_btf::load(&mut prog, &given);
     Ok(prog)
+}
+
+/// A dump, or why the file is none: missing, not a regular file (a
+/// mistyped path, /dev/null), or not in a dump format.
+fn open_dump(path: &Path) -> Result<Kernel> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| Error::Setup(format!("{shown}: {e}")))?;
+    let ft = meta.file_type();
+    let kind = if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(Error::Setup(format!(
+            "{shown}: {kind}, not a crash dump (the live kernel is read without one)"
+        )));
+    }
+    Kernel::open(path).map_err(|e| {
+        let e = e.to_string();
+        let prefix = format!("{shown}: ");
+        let why = e.strip_prefix(&prefix).unwrap_or(&e);
+        Error::Setup(format!("{shown}: cannot be read as a crash dump: {why}"))
+    })
 }
 
 fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {

@@ -185,6 +185,11 @@ const TYPE_WORDS: &[&str] = &[
     "_Bool", "const", "volatile",
 ];
 
+/// Whether a word is a C keyword the language reads (a type word, `sizeof`).
+pub fn is_keyword(word: &str) -> bool {
+    TYPE_WORDS.contains(&word) || word == "sizeof"
+}
+
 impl<'a> Parser<'a> {
     /// `is_type` says whether a bare name is a type (a typedef or base type).
     pub fn new(src: &str, is_type: &'a dyn Fn(&str) -> bool) -> Result<Parser<'a>> {

@@ -247,6 +247,26 @@ impl Program {
         self.enumerators.get(name).copied()
     }
 
+    /// Whether a word names something an expression can use: a variable,
+    /// function, enumerator, type, symbol, helper or C keyword.
+    pub fn knows_name(&self, word: &str) -> bool {
+        self.vars.contains_key(word)
+            || self.ambiguous.contains_key(word)
+            || self.enumerators.contains_key(word)
+            || self.funcs.contains_key(word)
+            || self.types.contains_key(word)
+            || self.syms.by_name(word).next().is_some()
+            || crate::parse::helper_signature(word).is_some()
+            || crate::parse::is_keyword(word)
+    }
+
+    /// The one variable (not per-CPU) that starts at `addr`.
+    pub fn var_at(&self, addr: u64) -> Option<Var> {
+        let mut at = self.vars.values().filter(|v| !v.percpu && v.addr == addr);
+        let first = *at.next()?;
+        at.all(|v| v.ty == first.ty).then_some(first)
+    }
+
     /// Every variable name, for listing and completion.
     pub fn var_names(&self) -> impl Iterator<Item = &str> {
         self.vars.keys().map(String::as_str)

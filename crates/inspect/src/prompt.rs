@@ -1,24 +1,37 @@
 //! The interactive prompt: one command or expression per line
-//! ([`crate::command`]), with history and completion of command, variable,
-//! type and member names (after `.` and `->`, from the type of what comes
-//! before).
+//! ([`crate::command`]), with completion of command, variable, type and
+//! member names (after `.` and `->`, from the type of what comes before;
+//! after `struct`, `union` and `enum`, that kind's tags), listed in order
+//! on a second Tab as bash does; long replies through a pager
+//! ([`crate::pager`]); `q`, `quit` or `exit` (or Ctrl-D) end it. History
+//! is kept across sessions in `$XDG_STATE_HOME/btfkit/inspect_history`
+//! (`~/.local/state/...` without it), the last [`HISTORY_LINES`] lines.
 
 use std::cell::RefCell;
+use std::io::Write;
+use std::path::PathBuf;
 
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
-use rustyline::{Context, Editor, Helper};
+use rustyline::{CompletionType, Config, Context, Editor, Helper};
 
 use crate::error::{Error, Result};
 use crate::program::Program;
 use crate::types;
 
+/// Lines of history kept.
+pub const HISTORY_LINES: usize = 1000;
+
 struct Complete<'a> {
     prog: &'a RefCell<&'a mut Program>,
     names: Vec<String>,
+    /// Tags of structs, unions and enums, for after those keywords.
+    structs: Vec<String>,
+    unions: Vec<String>,
+    enums: Vec<String>,
 }
 
 fn is_word(c: char) -> bool {
@@ -60,12 +73,22 @@ impl Completer for Complete<'_> {
         let start = head.rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
         let word = &head[start..];
         let before = &head[..start];
+        let keyword = before
+            .trim_end()
+            .rsplit(|c: char| !is_word(c))
+            .next()
+            .filter(|_| before.ends_with(char::is_whitespace));
         let candidates: Vec<String> = if let Some(base) = before.strip_suffix("->") {
             self.members(expr_tail(base), true)
         } else if let Some(base) = before.strip_suffix('.') {
             self.members(expr_tail(base), false)
         } else {
-            self.names.clone()
+            match keyword {
+                Some("struct") => self.structs.clone(),
+                Some("union") => self.unions.clone(),
+                Some("enum") => self.enums.clone(),
+                _ => self.names.clone(),
+            }
         };
         let mut out: Vec<Pair> = candidates
             .into_iter()
@@ -110,13 +133,65 @@ impl Highlighter for Complete<'_> {}
 impl Validator for Complete<'_> {}
 impl Helper for Complete<'_> {}
 
-/// Reads lines until end of input, printing each reply (or its error).
+/// Where history is kept: `${XDG_STATE_HOME:-~/.local/state}/btfkit/inspect_history`.
+fn history_file() -> Option<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+        })?;
+    Some(state.join("btfkit").join("inspect_history"))
+}
+
+/// Past sessions' lines, the newest last.
+fn load_history(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    let skip = lines.len().saturating_sub(HISTORY_LINES);
+    lines[skip..].to_vec()
+}
+
+/// Keeps the history file to its last [`HISTORY_LINES`] lines, written
+/// whole through a temporary file so that a crash cannot cut it.
+fn trim_history(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Appends a line to the history file (made with its folder when missing).
+fn save_line(path: &std::path::Path, line: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
+}
+
+/// Reads lines until end of input or `q`, printing each reply (or its error).
 pub fn run(prog: &mut Program, json: bool) -> Result<()> {
     let mut names: Vec<String> = prog.var_names().map(str::to_owned).collect();
-    names.extend(
-        prog.type_names()
-            .map(|t| t.rsplit(' ').next().unwrap_or(t).to_owned()),
-    );
+    let (mut structs, mut unions, mut enums) = (Vec::new(), Vec::new(), Vec::new());
+    for t in prog.type_names() {
+        let (kind, name) = t.split_once(' ').unwrap_or(("", t));
+        match kind {
+            "struct" => structs.push(name.to_owned()),
+            "union" => unions.push(name.to_owned()),
+            "enum" => enums.push(name.to_owned()),
+            _ => {}
+        }
+        names.push(t.rsplit(' ').next().unwrap_or(t).to_owned());
+    }
     names.extend(
         [
             "container_of",
@@ -133,10 +208,34 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
         .map(str::to_owned),
     );
     names.extend(crate::command::COMMANDS.iter().map(|c| c.name.to_owned()));
+    names.extend(crate::command::QUIT.iter().map(|q| (*q).to_owned()));
     let cell = RefCell::new(prog);
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .max_history_size(HISTORY_LINES)
+        .map_err(|e| Error::Setup(e.to_string()))?
+        .build();
     let mut ed: Editor<Complete<'_>, rustyline::history::DefaultHistory> =
-        Editor::new().map_err(|e| Error::Setup(e.to_string()))?;
-    ed.set_helper(Some(Complete { prog: &cell, names }));
+        Editor::with_config(config).map_err(|e| Error::Setup(e.to_string()))?;
+    ed.set_helper(Some(Complete {
+        prog: &cell,
+        names,
+        structs,
+        unions,
+        enums,
+    }));
+    let history = history_file();
+    if let Some(h) = &history {
+        let past = load_history(h);
+        for l in &past {
+            let _ = ed.add_history_entry(l.as_str());
+        }
+        // The file only grows while a session appends: cut it back here.
+        if past.len() == HISTORY_LINES {
+            let _ = trim_history(h, &past);
+        }
+    }
+    let mut history_failed = false;
     loop {
         match ed.readline("btfkit> ") {
             Ok(line) => {
@@ -145,12 +244,25 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
                     continue;
                 }
                 let _ = ed.add_history_entry(line);
-                let mut p = cell.borrow_mut();
-                match crate::command::run_line(&mut p, line) {
-                    Ok(r) if json => println!("{}", r.json),
-                    Ok(r) => println!("{}", r.text),
-                    Err(e) => eprintln!("error: {e}"),
+                if let (Some(h), false) = (&history, history_failed) {
+                    if let Err(e) = save_line(h, line) {
+                        eprintln!("btfkit: history not kept: {}: {e}", h.display());
+                        history_failed = true;
+                    }
                 }
+                if crate::command::is_quit(line) {
+                    return Ok(());
+                }
+                let mut p = cell.borrow_mut();
+                let shown = match crate::command::run_line(&mut p, line) {
+                    Ok(r) if json => crate::pager::print(&r.json.to_string()),
+                    Ok(r) => crate::pager::print(&r.text),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        Ok(())
+                    }
+                };
+                shown.map_err(|e| Error::Setup(format!("stdout: {e}")))?;
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => return Ok(()),

@@ -2,10 +2,12 @@
 //! crash-style commands and C expressions over a crash dump or the live
 //! kernel (/proc/kcore), typed by BTF, printed like drgn. Without LINE: one
 //! line from stdin at a time, with a prompt (history, completion) on a
-//! terminal. `help` lists the commands.
+//! terminal. `help` lists the commands; `q`, `quit` or `exit` end the
+//! lines. Text longer than the terminal goes through a pager when stdout
+//! is one.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use inspect::command;
@@ -15,8 +17,10 @@ use inspect::Program;
 #[derive(clap::Args)]
 pub struct InspectArgs {
     /// A vmcore (ELF, kdump-compressed, flattened), then commands or
-    /// expressions (`help` lists the commands); a first argument that is not
-    /// a file is a line for the live kernel
+    /// expressions (`help` lists the commands); a first argument that is
+    /// neither an existing file nor looks like a path (a `/` where no
+    /// expression has one, or a dump's name: vmcore, *.elf, dump.*) is a
+    /// line for the live kernel
     #[arg(value_name = "VMCORE|LINE")]
     args: Vec<String>,
     /// BTF with the variables (e.g. `btfkit encode --vars all`); default:
@@ -38,9 +42,7 @@ pub struct InspectArgs {
 
 pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let mut args = a.args.into_iter().peekable();
-    let vmcore = args
-        .next_if(|first| std::path::Path::new(first).is_file())
-        .map(PathBuf::from);
+    let vmcore = args.next_if(|first| is_dump(first)).map(PathBuf::from);
     let exprs: Vec<String> = args.collect();
     let opts = Options {
         vmcore,
@@ -53,7 +55,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = false;
     if !exprs.is_empty() {
-        for e in &exprs {
+        for e in exprs.iter().take_while(|e| !command::is_quit(e)) {
             failed |= !show(&mut prog, e, a.json, &mut out)?;
         }
     } else if std::io::stdin().is_terminal() {
@@ -66,6 +68,9 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
             if line.trim().is_empty() {
                 continue;
             }
+            if command::is_quit(&line) {
+                break;
+            }
             failed |= !show(&mut prog, line.trim(), a.json, &mut out)?;
         }
     }
@@ -75,6 +80,38 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether the first argument names a dump: an existing file (a FIFO or
+/// /dev/null too: opening says why it is none), or something that looks
+/// like a path and so must not be run against the live kernel by mistake.
+fn is_dump(arg: &str) -> bool {
+    let path = Path::new(arg);
+    if path.exists() {
+        return true;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let dump_name = name == "vmcore"
+        || ["vmcore.", "vmcore-", "dump.", "dump-", "core."]
+            .iter()
+            .any(|p| name.starts_with(p))
+        || [".vmcore", ".elf", ".kdump", ".dump", ".core", ".img"]
+            .iter()
+            .any(|s| name.ends_with(s));
+    if dump_name {
+        return true;
+    }
+    // `a/b` is an expression, `/var/crash/x`, `./x` and `crash/127.0.0.1-2024/x` are not.
+    let is_expression = inspect::parse::Parser::new(arg, &|_| false)
+        .and_then(|p| p.parse())
+        .is_ok();
+    let parent_exists = path
+        .parent()
+        .is_some_and(|d| !d.as_os_str().is_empty() && d.is_dir());
+    arg.contains('/') && (!is_expression || parent_exists)
 }
 
 fn module_file(s: &str) -> Result<(String, PathBuf), String> {
@@ -97,6 +134,10 @@ fn show(prog: &mut Program, line: &str, json: bool, out: &mut impl Write) -> any
         (Ok(reply), true) => {
             let j = serde_json::json!({ key: line, "value": reply.json });
             writeln!(out, "{j}")?;
+        }
+        (Ok(reply), false) if std::io::stdout().is_terminal() => {
+            out.flush()?;
+            inspect::pager::print(&reply.text)?;
         }
         (Ok(reply), false) => writeln!(out, "{}", reply.text)?,
         (Err(e), true) => {

@@ -1,11 +1,14 @@
-//! `bt [PID|TASK|-a]`: backtraces from the kernel's ORC tables, as crash
+//! `bt [PID|TASK|-a|-c CPU]`: backtraces from the kernel's ORC tables, as crash
 //! prints them (`PID: 1  TASK: ...  CPU: 0  COMMAND: "init"`, then
 //! ` #0 [sp] symbol+off at pc`), with each frame's module and the
 //! prototype of that function instance; argument registers where a
 //! frame's entry registers are known (its pc is the function's first
 //! instruction and all registers are known: a CPU's note or a pt_regs).
 //! Without an argument: the task CPU 0 runs (the crashing CPU's in a
-//! kdump of a panic); `-a`: every task.
+//! kdump of a panic); as crash's: `-a`: the active task of every CPU (its
+//! idle task on an idle CPU), `-c CPU[,CPU...]`: those CPUs' active
+//! tasks; pid 0 is CPU 0's idle task. `foreach bt`: every task, the idle
+//! tasks first.
 
 use btf::TypeData;
 use ksyms::BtfIndex;
@@ -14,22 +17,87 @@ use serde_json::{json, Value as Json};
 use super::sym::{self, Described};
 use crate::command::Reply;
 use crate::error::{Error, Result};
+use crate::format::json_addr;
 use crate::kernel::task::{self, Task};
 use crate::program::Program;
 use crate::unwind::{registers, Frame, Trace, Unwinder};
 
+const USAGE: &str = "bt [PID|TASK|-a|-c CPU[,CPU...]]";
+
+/// `foreach bt`, crash's: the backtrace of every task.
+pub fn foreach(prog: &mut Program, arg: &str) -> Result<Reply> {
+    if arg != "bt" {
+        return Err(Error::Usage("foreach bt".into()));
+    }
+    run_on(prog, Which::Every)
+}
+
 pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
+    let which = match arg.split_whitespace().collect::<Vec<_>>()[..] {
+        [] => Which::Crashing,
+        ["-a"] => Which::Cpus(None),
+        ["-c", list] => Which::Cpus(Some(cpu_list(list)?)),
+        [a] => Which::Task(a.to_owned()),
+        _ => return Err(Error::Usage(USAGE.into())),
+    };
+    run_on(prog, which)
+}
+
+enum Which {
+    /// The task of the crashing CPU (CPU 0 without a panic).
+    Crashing,
+    /// The active tasks of these CPUs (None: every CPU).
+    Cpus(Option<Vec<usize>>),
+    /// A pid or a task's address.
+    Task(String),
+    /// Every task, idle tasks first.
+    Every,
+}
+
+/// `1`, `0,1`, `0-3,5`: CPU numbers.
+fn cpu_list(s: &str) -> Result<Vec<usize>> {
+    let bad = || Error::Usage(format!("{USAGE}: bad CPU list {s:?}"));
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if a > b || b - a > 8192 {
+            return Err(bad());
+        }
+        out.extend(a..=b);
+    }
+    Ok(out)
+}
+
+fn run_on(prog: &mut Program, which: Which) -> Result<Reply> {
     let prog = &*prog;
     let u = Unwinder::new(prog).map_err(|e| Error::eval(1, e))?;
     let layout = u.layout;
     let mut problems = u.problems.clone();
-    let tasks: Vec<u64> = match arg {
-        "-a" => {
+    let tasks: Vec<u64> = match which {
+        Which::Every => {
+            let mut all = task::idle_tasks(prog).unwrap_or_else(|e| {
+                problems.push(format!("idle tasks: {e}"));
+                Vec::new()
+            });
             let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
             problems.extend(walk.problem);
-            walk.tasks
+            all.extend(walk.tasks);
+            all
         }
-        "" => {
+        Which::Cpus(None) => u.curr.clone(),
+        Which::Cpus(Some(cpus)) => cpus
+            .iter()
+            .map(|&c| {
+                u.curr.get(c).copied().ok_or_else(|| {
+                    Error::eval(
+                        1,
+                        format!("CPU {c}: the kernel has {} CPU ids", u.curr.len()),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+        Which::Crashing => {
             let cpu = crashing_cpu(prog).unwrap_or(0);
             let t =
                 u.curr.get(cpu).copied().ok_or_else(|| {
@@ -37,7 +105,7 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
                 })?;
             vec![t]
         }
-        a => vec![find_task(prog, &layout, a)?],
+        Which::Task(a) => vec![find_task(prog, &layout, &a)?],
     };
     let index = sym::btf_index(prog);
     let mut text = Vec::new();
@@ -69,14 +137,20 @@ fn crashing_cpu(prog: &Program) -> Option<usize> {
     usize::try_from(c).ok()
 }
 
-/// A task by pid (decimal) or address (hex).
+/// A task by pid (decimal; 0 is CPU 0's idle task, as in crash) or
+/// address (hex).
 fn find_task(prog: &Program, layout: &task::Layout, a: &str) -> Result<u64> {
     if let Some(addr) = sym::parse_address(a) {
         return Ok(addr);
     }
-    let pid: u32 = a
-        .parse()
-        .map_err(|_| Error::syntax(1, "usage: bt [PID|TASK|-a]"))?;
+    let pid: u32 = a.parse().map_err(|_| Error::Usage(USAGE.into()))?;
+    if pid == 0 {
+        let idle = task::idle_tasks(prog).map_err(|e| Error::eval(1, e))?;
+        return idle
+            .first()
+            .copied()
+            .ok_or_else(|| Error::eval(1, "CPU 0 has no idle task"));
+    }
     let walk = task::for_each_task(prog, layout).map_err(|e| Error::eval(1, e))?;
     task::find_pid(prog, layout, &walk.tasks, pid)
         .ok_or_else(|| Error::eval(1, format!("no task with pid {pid}")))
@@ -114,13 +188,13 @@ fn show(prog: &Program, index: &BtfIndex<'_>, t: &Task, trace: &Trace) -> (Strin
         let mut js = d.to_json();
         if let Json::Object(o) = &mut js {
             o.insert("index".into(), json!(i));
-            o.insert("sp".into(), json!(f.sp));
-            o.insert("pc".into(), json!(f.pc));
+            o.insert("sp".into(), json_addr(f.sp));
+            o.insert("pc".into(), json_addr(f.pc));
             o.insert("interrupted".into(), json!(f.interrupted));
             o.insert("guessed".into(), json!(f.guessed));
             if !args.is_empty() {
                 let a: serde_json::Map<String, Json> =
-                    args.into_iter().map(|(n, v)| (n, json!(v))).collect();
+                    args.into_iter().map(|(n, v)| (n, json_addr(v))).collect();
                 o.insert("arguments".into(), Json::Object(a));
             }
         }
@@ -134,11 +208,11 @@ fn show(prog: &Program, index: &BtfIndex<'_>, t: &Task, trace: &Trace) -> (Strin
     });
     let js = json!({
         "pid": t.pid,
-        "task": t.addr,
+        "task": json_addr(t.addr),
         "cpu": t.cpu,
         "comm": t.comm,
         "frames": frames,
-        "end": { "ok": e.ok, "why": e.why, "at": e.at },
+        "end": { "ok": e.ok, "why": e.why, "at": json_addr(e.at) },
     });
     (lines.join("\n"), js)
 }

@@ -4,5 +4,6 @@ pub mod bt;
 pub mod log;
 pub mod modules;
 pub mod ps;
+pub mod rd;
 pub mod structure;
 pub mod sym;

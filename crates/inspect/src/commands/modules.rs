@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::command::Reply;
 use crate::error::{Error, Result};
+use crate::format::json_addr;
 use crate::kernel::module::for_each_module;
 use crate::program::Program;
 
@@ -41,12 +42,12 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
             text.push_str(&format!("  <{p}>"));
         }
         list.push(json!({
-            "module": m.addr,
+            "module": json_addr(m.addr),
             "name": m.name,
             "state": m.state,
-            "base": m.base,
+            "base": json_addr(m.base),
             "size": m.size,
-            "btf": m.btf.map(|b| json!({ "btf": b.addr, "data": b.data, "size": b.size })),
+            "btf": m.btf.map(|b| json!({ "btf": json_addr(b.addr), "data": json_addr(b.data), "size": b.size })),
             "error": m.problem,
         }));
     }

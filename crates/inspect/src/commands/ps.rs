@@ -1,11 +1,14 @@
-//! `ps`: every task (drgn's `for_each_task`, the kernel's
-//! `for_each_process_thread`) with pid, parent pid, CPU, state and name,
-//! in crash's columns; `>` marks the task a CPU is running.
+//! `ps`: each CPU's idle task (`swapper/N`, pid 0, as crash lists them),
+//! then every task (drgn's `for_each_task`, the kernel's
+//! `for_each_process_thread`), with pid, parent pid, CPU, state and name,
+//! in crash's columns; `>` marks the task a CPU is running (its active
+//! task, an idle task on an idle CPU).
 
 use serde_json::json;
 
 use crate::command::Reply;
 use crate::error::{Error, Result};
+use crate::format::json_addr;
 use crate::kernel::task::{self, Layout};
 use crate::program::Program;
 
@@ -15,12 +18,18 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
     }
     let prog = &*prog;
     let layout = Layout::new(prog).map_err(|e| Error::eval(1, e))?;
+    let mut problems = Vec::new();
+    let mut tasks = task::idle_tasks(prog).unwrap_or_else(|e| {
+        problems.push(format!("idle tasks: {e}"));
+        Vec::new()
+    });
     let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
+    tasks.extend(&walk.tasks);
+    problems.extend(walk.problem);
     let curr = task::cpu_curr(prog).unwrap_or_default();
     let mut lines = vec!["   PID    PPID  CPU       TASK        ST  COMM".to_owned()];
     let mut rows = Vec::new();
-    let mut problems: Vec<String> = walk.problem.into_iter().collect();
-    for &t in &walk.tasks {
+    for &t in &tasks {
         match task::task(prog, &layout, t) {
             Ok(t) => {
                 let running = curr.contains(&t.addr);
@@ -38,7 +47,7 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
                     "pid": t.pid,
                     "ppid": t.ppid,
                     "cpu": t.cpu,
-                    "task": t.addr,
+                    "task": json_addr(t.addr),
                     "state": t.state.to_string(),
                     "comm": t.comm,
                     "running": running,

@@ -1,22 +1,27 @@
-//! `struct [-o] TYPE [ADDR]`, crash's `struct`: the struct (or union) at
-//! ADDR printed as `p *(struct TYPE *)ADDR` prints it; `-o`, or no ADDR,
-//! prints the type's members with their offsets (`[24]`, or their
-//! addresses `[ffff...]` with ADDR) like crash's `struct -o` and pahole.
+//! `struct [-o] TYPE[.MEMBER,...] [ADDR]`, crash's `struct`: the struct
+//! (or union) at ADDR printed as `p *(struct TYPE *)ADDR` prints it, or
+//! only the members named (`struct task_struct.pid,comm ADDR`, a line
+//! each, `.pid = (pid_t)1`); `-o`, or no ADDR, prints the type's members
+//! (or those named) with their offsets (`[24]`, or their addresses
+//! `[ffff...]` with ADDR) like crash's `struct -o` and pahole.
 //! TYPE is `task_struct`, `struct task_struct`, `union ...` or a module's
-//! `MODULE:NAME` (when vmlinux has a type of that name too); ADDR is any
-//! expression that gives an address (`0xffff...`, `&init_task`, `prb`).
+//! `MODULE:NAME` (when vmlinux has a type of that name too); ADDR is an
+//! address in hex, with or without `0x` (as crash takes it), or any
+//! expression that gives one (`&init_task`, `prb`).
 
 use btf::TypeData;
 use serde_json::json;
 
+use super::sym;
 use crate::command::Reply;
 use crate::error::{Error, Result};
-use crate::eval::{Evaluated, Value};
+use crate::eval::{Evaluated, Loc, Value};
+use crate::format::json_addr;
 use crate::program::Program;
 use crate::types;
 
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
-    let usage = || Error::Usage("struct [-o] TYPE [ADDR]".into());
+    let usage = || Error::Usage("struct [-o] TYPE[.MEMBER,...] [ADDR]".into());
     let mut rest = args.trim_start();
     let mut offsets = false;
     if let Some(r) = rest.strip_prefix("-o") {
@@ -28,14 +33,17 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     if first.is_empty() {
         return Err(usage());
     }
-    let (tyname, after) = if first == "struct" || first == "union" {
+    let (tyname, after, members) = if first == "struct" || first == "union" {
         let r = rest[first.len()..].trim_start();
         let n = &r[..word(r)];
         if n.is_empty() {
             return Err(usage());
         }
-        (format!("{first} {n}"), &r[n.len()..])
+        let (n, members) = split_members(n);
+        (format!("{first} {n}"), &r[word(r)..], members)
     } else {
+        let after = &rest[first.len()..];
+        let (first, members) = split_members(first);
         // `MODULE:NAME`: that module's type (see kernel::module_btf).
         let (module, name) = match first.split_once(':') {
             Some((m, n)) => (format!("{m}:"), n),
@@ -46,7 +54,7 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
             .map(|k| format!("{module}{k} {name}"))
             .find(|n| prog.types.contains_key(n))
             .unwrap_or_else(|| first.to_owned());
-        (key, &rest[first.len()..])
+        (key, after, members)
     };
     let ty = prog
         .types
@@ -63,6 +71,8 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     let expr = after.trim();
     let addr = if expr.is_empty() {
         None
+    } else if let Some(a) = sym::parse_address(expr) {
+        Some(a)
     } else {
         let col = args.len() - after.trim_start().len();
         let v = match prog.eval_str(expr).map_err(|e| e.shifted(col))? {
@@ -73,20 +83,76 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         };
         Some(prog.scalar(&v, col + 1)?)
     };
+    for m in &members {
+        if types::member_path(&prog.btf, ty, m).is_none() {
+            return Err(Error::eval(0, format!("{tyname} has no member {m:?}")));
+        }
+    }
     match addr {
-        Some(a) if !offsets => {
+        Some(a) if !offsets && members.is_empty() => {
             let v = Value::at(ty, a);
             Ok(Reply {
                 text: prog.to_text(&v),
                 json: prog.to_json(&v),
             })
         }
-        _ => Ok(layout(prog, ty, &tyname, addr)),
+        Some(a) if !offsets => Ok(selected(prog, ty, a, &members)),
+        _ => Ok(layout(prog, ty, &tyname, addr, &members)),
     }
 }
 
-/// The members of `ty` with offsets (or addresses from `base`), one level deep.
-fn layout(prog: &Program, ty: btf::TypeId, tyname: &str, base: Option<u64>) -> Reply {
+/// `task_struct.pid,comm` -> (`task_struct`, [`pid`, `comm`]).
+fn split_members(word: &str) -> (&str, Vec<String>) {
+    match word.split_once('.') {
+        Some((t, m)) => (
+            t,
+            m.split(',')
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        None => (word, Vec::new()),
+    }
+}
+
+/// The named members of the struct at `addr`, a line each.
+fn selected(prog: &Program, ty: btf::TypeId, addr: u64, members: &[String]) -> Reply {
+    let mut lines = Vec::new();
+    let mut obj = serde_json::Map::new();
+    for m in members {
+        let Some(f) = types::member_path(&prog.btf, ty, m) else {
+            continue;
+        };
+        let v = if f.bits > 0 {
+            Value {
+                ty: f.ty,
+                loc: Loc::Mem {
+                    addr,
+                    bit: f.bit_offset as u32,
+                    bits: f.bits,
+                },
+            }
+        } else {
+            Value::at(f.ty, addr.wrapping_add(f.bit_offset / 8))
+        };
+        lines.push(format!(".{m} = {}", prog.to_text(&v)));
+        obj.insert(m.clone(), prog.to_json(&v));
+    }
+    Reply {
+        text: lines.join("\n"),
+        json: serde_json::Value::Object(obj),
+    }
+}
+
+/// The members of `ty` (all, or those of `only` at the first level) with
+/// offsets (or addresses from `base`), one level deep.
+fn layout(
+    prog: &Program,
+    ty: btf::TypeId,
+    tyname: &str,
+    base: Option<u64>,
+    only: &[String],
+) -> Reply {
     let btf = &prog.btf;
     let mut text = format!("{tyname} {{");
     let mut members = Vec::new();
@@ -96,6 +162,13 @@ fn layout(prog: &Program, ty: btf::TypeId, tyname: &str, base: Option<u64>) -> R
             let bit = u64::from(m.bit_offset(t.kind_flag));
             let bits = m.bitfield_size(t.kind_flag);
             let name = btf.str_at(m.name_off).unwrap_or("");
+            if !only.is_empty()
+                && !only
+                    .iter()
+                    .any(|o| o.split(['.', '[']).next() == Some(name))
+            {
+                continue;
+            }
             let mut decl = prog.shorten(&btf::cdecl::declaration(btf, m.ty, name));
             if bits > 0 {
                 decl.push_str(&format!(" : {bits}"));
@@ -111,13 +184,18 @@ fn layout(prog: &Program, ty: btf::TypeId, tyname: &str, base: Option<u64>) -> R
                 "offset": bit / 8,
                 "bit_offset": bit,
                 "bits": bits,
-                "address": base.map(|b| b.wrapping_add(bit / 8)),
+                "address": base.map(|b| json_addr(b.wrapping_add(bit / 8))),
             }));
         }
     }
     text.push_str(&format!("\n}}\nSIZE: {size}"));
     Reply {
         text,
-        json: json!({ "type": tyname, "size": size, "address": base, "members": members }),
+        json: json!({
+            "type": tyname,
+            "size": size,
+            "address": base.map(json_addr),
+            "members": members,
+        }),
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value as Json};
 
 use crate::command::Reply;
 use crate::error::{Error, Result};
+use crate::format::json_addr;
 use crate::program::Program;
 
 /// An address described: symbol, offset, module, prototype.
@@ -35,7 +36,7 @@ impl Described {
 
     pub fn to_json(&self) -> Json {
         json!({
-            "address": self.addr,
+            "address": json_addr(self.addr),
             "symbol": self.symbol,
             "offset": self.offset,
             "type": self.type_char.map(String::from),

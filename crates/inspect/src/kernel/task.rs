@@ -1,6 +1,7 @@
 //! Tasks: the kernel's `for_each_process_thread` (every thread of every
-//! process on `init_task.tasks`, through `signal->thread_head`), a task's
-//! pid, parent, CPU, state and name, and which task each CPU runs.
+//! process on `init_task.tasks`, through `signal->thread_head`), each
+//! CPU's idle task (which no list has), a task's pid, parent, CPU, state
+//! and name, and which task each CPU runs.
 //!
 //! Walks are bounded: a node seen twice (a list that loops) or more nodes
 //! than [`MAX_TASKS`] ends the walk with a [`Walk::problem`] that says
@@ -210,16 +211,40 @@ pub fn cpu_curr(prog: &Program) -> Result<Vec<u64>, String> {
             hot.wrapping_add(off)
         }
     };
-    let nr = prog
-        .symbol("nr_cpu_ids")
-        .ok_or("no nr_cpu_ids symbol")
-        .and_then(|a| read_u32(prog, a).map_err(|_| "nr_cpu_ids unreadable"))?;
-    (0..u64::from(nr.min(8192)))
+    (0..nr_cpu_ids(prog)?)
         .map(|cpu| {
             let base = prog.per_cpu_offset(cpu, 0).map_err(|e| e.to_string())?;
             read_u64(prog, base.wrapping_add(var))
         })
         .collect()
+}
+
+/// `nr_cpu_ids`: CPUs 0 to this minus one may exist.
+fn nr_cpu_ids(prog: &Program) -> Result<u64, String> {
+    let nr = prog
+        .symbol("nr_cpu_ids")
+        .ok_or("no nr_cpu_ids symbol")
+        .and_then(|a| read_u32(prog, a).map_err(|_| "nr_cpu_ids unreadable"))?;
+    Ok(u64::from(nr.min(8192)))
+}
+
+/// Each CPU's idle task (`swapper/N`, pid 0), as drgn's `idle_task`:
+/// per-CPU `runqueues.idle`, for the CPUs that have one (0: CPU 0's is
+/// `init_task`).
+pub fn idle_tasks(prog: &Program) -> Result<Vec<u64>, String> {
+    let rq = prog.symbol("runqueues").ok_or("no runqueues symbol")?;
+    let (off, _) = prog
+        .member_offset("struct rq", "idle")
+        .ok_or("the BTF has no struct rq member idle")?;
+    let mut out = Vec::new();
+    for cpu in 0..nr_cpu_ids(prog)? {
+        let base = prog.per_cpu_offset(cpu, 0).map_err(|e| e.to_string())?;
+        match read_u64(prog, base.wrapping_add(rq).wrapping_add(off))? {
+            0 => break,
+            t => out.push(t),
+        }
+    }
+    Ok(out)
 }
 
 /// A task by pid (the first thread with that pid) among `tasks`.
