@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod qemu;
+pub mod sid;
 
 /// Skips the calling test with `reason`, or fails it under `BTFKIT_STRICT=1`.
 /// Use as `let Some(x) = ... else { return testkit::skip("why") };`.

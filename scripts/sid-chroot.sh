@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# A Debian sid chroot with the newest oracles (pahole 1.32, bpftool linked
+# with libbpf 1.8, gcc 16, clang, llvm) and what a kernel build needs, made
+# once and cached under the cache folder. sid's binaries need sid's libc,
+# hence a chroot rather than packages on the host.
+#
+#   scripts/sid-chroot.sh                  make it (if needed), print its path
+#   scripts/sid-chroot.sh path             print its path; exit 1 if it is not made
+#   scripts/sid-chroot.sh run [--bind DIR]... [--] CMD [ARG...]
+#                                          run CMD inside, each DIR visible at the
+#                                          same path (read-write); the working
+#                                          directory is kept when it is bound
+#
+# `run` enters a private mount namespace (unshare -m) and mounts /proc, /sys
+# and /dev there: the mounts vanish with the command, however it ends, and
+# concurrent runs do not see each other's. Needs root and debootstrap
+# (.ci/packages.d/sid). The mirror is the Debian one the host's apt uses
+# (SID_MIRROR overrides it). sid's index here is past its Valid-Until date,
+# so apt inside runs with Acquire::Check-Valid-Until=false.
+#
+# A stamp file keyed on the package list makes a rerun instant; adding a
+# package to the list installs just the new ones.
+set -euo pipefail
+
+packages=(
+  dwarves bpftool gcc clang llvm libbpf-dev libc6-dev
+  make bc flex bison libssl-dev libelf-dev cpio kmod python3
+)
+
+cache="${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}"
+dir="$cache/sid"
+stamp="$dir/.btfkit-stamp"
+key=$(printf '%s\n' "${packages[@]}" | sort -u | sha256sum | cut -d' ' -f1)
+self=$(readlink -f "$0")
+
+die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
+
+# The first Debian archive (not -security) in the host's apt sources.
+host_mirror() {
+  {
+    sed -n 's/^[[:space:]]*URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | tr ' ' '\n'
+    sed -n 's/^[[:space:]]*deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' \
+      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+  } | grep -E '^https?://[^ ]*/debian/?$' | head -n1
+}
+
+# Runs "$@" in the chroot; meant to be called inside a private mount
+# namespace (see `run`), so nothing here needs unmounting.
+enter() {
+  local root=$1; shift
+  local binds=()
+  while [ "$#" -gt 0 ]; do
+    case $1 in
+      --bind) binds+=("$(readlink -f "$2")"); shift 2 ;;
+      --) shift; break ;;
+      *) break ;;
+    esac
+  done
+  [ "$#" -gt 0 ] || die "run: no command given"
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys"
+  mount --rbind /dev "$root/dev"
+  local b
+  for b in "${binds[@]}"; do
+    [ -e "$b" ] || die "run: --bind $b: no such file or directory"
+    if [ -d "$b" ]; then
+      mkdir -p "$root$b"
+    else
+      mkdir -p "$(dirname "$root$b")"; [ -e "$root$b" ] || : > "$root$b"
+    fi
+    mount --rbind "$b" "$root$b"
+  done
+  local wd=/
+  [ -d "$root$PWD" ] && wd=$PWD
+  exec chroot "$root" /usr/bin/env -i \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
+    /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$wd" "$@"
+}
+
+run_in() { unshare --mount --propagation private "$self" __enter "$@"; }
+
+make_chroot() {
+  [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mount)"
+  command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+  mkdir -p "$cache"
+  if [ ! -x "$dir/usr/bin/apt-get" ]; then
+    local mirror="${SID_MIRROR:-$(host_mirror)}"
+    [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*: set SID_MIRROR"
+    # Built aside and renamed, so an interrupted debootstrap leaves nothing
+    # that looks finished.
+    local tmp="$dir.tmp"
+    rm -rf "$tmp" "$dir"
+    echo "sid-chroot.sh: debootstrap sid from $mirror" >&2
+    debootstrap --variant=minbase sid "$tmp" "$mirror" >&2 ||
+      die "debootstrap failed (see $tmp/debootstrap/debootstrap.log)"
+    mv "$tmp" "$dir"
+  fi
+  cp /etc/resolv.conf "$dir/etc/resolv.conf"
+  run_in "$dir" -- apt-get -qq -o Acquire::Check-Valid-Until=false update >&2
+  run_in "$dir" -- apt-get -qq -o Acquire::Check-Valid-Until=false install -y \
+    --no-install-recommends "${packages[@]}" >&2
+  run_in "$dir" -- apt-get -qq clean
+  echo "$key" > "$stamp"
+}
+
+ready() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; }
+
+# One maker at a time; a caller that waited finds the chroot made.
+ensure() {
+  ready && return 0
+  mkdir -p "$cache"
+  exec 9>"$cache/.sid.lock"
+  flock 9
+  ready || make_chroot
+  exec 9>&-
+}
+
+case "${1:-}" in
+  "" | make)
+    ensure
+    echo "$dir"
+    ;;
+  path)
+    ready || die "the sid chroot is missing or out of date: run scripts/sid-chroot.sh"
+    echo "$dir"
+    ;;
+  run)
+    shift
+    ensure
+    [ "$(id -u)" = 0 ] || die "run needs root (mount, chroot)"
+    run_in "$dir" "$@"
+    ;;
+  __enter)
+    shift
+    enter "$@"
+    ;;
+  *)
+    die "usage: $0 [make | path | run [--bind DIR]... [--] CMD [ARG...]]"
+    ;;
+esac
