@@ -18,8 +18,9 @@
 # (SID_MIRROR overrides it). sid's index here is past its Valid-Until date,
 # so apt inside runs with Acquire::Check-Valid-Until=false.
 #
-# A stamp file keyed on the package list makes a rerun instant; adding a
-# package to the list installs just the new ones.
+# A stamp file lists the packages installed: a rerun with all of them there
+# takes no time, and adding a package to the list installs just the new
+# ones (a stamp with more packages, from another branch's list, is fine).
 set -euo pipefail
 
 packages=(
@@ -30,7 +31,6 @@ packages=(
 cache="${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}"
 dir="$cache/sid"
 stamp="$dir/.btfkit-stamp"
-key=$(printf '%s\n' "${packages[@]}" | sort -u | sha256sum | cut -d' ' -f1)
 self=$(readlink -f "$0")
 
 die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
@@ -101,10 +101,15 @@ make_chroot() {
   run_in "$dir" -- apt-get -qq -o Acquire::Check-Valid-Until=false install -y \
     --no-install-recommends "${packages[@]}" >&2
   run_in "$dir" -- apt-get -qq clean
-  echo "$key" > "$stamp"
+  { cat "$stamp" 2>/dev/null || true; printf '%s\n' "${packages[@]}"; } | sort -u > "$stamp.new"
+  mv "$stamp.new" "$stamp"
 }
 
-ready() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; }
+# Whether every package of the list is in the stamp.
+ready() {
+  [ -f "$stamp" ] &&
+    [ -z "$(printf '%s\n' "${packages[@]}" | sort -u | comm -23 - "$stamp")" ]
+}
 
 # One maker at a time; a caller that waited finds the chroot made.
 ensure() {
