@@ -25,8 +25,9 @@ use super::layout::LayoutArgs;
 /// flags from it (CONFIG_PAHOLE_VERSION): 1.26+ switches to
 /// `--btf_features`, 1.27+ adds decl_tag_kfuncs (btfkit tags kfuncs
 /// always), 1.28 is the release with distilled_base and global_var, both
-/// implemented here. 1.30 would make kernels ask for
-/// `--btf_features=attributes`, which btfkit does not encode.
+/// implemented here. attributes (1.30) and layout (1.31) are implemented
+/// too, but not all that 1.32 reads and encodes (README: dwz alternate
+/// files, force_cu_merging, names with several definitions without code).
 pub const PAHOLE_VERSION: &str = "v1.28";
 
 /// `btfkit pahole`: every argument goes to pahole's parser below.
