@@ -732,7 +732,7 @@ fn encode_parity_with_pahole_1_32_on_debian_6_1() {
             Category::Func if o.name.contains('.') => {
                 "only btfkit: FUNC named by its exact clone symbol"
             }
-            Category::Func => "only btfkit: FUNC (prototype-only, true signature)",
+            Category::Func => "only btfkit: FUNC under its plain symbol name",
             _ => {
                 bad.entry("only btfkit: a named type or VAR")
                     .or_default()
