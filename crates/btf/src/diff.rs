@@ -165,12 +165,17 @@ impl Diff {
 #[derive(Clone, Debug)]
 pub struct DiffOptions {
     pub categories: Vec<Category>,
+    /// Render an array of arrays as one array of all their elements
+    /// (`char [16][16]` as `char [256]`), as pahole before 1.25 encoded
+    /// multi-dimensional arrays: compares BTF of either era by layout.
+    pub flat_arrays: bool,
 }
 
 impl Default for DiffOptions {
     fn default() -> Self {
         DiffOptions {
             categories: Category::ALL.to_vec(),
+            flat_arrays: false,
         }
     }
 }
@@ -251,6 +256,7 @@ fn entries(btf: &Btf, opts: &DiffOptions) -> Entries {
     let r = Renderer {
         btf,
         budget: Cell::new(0),
+        flat_arrays: opts.flat_arrays,
     };
     let mut map = Entries::new();
     for (_, t) in btf.iter() {
@@ -301,6 +307,7 @@ struct Renderer<'a> {
     btf: &'a Btf,
     /// What is left of [`RENDER_BUDGET`] for the entry being rendered.
     budget: Cell<u32>,
+    flat_arrays: bool,
 }
 
 impl Renderer<'_> {
@@ -436,6 +443,19 @@ impl Renderer<'_> {
                 };
                 self.decl(*ty, &d, depth + 1)
             }
+            TypeData::Array(a) if self.flat_arrays => {
+                let (mut elem, mut nelems) = (a.elem, u64::from(a.nelems));
+                // Bounded: a loop of arrays in bad input must end.
+                for _ in 0..MAX_DEPTH {
+                    let Some(TypeData::Array(e)) = self.btf.type_by_id(elem).map(|t| &t.data)
+                    else {
+                        break;
+                    };
+                    nelems = nelems.saturating_mul(u64::from(e.nelems));
+                    elem = e.elem;
+                }
+                self.decl(elem, &format!("{inner}[{nelems}]"), depth + 1)
+            }
             TypeData::Array(a) => self.decl(a.elem, &format!("{inner}[{}]", a.nelems), depth + 1),
             TypeData::FuncProto { ret, params } => {
                 let mut list = String::from("(");
@@ -464,10 +484,15 @@ impl Renderer<'_> {
                 self.qualified(q, *ty, inner, depth)
             }
             TypeData::TypeTag { ty } => {
-                let q = format!(
-                    "__attribute__((btf_type_tag(\"{}\")))",
-                    self.name(t.name_off)
-                );
+                // kind_flag: a type attribute (`address_space(1)`), not a tag.
+                let q = if t.kind_flag {
+                    format!("__attribute__(({}))", self.name(t.name_off))
+                } else {
+                    format!(
+                        "__attribute__((btf_type_tag(\"{}\")))",
+                        self.name(t.name_off)
+                    )
+                };
                 self.qualified(&q, *ty, inner, depth)
             }
             TypeData::Struct { .. } | TypeData::Union { .. } if t.name_off == 0 => {

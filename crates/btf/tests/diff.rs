@@ -160,6 +160,7 @@ fn diff_ignores_type_ids() {
             Category::Typedef,
             Category::Func,
         ],
+        ..DiffOptions::default()
     };
     let d = diff(&a, &b, &opts);
     assert!(d.is_empty(), "{d:?}");
@@ -290,6 +291,7 @@ fn diff_renders_prototypes_as_c() {
         &b,
         &DiffOptions {
             categories: vec![Category::Func],
+            ..DiffOptions::default()
         },
     );
     assert_eq!(d.changed.len(), 1);

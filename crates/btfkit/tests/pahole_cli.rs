@@ -447,3 +447,358 @@ fn read_only_object_is_refused_untouched() {
     assert_fails_untouched(&out, &obj, &full, "cannot write", "read-only object");
     assert!(text(&out).contains("/t.o"), "{}", text(&out));
 }
+
+// ---- Against pahole 1.32 (Debian sid, in the chroot scripts/sid-chroot.sh makes).
+
+/// pahole 1.32 run in the sid chroot on `obj` with `args`, writing raw BTF
+/// to `out` (the fixture's directory is bound into the chroot).
+fn pahole_1_32(sid: &testkit::sid::Sid, fx: &Fixture, args: &[&str], obj: &Path, out: &Path) {
+    let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    all.push(format!("--btf_encode_detached={}", out.display()));
+    all.push(obj.display().to_string());
+    sid.run_ok(&[fx.dir.path()], "pahole", &all);
+}
+
+/// btfkit as `pahole` with the same arguments.
+fn pahole_btfkit(fx: &Fixture, args: &[&str], obj: &Path, out: &Path) {
+    let arg = format!("--btf_encode_detached={}", out.display());
+    let mut all = args.to_vec();
+    all.push(&arg);
+    let o = run(&pahole_link(fx), &all, Some(obj));
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+}
+
+/// The VARs of a BTF file, by DATASEC: "section: name name ...".
+fn datasec_vars(file: &Path) -> Vec<String> {
+    let btf = btf::load_file(file, None).expect("BTF");
+    btf.iter()
+        .filter_map(|(_, t)| match &t.data {
+            btf::TypeData::Datasec { vars, .. } => {
+                let names: Vec<&str> = vars
+                    .iter()
+                    .filter_map(|v| btf.name_of(btf.type_by_id(v.ty)?).ok())
+                    .collect();
+                Some(format!(
+                    "{}: {}",
+                    btf.name_of(t).unwrap_or("?"),
+                    names.join(" ")
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `default`, a leading `+`, `all`, `--btf_gen_all`, repeated lists and
+/// unknown names select the same variables as with pahole 1.32.
+#[test]
+fn btf_features_default_plus_all_select_as_pahole_1_32() {
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let fx = Fixture::new();
+    let obj = object(&fx);
+    let lists: &[&[&str]] = &[
+        &[],
+        &["--btf_features=default"],
+        &["--btf_features=+global_var"],
+        &["--btf_features=default,global_var"],
+        &["--btf_features=var,+global_var"],
+        &["--btf_features=all"],
+        &["--btf_gen_all"],
+        &["--btf_features=float", "--btf_features=var"],
+        &["--btf_features=float,no_such_feature"],
+        &["--btf_features=+no_such_feature"],
+    ];
+    for (i, args) in lists.iter().enumerate() {
+        let (theirs, ours) = (fx.path(&format!("{i}.132")), fx.path(&format!("{i}.ours")));
+        pahole_1_32(&sid, &fx, args, &obj, &theirs);
+        pahole_btfkit(&fx, args, &obj, &ours);
+        assert_eq!(datasec_vars(&ours), datasec_vars(&theirs), "{args:?}");
+    }
+    // Strict lists: an unknown name stops both (btfkit: a usage error).
+    let theirs = sid
+        .command(
+            &[fx.dir.path()],
+            "pahole",
+            ["--btf_features_strict=var,no_such_feature", "-J"],
+        )
+        .arg(&obj)
+        .output()
+        .expect("run pahole 1.32");
+    assert!(!theirs.status.success());
+    let ours = run(
+        &pahole_link(&fx),
+        &["--btf_features_strict=var,no_such_feature", "-J"],
+        Some(&obj),
+    );
+    assert_eq!(ours.status.code(), Some(2), "{}", text(&ours));
+}
+
+/// `--supported_btf_features` lists what btfkit implements, in pahole
+/// 1.32's order: its list without `force_cu_merging` (one merged unit for
+/// DWARF whose units refer to each other; btfkit converts unit by unit),
+/// and with `layout`, which Debian's pahole 1.32 hides because its libbpf
+/// 1.7 cannot write the layout section.
+#[test]
+fn supported_btf_features_are_pahole_1_32_s_that_btfkit_implements() {
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let fx = Fixture::new();
+    let theirs = sid.run_ok(&[], "pahole", ["--supported_btf_features"]);
+    let theirs = String::from_utf8_lossy(&theirs);
+    let mut want: Vec<&str> = theirs
+        .trim()
+        .split(',')
+        .filter(|f| *f != "force_cu_merging")
+        .collect();
+    want.push("layout");
+    let ours = run(&pahole_link(&fx), &["--supported_btf_features"], None);
+    assert!(ours.status.success(), "{}", text(&ours));
+    assert_eq!(String::from_utf8_lossy(&ours.stdout).trim(), want.join(","));
+}
+
+/// A `.BTF_ids` kfunc set as the kernel's BTF_SET8_START/BTF_ID_FLAGS
+/// macros lay it out, with KF_FASTCALL (1 << 12) on `kf_fast` and
+/// KF_ARENA_RET | KF_ARENA_ARG1 | KF_ARENA_ARG2 (7 << 13) on `kf_arena`.
+const KFUNCS: &str = r#"
+struct arena_obj { int v; };
+__attribute__((noinline)) int kf_fast(int x) { return x * 3; }
+__attribute__((noinline)) struct arena_obj *kf_arena(struct arena_obj *a, struct arena_obj *b)
+{
+	return a->v > b->v ? a : b;
+}
+__attribute__((noinline)) int kf_plain(int x) { return x + 1; }
+__attribute__((noinline)) int not_a_kfunc(int x) { return x - 1; }
+asm(".pushsection .BTF_ids,\"a\"\n"
+    ".p2align 2\n"
+    "__BTF_ID__set8__kset:\n"
+    ".long 3\n.long 1\n"
+    "__BTF_ID__func__kf_fast__1:\n.long 0\n.long 0x1000\n"
+    "__BTF_ID__func__kf_arena__2:\n.long 0\n.long 0xe000\n"
+    "__BTF_ID__func__kf_plain__3:\n.long 0\n.long 0\n"
+    ".size __BTF_ID__set8__kset, .-__BTF_ID__set8__kset\n"
+    ".popsection\n");
+int main(int argc, char **argv)
+{
+	struct arena_obj a = { argc }, b = { 2 };
+	return kf_fast(argc) + kf_arena(&a, &b)->v + kf_plain(argc) + not_a_kfunc(argc);
+}
+"#;
+
+/// Each FUNC with its prototype (type attributes spelled out) and its
+/// DECL_TAGs, sorted.
+fn funcs_with_tags(file: &Path) -> Vec<String> {
+    use btf::diff::{diff, layout_text, Category, DiffOptions};
+    let btf = btf::load_file(file, None).expect("BTF");
+    let d = diff(
+        &btf,
+        &btf::Btf::default(),
+        &DiffOptions {
+            categories: vec![Category::Func],
+            ..DiffOptions::default()
+        },
+    );
+    let mut out: Vec<String> = d
+        .only_a
+        .iter()
+        .flat_map(|o| {
+            o.layouts
+                .iter()
+                .map(|l| format!("{}: {}", o.name, layout_text(l)))
+        })
+        .collect();
+    for (_, t) in btf.iter() {
+        if let btf::TypeData::DeclTag { ty, .. } = t.data {
+            let target = btf.type_by_id(ty).and_then(|f| btf.name_of(f).ok());
+            out.push(format!(
+                "{} tagged {}",
+                target.unwrap_or("?"),
+                btf.name_of(t).unwrap_or("?")
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// decl_tag_kfuncs and attributes as pahole 1.32 writes them: "bpf_kfunc"
+/// on every kfunc, "bpf_fastcall" on KF_FASTCALL ones, and with
+/// `attributes` the bpf_arena pointers of KF_ARENA_* kfuncs point to an
+/// `address_space(1)` type attribute (TYPE_TAG with kind_flag).
+#[test]
+fn kfunc_tags_and_arena_attributes_as_pahole_1_32() {
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let fx = Fixture::new();
+    fx.write("k.c", KFUNCS);
+    let exe = fx.cc("k", &["k.c"], &["-g", "-O2"]);
+    for args in [
+        &["--btf_features=default"][..],
+        &["--btf_features=default,attributes"][..],
+    ] {
+        let (theirs, ours) = (fx.path("k.132"), fx.path("k.ours"));
+        pahole_1_32(&sid, &fx, args, &exe, &theirs);
+        pahole_btfkit(&fx, args, &exe, &ours);
+        let (theirs, ours) = (funcs_with_tags(&theirs), funcs_with_tags(&ours));
+        assert_eq!(ours, theirs, "{args:?}");
+        let fast = "kf_fast tagged bpf_fastcall".to_owned();
+        assert!(ours.contains(&fast), "{ours:?}");
+        let arena = ours.iter().any(|f| f.contains("address_space(1)"));
+        assert_eq!(arena, args[0].ends_with("attributes"), "{ours:?}");
+    }
+}
+
+/// Linux 7.2's scripts/Makefile.btf flags for pahole >= 1.31.
+const FLAGS_7_2: &[&str] = &[
+    "-J",
+    "-j",
+    "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs,attributes,layout",
+    "--lang_exclude=rust",
+];
+
+/// One class of differences: how many, and a few names.
+#[derive(Default)]
+struct Class {
+    count: usize,
+    examples: Vec<String>,
+}
+
+impl Class {
+    fn add(&mut self, name: &str) {
+        self.count += 1;
+        if self.examples.len() < 4 {
+            self.examples.push(name.to_owned());
+        }
+    }
+}
+
+/// Debian 6.1's vmlinux encoded by pahole 1.32 and by btfkit with 7.2's
+/// flags, compared with `btfkit diff`'s machinery. Every difference is
+/// printed by class. Structs, unions, enums, typedefs and variables must be
+/// identical; a FUNC only pahole 1.32 has must be one fentry cannot attach
+/// by its name (no symbol is named so: btfkit names the clone by its exact
+/// symbol, or cannot write the clone's changed ABI), or a name with several
+/// definitions without code (btfkit does not choose among them); a FUNC
+/// whose prototype differs must be the one of the DWARF of the code the
+/// kernel attaches the name to.
+#[test]
+fn encode_parity_with_pahole_1_32_on_debian_6_1() {
+    use btf::diff::{diff, layout_text, Category, DiffOptions};
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (theirs, ours) = (fx.path("vmlinux.132.btf"), fx.path("vmlinux.ours.btf"));
+    let mut args: Vec<String> = FLAGS_7_2.iter().map(|a| a.to_string()).collect();
+    args.push(format!("--btf_encode_detached={}", theirs.display()));
+    args.push(k.vmlinux.display().to_string());
+    sid.run_ok(&[fx.dir.path(), &k.vmlinux], "pahole", &args);
+    pahole_btfkit(&fx, FLAGS_7_2, &k.vmlinux, &ours);
+    let (theirs, ours) = (
+        btf::load_file(&theirs, None).expect("pahole 1.32's BTF"),
+        btf::load_file(&ours, None).expect("btfkit's BTF"),
+    );
+    let d = diff(&ours, &theirs, &DiffOptions::default());
+
+    let elf = dwarf2btf::load::ElfFile::open(&k.vmlinux).expect("vmlinux");
+    let model = dwarf2btf::funcs::FuncModel::from_elf(&elf).expect("function model");
+    let symbols: HashSet<&str> = model.instances.iter().map(|i| i.symbol.as_str()).collect();
+    // The instance the kernel attaches each name to: the lowest address.
+    let mut pick: HashMap<&str, &dwarf2btf::funcs::Instance> = HashMap::new();
+    for i in &model.instances {
+        pick.entry(i.symbol.as_str()).or_insert(i);
+    }
+    let ours_funcs: Vec<&str> = d
+        .only_a
+        .iter()
+        .filter(|o| o.category == Category::Func)
+        .map(|o| o.name.as_str())
+        .collect();
+
+    let mut classes: BTreeMap<&str, Class> = BTreeMap::new();
+    let mut bad: BTreeMap<&str, Class> = BTreeMap::new();
+    for o in &d.only_a {
+        let class = match o.category {
+            Category::Func if o.name.contains("..") => {
+                "only btfkit: FUNC of another instance (<symbol>..<address>)"
+            }
+            Category::Func if o.name.contains('.') => {
+                "only btfkit: FUNC named by its exact clone symbol"
+            }
+            Category::Func => "only btfkit: FUNC under its plain symbol name",
+            _ => {
+                bad.entry("only btfkit: a named type or VAR")
+                    .or_default()
+                    .add(&o.name);
+                continue;
+            }
+        };
+        classes.entry(class).or_default().add(&o.name);
+    }
+    for o in &d.only_b {
+        if o.category != Category::Func {
+            bad.entry("only pahole 1.32: a named type or VAR")
+                .or_default()
+                .add(&o.name);
+            continue;
+        }
+        let clone = ours_funcs.iter().any(|f| {
+            f.strip_prefix(o.name.as_str())
+                .is_some_and(|r| r.starts_with('.'))
+        });
+        let class = match pick.get(o.name.as_str()) {
+            None if clone => "only pahole 1.32: no symbol of that name; btfkit has the clone's",
+            None => "only pahole 1.32: no symbol of that name; the clone's ABI is unwritable",
+            Some(i)
+                if i.detail
+                    .as_deref()
+                    .is_some_and(|d| d.contains("definitions without code")) =>
+            {
+                "only pahole 1.32: several definitions without code"
+            }
+            Some(_) => {
+                bad.entry("only pahole 1.32: an attachable FUNC")
+                    .or_default()
+                    .add(&o.name);
+                continue;
+            }
+        };
+        assert!(!symbols.contains(o.name.as_str()) || class.contains("several"));
+        classes.entry(class).or_default().add(&o.name);
+    }
+    for c in &d.changed {
+        let dwarf = pick.get(c.name.as_str()).and_then(|i| model.prototype_c(i));
+        let ours_proto = c.unmatched_a.first().map(layout_text);
+        let matches = match (&dwarf, &ours_proto) {
+            // layout_text: "static int f(int a)"; the model: "int f(int a)".
+            (Some(p), Some(o)) => o.ends_with(p.as_str()),
+            _ => false,
+        };
+        let class = if c.category == Category::Func && matches {
+            "changed: btfkit's is the DWARF of the code at the symbol"
+        } else {
+            bad.entry("changed: other").or_default().add(&c.name);
+            continue;
+        };
+        classes.entry(class).or_default().add(&c.name);
+    }
+    println!(
+        "Debian 6.1 vmlinux, 7.2's flags: btfkit vs pahole 1.32 ({} equal)",
+        d.equal
+    );
+    println!("| class | count | examples |\n|---|---|---|");
+    for (name, c) in classes.iter().chain(&bad) {
+        println!("| {name} | {} | {} |", c.count, c.examples.join(", "));
+    }
+    assert!(
+        bad.is_empty(),
+        "differences outside the allowed classes (above)"
+    );
+}

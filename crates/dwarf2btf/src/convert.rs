@@ -276,9 +276,6 @@ pub struct UnitVar {
     /// Local type id (0: void).
     pub ty: TypeId,
     pub external: bool,
-    /// The name is the DIE's own, not its declaration's (pahole trusts only
-    /// an own name at address 0).
-    pub own_name: bool,
     /// Local string offsets of btf_decl_tag values attached to it.
     pub decl_tags: Vec<u32>,
 }
@@ -326,10 +323,10 @@ enum Open {
         idx: usize,
         start: usize,
     },
+    /// `start`: where its dimensions begin in `Conv::dims`.
     Array {
         idx: usize,
-        nelems: u32,
-        dims: u32,
+        start: usize,
     },
     /// `tags`: clang's btf_type_tag children, in DIE order; `gnu`: GCC's
     /// DW_AT_GNU_annotation chain, used when there are no children (pahole).
@@ -387,6 +384,8 @@ struct Conv<'a, 'd> {
     values: Vec<EnumValue>,
     values64: Vec<Enum64Value>,
     params: Vec<Param>,
+    /// Element counts of the open array's subranges, outermost first.
+    dims: Vec<u32>,
     arena: Arena,
     bitfields: Vec<(usize, usize, u32)>,
     bitfix: Vec<BitFix>,
@@ -448,6 +447,7 @@ pub fn convert_unit<'a, 'd>(
         values: Vec::new(),
         values64: Vec::new(),
         params: Vec::new(),
+        dims: Vec::new(),
         arena: Arena::new(),
         bitfields: Vec::new(),
         bitfix: Vec::new(),
@@ -696,8 +696,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 );
                 Some(Open::Array {
                     idx,
-                    nelems: 1,
-                    dims: 0,
+                    start: self.dims.len(),
                 })
             }
             dw::DW_TAG_subroutine_type => {
@@ -949,17 +948,13 @@ impl<'a, 'd> Conv<'a, 'd> {
 
     fn subrange(&mut self, die: &Die<'d>) {
         let a = &die.attrs;
-        // pahole flattens int a[2][3] into one ARRAY of 6 elements; an
-        // unbounded dimension (flexible array) gives 0 elements.
+        // An unbounded dimension (flexible array) has 0 elements.
         let n = match (a.count(), a.upper_bound()) {
             (Some(c), _) => c,
             (None, Some(u)) => u.wrapping_add(1),
             (None, None) => 0,
         };
-        if let Some((_, Open::Array { nelems, dims, .. })) = self.stack.last_mut() {
-            *nelems = nelems.wrapping_mul(n as u32);
-            *dims += 1;
-        }
+        self.dims.push(n as u32);
     }
 
     fn annotation(&mut self, die: &Die<'d>) {
@@ -1059,7 +1054,6 @@ impl<'a, 'd> Conv<'a, 'd> {
             addr: 0,
             ty: a.ty().unwrap_or(0),
             external: a.external(),
-            own_name: a.name().is_some(),
             decl_tags: Vec::new(),
         };
         if let Some(spec) = a.specification() {
@@ -1147,15 +1141,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                     *params = list;
                 }
             }
-            Open::Array { idx, nelems, dims } => {
-                if let Some(Type {
-                    data: TypeData::Array(a),
-                    ..
-                }) = self.b.types.get_mut(idx)
-                {
-                    a.nelems = if dims == 0 { 0 } else { nelems };
-                }
-            }
+            Open::Array { idx, start } => self.close_array(idx, start),
             Open::Ptr { idx, tags, gnu } => {
                 // clang's children are in source order: ptr -> last tag ->
                 // ... -> first tag -> pointee, as pahole. GCC's chain starts
@@ -1201,6 +1187,44 @@ impl<'a, 'd> Conv<'a, 'd> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// One ARRAY per dimension, as clang and pahole >= 1.25 encode them:
+    /// `int a[2][3]` is the DIE's ARRAY of 2 elements of a new ARRAY of 3
+    /// ints (pahole 1.24 flattened it into one ARRAY of 6). The inner
+    /// arrays go after the unit's DIE types, as pointer tags do.
+    fn close_array(&mut self, idx: usize, start: usize) {
+        let start = start.min(self.dims.len());
+        let Some(Type {
+            data: TypeData::Array(outer),
+            ..
+        }) = self.b.types.get(idx)
+        else {
+            self.dims.truncate(start);
+            return;
+        };
+        let mut elem = outer.elem;
+        for i in (start + 1..self.dims.len()).rev() {
+            let id = self.b.add_type(Type::new(
+                0,
+                TypeData::Array(Array {
+                    elem,
+                    index: INDEX_PENDING,
+                    nelems: self.dims[i],
+                }),
+            ));
+            elem = id | LOCAL;
+        }
+        let nelems = self.dims.get(start).copied().unwrap_or(0);
+        self.dims.truncate(start);
+        if let Some(Type {
+            data: TypeData::Array(outer),
+            ..
+        }) = self.b.types.get_mut(idx)
+        {
+            outer.elem = elem;
+            outer.nelems = nelems;
         }
     }
 

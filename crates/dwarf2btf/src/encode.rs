@@ -301,11 +301,12 @@ where
             .map_err(|e| dedup_error(path, e))?
     };
     progress.stage("functions and variables", 0);
+    let mut kfunc_warnings = Vec::new();
     let (added, ahead) = pool.join(
         || -> Result<()> {
             policy.finish(policy_units, &mut btf)?;
             vars::add_datasecs(&mut btf, &info, secinfos);
-            kfuncs::tag_kfuncs(&mut btf, &obj, &info);
+            kfuncs::tag_kfuncs(&mut btf, &obj, &info, opts.attributes, &mut kfunc_warnings);
             Ok(())
         },
         || appending.as_mut().map_or(Ok(()), Appending::run_ahead),
@@ -314,7 +315,7 @@ where
     ahead.map_err(|e| dedup_error(path, e))?;
     let gathered = Gathered {
         btf,
-        warnings,
+        warnings: [warnings, kfunc_warnings].concat(),
         strings_in_order,
         appending,
     };

@@ -1,16 +1,20 @@
 //! kfuncs: DECL_TAG "bpf_kfunc" on the FUNC of every function listed in a
-//! `.BTF_ids` set8 that is flagged as a kfunc set.
+//! `.BTF_ids` set8 that is flagged as a kfunc set, and what the kfunc's own
+//! flags word asks for, as pahole 1.32 writes it: DECL_TAG "bpf_fastcall"
+//! for KF_FASTCALL, and with `attributes` a type attribute
+//! `address_space(1)` on the bpf_arena pointers KF_ARENA_RET/ARG1/ARG2 name.
 //!
 //! The kernel's BTF_SET8_START(name) emits a symbol `__BTF_ID__set8__name`
 //! over `struct { u32 cnt; u32 flags; struct { u32 id, flags; } pairs[]; }`
-//! and each BTF_ID_FLAGS(func, f) inside it a symbol `__BTF_ID__func__f__N`.
+//! and each BTF_ID_FLAGS(func, f) inside it a symbol `__BTF_ID__func__f__N`
+//! at its pair, whose second word is the kfunc's flags.
 //! A set whose flags word has BTF_SET8_KFUNCS (bit 0) lists kfuncs; a
 //! function symbol inside such a set's [value, value + size) range is one.
 //! Kernels before 6.9 have no such flag: they get no tags, as with pahole.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use btf::{Btf, Type, TypeData};
+use btf::{Btf, Param, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 
 use crate::load::ElfInfo;
@@ -19,20 +23,31 @@ const SET8_PREFIX: &str = "__BTF_ID__set8__";
 const FUNC_PREFIX: &str = "__BTF_ID__func__";
 const BTF_SET8_KFUNCS: u32 = 1;
 const KFUNC_TAG: &str = "bpf_kfunc";
+const FASTCALL_TAG: &str = "bpf_fastcall";
+/// The type attribute of bpf_arena pointers (`__arena`).
+const ARENA_ATTR: &str = "address_space(1)";
 
-/// Names of the kfuncs of an ELF file.
-pub fn kfunc_names(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// kfunc flags (the kernel's include/linux/btf.h).
+const KF_FASTCALL: u32 = 1 << 12;
+const KF_ARENA_RET: u32 = 1 << 13;
+const KF_ARENA_ARG1: u32 = 1 << 14;
+const KF_ARENA_ARG2: u32 = 1 << 15;
+
+/// The kfuncs of an ELF file and their flags words (of the last set that
+/// lists a name, in symbol-table order, as pahole).
+pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
+    let mut kfuncs = BTreeMap::new();
     let Some(sec) = info.section_by_name(".BTF_ids") else {
-        return names;
+        return kfuncs;
     };
     let Some(data) = obj
         .section_by_index(object::SectionIndex(sec.index))
         .ok()
         .and_then(|s| s.data().ok())
     else {
-        return names;
+        return kfuncs;
     };
+    // The second word at `value`: a set's flags, or a pair's.
     let flags_at = |value: u64| -> Option<u32> {
         let off = usize::try_from(value.checked_sub(sec.addr)?.checked_add(4)?).ok()?;
         let b = data.get(off..off.checked_add(4)?)?;
@@ -48,7 +63,7 @@ pub fn kfunc_names(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeSet<Strin
         .map(|s| (s.addr, s.addr.saturating_add(s.size)))
         .collect();
     if ranges.is_empty() {
-        return names;
+        return kfuncs;
     }
     for s in info.symbols.iter().filter(in_section) {
         let Some(rest) = s.name.strip_prefix(FUNC_PREFIX) else {
@@ -62,38 +77,130 @@ pub fn kfunc_names(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeSet<Strin
             continue;
         }
         if ranges.iter().any(|&(lo, hi)| lo <= s.addr && s.addr < hi) {
-            names.insert(func.to_owned());
+            kfuncs.insert(func.to_owned(), flags_at(s.addr).unwrap_or(0));
         }
     }
-    names
+    kfuncs
 }
 
-/// Adds DECL_TAG "bpf_kfunc" (component -1) to every FUNC whose name is a
-/// kfunc. Returns the number of tags added.
-pub fn tag_kfuncs(btf: &mut Btf, obj: &object::File<'_>, info: &ElfInfo<'_>) -> usize {
-    let names = kfunc_names(obj, info);
-    if names.is_empty() {
+/// Tags every FUNC whose name is a kfunc (component -1): "bpf_kfunc", and
+/// "bpf_fastcall" when its flags have KF_FASTCALL. With `attributes`, the
+/// pointers its KF_ARENA_* flags name become pointers to an
+/// `address_space(1)` type attribute of their pointee. Returns the number of
+/// kfunc FUNCs; `warnings` gets a kfunc whose flagged type is no pointer.
+pub fn tag_kfuncs(
+    btf: &mut Btf,
+    obj: &object::File<'_>,
+    info: &ElfInfo<'_>,
+    attributes: bool,
+    warnings: &mut Vec<String>,
+) -> usize {
+    let kfuncs = kfuncs(obj, info);
+    if kfuncs.is_empty() {
         return 0;
     }
-    let funcs: Vec<u32> = btf
+    let funcs: Vec<(TypeId, u32)> = btf
         .iter()
         .filter(|(_, t)| matches!(t.data, TypeData::Func { .. }))
-        .filter(|(_, t)| btf.name_of(t).is_ok_and(|n| names.contains(n)))
-        .map(|(id, _)| id)
+        .filter_map(|(id, t)| Some((id, *kfuncs.get(btf.name_of(t).ok()?)?)))
         .collect();
     if funcs.is_empty() {
         // No string either: every string of an encode is used.
         return 0;
     }
-    let tag = btf.add_own_str(KFUNC_TAG);
-    for &id in &funcs {
-        btf.add_type(Type::new(
-            tag,
-            TypeData::DeclTag {
-                ty: id,
-                component_idx: -1,
-            },
-        ));
+    if attributes {
+        for &(id, flags) in &funcs {
+            if flags & (KF_ARENA_RET | KF_ARENA_ARG1 | KF_ARENA_ARG2) != 0 {
+                if let Err(what) = arena_pointers(btf, id, flags) {
+                    let name = btf.type_by_id(id).and_then(|t| btf.name_of(t).ok());
+                    warnings.push(format!(
+                        "kfunc {}: {what} is no pointer, no {ARENA_ATTR} attribute",
+                        name.unwrap_or("?")
+                    ));
+                }
+            }
+        }
+    }
+    let kfunc = btf.add_own_str(KFUNC_TAG);
+    let fastcall = funcs
+        .iter()
+        .any(|&(_, f)| f & KF_FASTCALL != 0)
+        .then(|| btf.add_own_str(FASTCALL_TAG));
+    for &(id, flags) in &funcs {
+        let tags = [Some(kfunc), fastcall.filter(|_| flags & KF_FASTCALL != 0)];
+        for tag in tags.into_iter().flatten() {
+            btf.add_type(Type::new(
+                tag,
+                TypeData::DeclTag {
+                    ty: id,
+                    component_idx: -1,
+                },
+            ));
+        }
     }
     funcs.len()
+}
+
+/// Gives FUNC `func` a prototype whose return type (KF_ARENA_RET) and first
+/// and second parameters (KF_ARENA_ARG1, ARG2) point to an
+/// `address_space(1)` attribute of what they pointed to (a prototype of its
+/// own when other FUNCs share its prototype). Nothing changes when a
+/// flagged type is no pointer (the error names it).
+fn arena_pointers(btf: &mut Btf, func: TypeId, flags: u32) -> Result<(), &'static str> {
+    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(func).map(|t| &t.data) else {
+        return Ok(());
+    };
+    let proto = *proto;
+    let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(proto).map(|t| &t.data) else {
+        return Ok(());
+    };
+    let mut ret = *ret;
+    let mut params: Vec<Param> = params.iter().copied().collect();
+    let pointee = |btf: &Btf, id: TypeId| match btf.type_by_id(id).map(|t| &t.data) {
+        Some(TypeData::Ptr { ty }) => Some(*ty),
+        _ => None,
+    };
+    // Check every flagged type before adding any.
+    let mut targets: Vec<(Option<usize>, TypeId)> = Vec::new();
+    if flags & KF_ARENA_RET != 0 {
+        targets.push((None, pointee(btf, ret).ok_or("the return type")?));
+    }
+    for (flag, i, what) in [
+        (KF_ARENA_ARG1, 0, "parameter 1"),
+        (KF_ARENA_ARG2, 1, "parameter 2"),
+    ] {
+        if flags & flag != 0 {
+            let ty = params.get(i).and_then(|p| pointee(btf, p.ty)).ok_or(what)?;
+            targets.push((Some(i), ty));
+        }
+    }
+    let attr = btf.add_own_str(ARENA_ATTR);
+    for (slot, ty) in targets {
+        let mut tag = Type::new(attr, TypeData::TypeTag { ty });
+        tag.kind_flag = true;
+        let tag = btf.add_type(tag);
+        let ptr = btf.add_type(Type::new(0, TypeData::Ptr { ty: tag }));
+        match slot {
+            None => ret = ptr,
+            Some(i) => params[i].ty = ptr,
+        }
+    }
+    let data = TypeData::FuncProto {
+        ret,
+        params: params.into(),
+    };
+    // Before the dedup a prototype is the funcs policy's own: only FUNCs
+    // refer to it.
+    let shared = btf.iter().any(|(id, t)| {
+        id != func && matches!(t.data, TypeData::Func { proto: p, .. } if p == proto)
+    });
+    if shared {
+        let new = btf.add_type(Type::new(0, data));
+        if let Some(TypeData::Func { proto, .. }) = btf.type_by_id_mut(func).map(|t| &mut t.data) {
+            *proto = new;
+        }
+    } else if let Some(t) = btf.type_by_id_mut(proto) {
+        t.data = data;
+    }
+    Ok(())
 }

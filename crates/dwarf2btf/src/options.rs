@@ -51,4 +51,8 @@ pub struct EncodeOptions {
     /// `--btf_features=layout`; split BTF gets none, as from pahole, since
     /// readers use the base's.
     pub layout: bool,
+    /// Type attributes `address_space(1)` on the bpf_arena pointers of
+    /// kfuncs whose `.BTF_ids` flags say so, as pahole's
+    /// `--btf_features=attributes` (kfuncs.rs).
+    pub attributes: bool,
 }

@@ -7,7 +7,9 @@
 //! offset order (the pass meets them in order), each with its direct
 //! DW_TAG_formal_parameter children in order; `concrete` lists, in order,
 //! those at unit level (depth 1) that have code (DW_AT_low_pc or
-//! DW_AT_ranges) and are no declaration.
+//! DW_AT_ranges) and are no declaration; `bodiless` the unit-level
+//! definitions with a name of their own and no code (whose code GCC left
+//! undescribed, or abstract instances).
 
 use gimli::constants as dw;
 
@@ -52,6 +54,8 @@ pub struct Subprograms<'d> {
     subs: Vec<RawSub<'d>>,
     /// Indexes in `subs` of the unit-level subprograms with code.
     concrete: Vec<usize>,
+    /// Indexes in `subs` of the named unit-level definitions without code.
+    bodiless: Vec<usize>,
     /// The unit DIE's DW_AT_name.
     cu_name: Str<'d>,
     /// Depth of the last subprogram while its children are being read.
@@ -71,8 +75,12 @@ impl<'d> Subprograms<'d> {
                 let Ok(offset) = u32::try_from(die.offset) else {
                     return;
                 };
-                if die.depth == 1 && a.has_code() && !a.declaration() {
-                    self.concrete.push(self.subs.len());
+                if die.depth == 1 {
+                    if !a.declaration() && a.has_code() {
+                        self.concrete.push(self.subs.len());
+                    } else if !a.declaration() && a.name().is_some() {
+                        self.bodiless.push(self.subs.len());
+                    }
                 }
                 self.subs.push(RawSub {
                     offset,
@@ -122,6 +130,11 @@ impl<'d> Subprograms<'d> {
     /// The unit-level subprograms with code, in order.
     pub fn concrete(&self) -> impl Iterator<Item = &RawSub<'d>> {
         self.concrete.iter().filter_map(|&i| self.subs.get(i))
+    }
+
+    /// The named unit-level definitions without code, in order.
+    pub fn bodiless(&self) -> impl Iterator<Item = &RawSub<'d>> {
+        self.bodiless.iter().filter_map(|&i| self.subs.get(i))
     }
 
     pub fn cu_name(&self) -> Str<'d> {

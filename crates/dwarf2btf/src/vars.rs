@@ -81,15 +81,14 @@ impl VarsContext {
     }
 
     /// The symbol a variable at `addr` named `name` is, if any. In a linked
-    /// image addresses are unique except at 0 (special per-CPU variables,
-    /// `__UNIQUE_ID_*`), where the DIE's own name must agree, as in pahole
-    /// (a definition named only through DW_AT_specification is left out). In a
-    /// relocatable object `addr` is a section offset that any section may
-    /// hold, so the names must always agree.
-    fn symbol_for(&self, addr: u64, name: &[u8], own_name: bool) -> Option<&DataSym> {
-        if addr == 0 && !self.relocatable && !own_name {
-            return None;
-        }
+    /// image addresses are unique except at 0 (the first per-CPU variable,
+    /// `fixed_percpu_data` on x86-64, and variables of discarded sections),
+    /// where the name must agree, whether the DIE's own or its
+    /// declaration's (pahole >= 1.25 checks the symbol table likewise;
+    /// 1.24 dropped a definition named only through DW_AT_specification).
+    /// In a relocatable object `addr` is a section offset that any section
+    /// may hold, so the names must always agree.
+    fn symbol_for(&self, addr: u64, name: &[u8]) -> Option<&DataSym> {
         let start = self.syms.partition_point(|s| s.value < addr);
         let at = self
             .syms
@@ -117,7 +116,7 @@ impl VarsContext {
         let mut out = Vec::new();
         for v in vars {
             let dwarf_name = b.str_at(v.name).to_vec();
-            let Some(sym) = self.symbol_for(v.addr, &dwarf_name, v.own_name) else {
+            let Some(sym) = self.symbol_for(v.addr, &dwarf_name) else {
                 continue;
             };
             if self.mode == VarsMode::Percpu && Some(sym.section) != self.percpu {

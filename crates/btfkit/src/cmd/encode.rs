@@ -169,6 +169,7 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         keep_rust: args.keep_rust,
         no_dedup: false,
         layout: args.layout,
+        attributes: false,
     };
     let elf = dwarf2btf::load::ElfFile::open(&args.elf)?;
     let bar = Bar {

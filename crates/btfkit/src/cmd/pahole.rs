@@ -25,8 +25,9 @@ use super::layout::LayoutArgs;
 /// flags from it (CONFIG_PAHOLE_VERSION): 1.26+ switches to
 /// `--btf_features`, 1.27+ adds decl_tag_kfuncs (btfkit tags kfuncs
 /// always), 1.28 is the release with distilled_base and global_var, both
-/// implemented here. 1.30 would make kernels ask for
-/// `--btf_features=attributes`, which btfkit does not encode.
+/// implemented here. attributes (1.30) and layout (1.31) are implemented
+/// too, but not all that 1.32 reads and encodes (README: dwz alternate
+/// files, force_cu_merging, names with several definitions without code).
 pub const PAHOLE_VERSION: &str = "v1.28";
 
 /// `btfkit pahole`: every argument goes to pahole's parser below.
@@ -53,9 +54,15 @@ enum Effect {
     DistilledBase,
     /// The layout section (`--layout`; base BTF only, as pahole).
     Layout,
+    /// `address_space(1)` type attributes on the bpf_arena pointers of
+    /// kfuncs flagged KF_ARENA_* (kfuncs.rs).
+    Attributes,
 }
 
-/// pahole's feature names and their effect in btfkit.
+/// The feature names btfkit implements, as pahole 1.32 knows them, and
+/// their effect (`--supported_btf_features` prints them; `all` selects
+/// them all). pahole 1.32's `force_cu_merging` (one merged unit for DWARF
+/// whose units refer to each other) is not among them.
 const FEATURES: &[(&str, Effect)] = &[
     ("encode_force", Effect::Always),
     ("var", Effect::Var),
@@ -69,8 +76,23 @@ const FEATURES: &[(&str, Effect)] = &[
     ("reproducible_build", Effect::Always),
     ("distilled_base", Effect::DistilledBase),
     ("global_var", Effect::GlobalVar),
+    ("attributes", Effect::Attributes),
     ("true_signature", Effect::FuncPolicy),
     ("layout", Effect::Layout),
+];
+
+/// pahole's default set: what `--btf_features=default` and a leading `+`
+/// select.
+const DEFAULT_FEATURES: &[&str] = &[
+    "encode_force",
+    "var",
+    "float",
+    "decl_tag",
+    "type_tag",
+    "enum64",
+    "optimized_func",
+    "consistent_func",
+    "decl_tag_kfuncs",
 ];
 
 /// A usage error: exit code 2.
@@ -102,12 +124,12 @@ struct Options {
     base: Option<PathBuf>,
     /// None: one thread (pahole's default); Some(0): all cores.
     jobs: Option<usize>,
-    /// Names from every --btf_features (accumulated).
-    features: Vec<String>,
+    /// The features every --btf_features selected (accumulated), with
+    /// `default` and `all` expanded.
+    features: Vec<&'static str>,
     features_given: bool,
-    /// A `+name` asks for pahole's default set plus name.
-    features_plus: bool,
-    strict: bool,
+    /// A name of a `--btf_features_strict` list that btfkit does not know.
+    strict_unknown: Option<String>,
     skip_vars: bool,
     lang_exclude: Vec<String>,
     funcs: Option<FuncMode>,
@@ -135,6 +157,7 @@ const LONG: &[(&str, bool)] = &[
     ("jobs", false),
     ("btf_features", true),
     ("btf_features_strict", true),
+    ("btf_gen_all", false),
     ("supported_btf_features", false),
     ("btf_gen_floats", false),
     ("btf_gen_optimized", false),
@@ -262,19 +285,9 @@ fn long_option(o: &mut Options, name: &str, value: Option<String>) -> anyhow::Re
         "btf_encode" => o.encode = true,
         "jobs" => o.jobs = Some(jobs(&v)?),
         "btf_features" | "btf_features_strict" => {
-            o.features_given = true;
-            o.strict |= name == "btf_features_strict";
-            for f in v.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-                let f = match f.strip_prefix('+') {
-                    Some(f) => {
-                        o.features_plus = true;
-                        f
-                    }
-                    None => f,
-                };
-                o.features.push(f.to_owned());
-            }
+            select_features(o, &v, name == "btf_features_strict")
         }
+        "btf_gen_all" => select_features(o, "all", false),
         "supported_btf_features" => o.supported = true,
         // Floats are always encoded; the optimized/inconsistent-prototype
         // choices belong to the function policy (--funcs).
@@ -346,6 +359,34 @@ fn long_option(o: &mut Options, name: &str, value: Option<String>) -> anyhow::Re
     Ok(())
 }
 
+/// Adds the features of one `--btf_features` list, as pahole 1.32 reads
+/// it: `default` is pahole's default set, a leading `+` adds the list to
+/// that set, `all` is every feature btfkit implements; other names are
+/// ignored, or remembered as an error for a `--btf_features_strict` list.
+fn select_features(o: &mut Options, list: &str, strict: bool) {
+    o.features_given = true;
+    let list = match list.strip_prefix('+') {
+        Some(rest) => {
+            o.features.extend_from_slice(DEFAULT_FEATURES);
+            rest
+        }
+        None => list,
+    };
+    for f in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        match f {
+            "default" => o.features.extend_from_slice(DEFAULT_FEATURES),
+            "all" => o.features.extend(FEATURES.iter().map(|(n, _)| *n)),
+            _ => match FEATURES.iter().find(|(n, _)| *n == f) {
+                Some((n, _)) => o.features.push(n),
+                None if strict => {
+                    o.strict_unknown.get_or_insert_with(|| f.to_owned());
+                }
+                None => {}
+            },
+        }
+    }
+}
+
 /// The encoder's options and whether to distill the base, from the
 /// command line: pahole's flags first, btfkit's own options over them.
 fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
@@ -354,26 +395,19 @@ fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
             .iter()
             .any(|f| FEATURES.iter().any(|(n, e)| n == f && *e == effect))
     };
-    if o.strict {
-        if let Some(bad) = o
-            .features
-            .iter()
-            .find(|f| !FEATURES.iter().any(|(n, _)| n == f))
-        {
-            return Err(usage(format!(
-                "unknown BTF feature '{bad}' (--btf_features_strict); supported: {}",
-                supported_features()
-            )));
-        }
+    if let Some(bad) = &o.strict_unknown {
+        return Err(usage(format!(
+            "unknown BTF feature '{bad}' (--btf_features_strict); supported: {}",
+            supported_features()
+        )));
     }
     // pahole: without --btf_features, per-CPU variables unless
-    // --skip_encoding_btf_vars; with it, only what is listed (a `+name`
-    // keeps the default set, which has `var`).
+    // --skip_encoding_btf_vars; with it, only what is selected.
     let vars = if has(Effect::GlobalVar) {
         VarsMode::All
     } else if o.skip_vars {
         VarsMode::None
-    } else if !o.features_given || o.features_plus || has(Effect::Var) {
+    } else if !o.features_given || has(Effect::Var) {
         VarsMode::Percpu
     } else {
         VarsMode::None
@@ -387,6 +421,7 @@ fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
         keep_rust: !o.lang_exclude.iter().any(|l| l == "rust"),
         no_dedup: false,
         layout: has(Effect::Layout),
+        attributes: has(Effect::Attributes),
     };
     Ok((opts, distill))
 }
@@ -411,6 +446,7 @@ btfkit's pahole personality: encode BTF in a kernel build, or print layouts.
   -j, -jN, --jobs[=N]          threads (all cores without N; default 1)
       --btf_features=LIST      pahole feature names (README lists their effect)
       --btf_features_strict=L  the same, rejecting unknown names
+      --btf_gen_all            every feature (--btf_features=all)
       --supported_btf_features print the feature names btfkit supports
       --btf_gen_floats, --btf_gen_optimized,
       --skip_encoding_btf_inconsistent_proto   accepted (see README)

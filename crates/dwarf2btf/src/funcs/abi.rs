@@ -163,13 +163,17 @@ pub enum Status {
     Reordered,
     UnexpectedRegister,
     AggregateOnStack,
+    /// No DWARF subprogram has code here; the prototype is that of the one
+    /// definition without code named as the symbol, which one symbol alone
+    /// carries (collect.rs).
+    PrototypeOnly,
     NoDwarf,
     /// `.cold` and similar: code of another function, not an entry point.
     Fragment,
 }
 
 impl Status {
-    pub const ALL: [Status; 9] = [
+    pub const ALL: [Status; 10] = [
         Status::Consistent,
         Status::InconsistentPrototype,
         Status::OptimizedParameters,
@@ -177,6 +181,7 @@ impl Status {
         Status::Reordered,
         Status::UnexpectedRegister,
         Status::AggregateOnStack,
+        Status::PrototypeOnly,
         Status::NoDwarf,
         Status::Fragment,
     ];
@@ -190,6 +195,7 @@ impl Status {
             Status::Reordered => "reordered",
             Status::UnexpectedRegister => "unexpected-register",
             Status::AggregateOnStack => "aggregate-on-stack",
+            Status::PrototypeOnly => "prototype-only",
             Status::NoDwarf => "no-dwarf",
             Status::Fragment => "fragment",
         }
@@ -203,12 +209,44 @@ pub struct Verdict {
     pub detail: Option<String>,
 }
 
+/// A symbol whose code no DWARF subprogram describes, with the one
+/// definition without code of its name: its prototype is the source's, and
+/// the symbol, named exactly as the source function (no compiler suffix:
+/// collect.rs matches whole names), keeps the source ABI (GCC renames what
+/// it changes).
+fn bodiless(c: &Concrete) -> Verdict {
+    let die = c.source_die;
+    if let Some(i) = c.params.iter().position(|p| p.name.is_empty()) {
+        let reason = format!(
+            "no DWARF subprogram starts here; DIE {die:#x} leaves parameter {} unnamed",
+            i + 1
+        );
+        return Verdict {
+            status: Status::NoDwarf,
+            signature: Signature::Unwritable {
+                reason: reason.clone(),
+            },
+            detail: Some(reason),
+        };
+    }
+    Verdict {
+        status: Status::PrototypeOnly,
+        signature: Signature::Source,
+        detail: Some(format!(
+            "no DWARF subprogram starts here: prototype of DIE {die:#x}, which has no code"
+        )),
+    }
+}
+
 /// Analyses one instance. `suffix` is set when the symbol carries a
 /// compiler suffix (`.isra.0`, `.constprop.1`, `.part.0`, `.llvm.N`): GCC and
 /// LLVM rename every function whose calling convention they change, so an
 /// unsuffixed function keeps its source ABI whatever its DWARF says about
 /// unused parameters.
 pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
+    if c.bodiless {
+        return bodiless(c);
+    }
     let clone = suffix.is_some();
     let isra = suffix.is_some_and(|s| s.contains(".isra"));
     let slots = expected_slots(&c.ret, &c.params);

@@ -6,7 +6,12 @@
 //! Invariant: one `Concrete` per DW_TAG_subprogram that has code (low_pc or
 //! ranges) among the unit's top-level DIEs; its `params` follow the source
 //! prototype's order, and a source parameter the instance does not mention
-//! is `EntryLoc::Absent`.
+//! is `EntryLoc::Absent`. Besides, one `Concrete` marked `bodiless` per
+//! top-level definition without code (no DW_AT_declaration) whose name one
+//! function symbol alone carries, placed at that symbol's address: GCC
+//! leaves the code of some functions undescribed (a body reduced to a tail
+//! jump, identical code folded), and such a DIE is all DWARF says about that
+//! code. Declarations name no parameters and are left out.
 
 use gimli::UnitOffset;
 use rustc_hash::FxHashMap;
@@ -67,7 +72,14 @@ pub struct Concrete {
     pub varargs: bool,
     /// A DIE in the chain could not be read: the message names its offset.
     pub error: Option<String>,
+    /// No code of its own in DWARF: `entry` is the address of the one
+    /// symbol of its name (see the module's invariant).
+    pub bodiless: bool,
 }
+
+/// For a top-level subprogram without code named `name`: the address of
+/// the one function symbol of that name, if exactly one has it.
+pub type Orphan<'f> = &'f (dyn Fn(&[u8]) -> Option<u64> + Sync);
 
 struct UnitCtx<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
@@ -83,6 +95,7 @@ struct UnitCtx<'a, 'u> {
 pub fn collect_unit(
     dwarf: &Dwarf<'_>,
     header: gimli::UnitHeader<Reader<'_>>,
+    orphan: Orphan<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
     let mut subs = Subprograms::default();
@@ -90,7 +103,7 @@ pub fn collect_unit(
     while let Some(die) = dies.next()? {
         subs.die(die);
     }
-    collect_from_unit(dwarf, &unit, &subs, &|_| Need::Shapes)
+    collect_from_unit(dwarf, &unit, &subs, &|_| Need::Shapes, orphan)
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
@@ -101,6 +114,7 @@ pub fn collect_from_unit<'u>(
     unit: &gimli::Unit<Reader<'u>>,
     subs: &Subprograms<'u>,
     need: &dyn Fn(u64) -> Need,
+    orphan: Orphan<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
@@ -134,7 +148,16 @@ pub fn collect_from_unit<'u>(
         let Some(entry) = entry else { continue };
         let need = need(entry);
         if need != Need::Skip {
-            found.push((sub, entry, ranges, need == Need::Shapes));
+            found.push((sub, entry, ranges, need == Need::Shapes, false));
+        }
+    }
+    for sub in subs.bodiless() {
+        let Some(entry) = sub.name.bytes(dwarf, unit).and_then(orphan) else {
+            continue;
+        };
+        let need = need(entry);
+        if need != Need::Skip {
+            found.push((sub, entry, Vec::new(), need == Need::Shapes, true));
         }
     }
 
@@ -148,8 +171,9 @@ pub fn collect_from_unit<'u>(
     };
     let mut namer = TypeNamer::new(dwarf, unit)?;
     let mut out = Vec::with_capacity(found.len());
-    for (sub, entry, ranges, shapes) in found {
+    for (sub, entry, ranges, shapes, bodiless) in found {
         let mut c = ctx.resolve(&mut namer, sub, entry, ranges, &cu_name);
+        c.bodiless = bodiless;
         if shapes {
             c.ret.shape = namer.shape_of(c.ret.die);
             for p in &mut c.params {
@@ -233,6 +257,7 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             params: Vec::new(),
             varargs: false,
             error: None,
+            bodiless: false,
         };
         // Where each of the instance's parameters is at its entry.
         let mut concrete_locs = Vec::with_capacity(concrete.params.len());

@@ -64,6 +64,8 @@ struct FuncSymbols<'a> {
     name_count: FxHashMap<&'a str, u32>,
     /// Entry addresses with a symbol whose name several symbols carry.
     shared: FxHashSet<u64>,
+    /// Names one symbol alone carries, with its address.
+    unique: FxHashMap<&'a [u8], u64>,
 }
 
 impl<'a> FuncSymbols<'a> {
@@ -87,11 +89,13 @@ impl<'a> FuncSymbols<'a> {
             }
             start = end;
         }
+        let unique = super::unique_names(symbols.iter().map(|&(a, n)| (n, a)));
         FuncSymbols {
             names: symbols.into_iter().map(|(_, n)| n).collect(),
             by_addr,
             name_count,
             shared,
+            unique,
         }
     }
 
@@ -112,6 +116,19 @@ pub struct Candidate<'a> {
     /// own name there (GCC's identical-code folding, syscall aliases):
     /// dropped in `finish` when a DWARF function of that name starts there.
     alias: bool,
+    /// Its prototype is that of a subprogram without code (collect.rs):
+    /// kept in `finish` only where no subprogram has code and this is the
+    /// one subprogram without code of its name.
+    bodiless: bool,
+}
+
+/// What `finish` needs of one unit.
+pub struct ExactUnit<'a> {
+    cands: Vec<Candidate<'a>>,
+    /// Entry addresses of the unit's subprograms with code (with a symbol).
+    coded: Vec<u64>,
+    /// Addresses of the unit's definitions without code, one per DIE.
+    bodiless: Vec<u64>,
 }
 
 impl<'a> ExactFuncs<'a> {
@@ -175,6 +192,10 @@ impl<'a> ExactFuncs<'a> {
         // function of that name starts here too (decided in `finish`).
         let own = symbols.iter().any(|s| names_match(c.name.as_deref(), s));
         for sym in symbols {
+            // A subprogram without code describes the symbol of its name only.
+            if c.bodiless && *sym != src_name {
+                continue;
+            }
             let alias = own && !names_match(c.name.as_deref(), sym);
             let suffix = sym
                 .strip_prefix(src_name)
@@ -262,6 +283,7 @@ impl<'a> ExactFuncs<'a> {
                 proto,
                 key,
                 alias,
+                bodiless: c.bodiless,
             });
         }
     }
@@ -274,44 +296,72 @@ struct Group<'a> {
 }
 
 impl<'a> FuncPolicy for ExactFuncs<'a> {
-    type Unit = Vec<Candidate<'a>>;
+    type Unit = ExactUnit<'a>;
 
     const SUBPROGRAMS: bool = true;
 
-    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Vec<Candidate<'a>>> {
+    fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<ExactUnit<'a>> {
         let offset = cx.types.unit_offset().0 as u64;
-        let concretes =
-            collect_from_unit(cx.dwarf, cx.unit, cx.subprograms, &|entry| self.need(entry))
-                .map_err(|source| Error::Dwarf {
-                    path: cx.path.to_owned(),
-                    offset,
-                    error: source,
-                })?;
-        let mut found = Vec::new();
+        let unique = &self.symbols.unique;
+        let concretes = collect_from_unit(
+            cx.dwarf,
+            cx.unit,
+            cx.subprograms,
+            &|entry| self.need(entry),
+            &|name| unique.get(name).copied(),
+        )
+        .map_err(|source| Error::Dwarf {
+            path: cx.path.to_owned(),
+            offset,
+            error: source,
+        })?;
+        let mut unit = ExactUnit {
+            cands: Vec::new(),
+            coded: Vec::new(),
+            bodiless: Vec::new(),
+        };
         let mut u64_id = None;
         let mut protos = FxHashMap::default();
         for c in &concretes {
-            self.candidates(c, cx, out, &mut u64_id, &mut protos, &mut found);
+            if c.bodiless {
+                unit.bodiless.push(c.entry);
+            } else {
+                unit.coded.push(c.entry);
+            }
+            self.candidates(c, cx, out, &mut u64_id, &mut protos, &mut unit.cands);
         }
-        Ok(found)
+        Ok(unit)
     }
 
-    fn finish(&self, units: Vec<(UnitRemap, Vec<Candidate>)>, btf: &mut Btf) -> Result<()> {
+    fn finish(&self, units: Vec<(UnitRemap, ExactUnit)>, btf: &mut Btf) -> Result<()> {
         // (name, address) that a DWARF function of that name describes.
         let described: rustc_hash::FxHashSet<(&str, u64)> = units
             .iter()
-            .flat_map(|(_, cands)| cands.iter())
-            .filter(|c| !c.alias)
+            .flat_map(|(_, u)| u.cands.iter())
+            .filter(|c| !c.alias && !c.bodiless)
             .map(|c| (c.name, c.address))
             .collect();
+        // A prototype without code stands only where no subprogram with
+        // code starts and no other definition without code has the name.
+        let coded: FxHashSet<u64> = units
+            .iter()
+            .flat_map(|(_, u)| u.coded.iter().copied())
+            .collect();
+        let mut bodiless: FxHashMap<u64, u32> = FxHashMap::default();
+        for a in units.iter().flat_map(|(_, u)| u.bodiless.iter()) {
+            *bodiless.entry(*a).or_default() += 1;
+        }
+        let stands = |c: &Candidate| {
+            !c.bodiless || (!coded.contains(&c.address) && bodiless.get(&c.address) == Some(&1))
+        };
         let mut groups: Vec<Group> = Vec::new();
         // (group, address) of every instance, in one list rather than a
         // vector per group; sorted, each group's addresses are a run.
         let mut addrs: Vec<(u32, u64)> = Vec::new();
         let mut index: FxHashMap<u64, u32> = FxHashMap::default();
-        for (remap, cands) in &units {
-            for c in cands {
-                if c.alias && described.contains(&(c.name, c.address)) {
+        for (remap, u) in &units {
+            for c in &u.cands {
+                if (c.alias && described.contains(&(c.name, c.address))) || !stands(c) {
                     continue;
                 }
                 let g = *index.entry(c.key).or_insert_with(|| {

@@ -97,8 +97,10 @@ impl FuncModel {
         let obj = elf.object()?;
         let sections = DwarfSections::load(elf, &obj)?;
         let dwarf = sections.dwarf();
-        let concretes = collect_all(elf, &dwarf)?;
-        Ok(FuncModel::join(concretes, read_symbols(&obj)))
+        let symbols = read_symbols(&obj);
+        let unique = unique_names(symbols.iter().map(|s| (s.0.as_str(), s.1)));
+        let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied())?;
+        Ok(FuncModel::join(concretes, symbols))
     }
 
     /// Joins concrete subprograms with symbols (name, address, size, binding).
@@ -106,9 +108,16 @@ impl FuncModel {
         let warnings: Vec<String> = concretes.iter().filter_map(|c| c.error.clone()).collect();
         // Entry address -> concretes starting there (several units may
         // describe one piece of code under different names: memcpy, __memcpy).
+        // Subprograms without code count only where none has code.
         let mut by_entry: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        let mut bodiless: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
         for (i, c) in concretes.iter().enumerate() {
-            by_entry.entry(c.entry).or_default().push(i);
+            let map = if c.bodiless {
+                &mut bodiless
+            } else {
+                &mut by_entry
+            };
+            map.entry(c.entry).or_default().push(i);
         }
         // Secondary ranges (hot/cold splitting), for fragments.
         let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
@@ -135,12 +144,28 @@ impl FuncModel {
                     signature: Signature::None,
                     detail: None,
                 };
-                let pick = by_entry.get(&address).and_then(|list| {
-                    list.iter()
-                        .copied()
-                        .find(|&ci| names_match(concretes[ci].name.as_deref(), &inst.symbol))
-                        .or(list.first().copied())
-                });
+                let pick = by_entry
+                    .get(&address)
+                    .and_then(|list| {
+                        list.iter()
+                            .copied()
+                            .find(|&ci| names_match(concretes[ci].name.as_deref(), &inst.symbol))
+                            .or(list.first().copied())
+                    })
+                    .or_else(|| match bodiless.get(&address).map(Vec::as_slice) {
+                        Some(&[ci]) if concretes[ci].name.as_deref() == Some(&inst.symbol) => {
+                            Some(ci)
+                        }
+                        Some(several) => {
+                            inst.detail = Some(format!(
+                                "no DWARF subprogram starts here, and {} definitions without code are named {}",
+                                several.len(),
+                                inst.symbol
+                            ));
+                            None
+                        }
+                        None => None,
+                    });
                 if let Some(ci) = pick {
                     let c = &concretes[ci];
                     inst.concrete = Some(ci);
@@ -285,8 +310,25 @@ fn c_decl(ty: &str, name: &str) -> String {
     }
 }
 
+/// Each function symbol name that one symbol alone carries, with its address.
+pub fn unique_names<'a>(symbols: impl Iterator<Item = (&'a str, u64)>) -> FxHashMap<&'a [u8], u64> {
+    let mut seen: FxHashMap<&[u8], Option<u64>> = FxHashMap::default();
+    for (name, addr) in symbols {
+        seen.entry(name.as_bytes())
+            .and_modify(|a| *a = None)
+            .or_insert(Some(addr));
+    }
+    seen.into_iter()
+        .filter_map(|(n, a)| Some((n, a?)))
+        .collect()
+}
+
 /// Parses every unit in parallel; output order is unit order.
-fn collect_all(elf: &ElfFile, dwarf: &crate::load::Dwarf<'_>) -> Result<Vec<Concrete>> {
+fn collect_all(
+    elf: &ElfFile,
+    dwarf: &crate::load::Dwarf<'_>,
+    orphan: collect::Orphan<'_>,
+) -> Result<Vec<Concrete>> {
     let mut headers = Vec::new();
     let mut iter = dwarf.units();
     loop {
@@ -309,7 +351,7 @@ fn collect_all(elf: &ElfFile, dwarf: &crate::load::Dwarf<'_>) -> Result<Vec<Conc
         .into_par_iter()
         .map(|h| {
             let offset = h.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
-            collect::collect_unit(dwarf, h).map_err(|source| Error::Dwarf {
+            collect::collect_unit(dwarf, h, orphan).map_err(|source| Error::Dwarf {
                 path: elf.path().to_owned(),
                 offset,
                 error: source,
