@@ -100,7 +100,7 @@ impl Program {
                 Err(e) => err(e),
             },
             TypeData::Enum { .. } | TypeData::Enum64 { .. } => match self.scalar(v, 0) {
-                Ok(x) => match self.enumerator(&t.data, x) {
+                Ok(x) => match self.enumerator_name(&t.data, x) {
                     Some(n) => json!(n),
                     None if self.is_signed(v.ty) => json!(x as i64),
                     None => json!(x),
@@ -164,7 +164,7 @@ impl Program {
     }
 
     /// The name of the enumerator of an enum type whose value is `x`.
-    fn enumerator(&self, data: &TypeData, x: u64) -> Option<&str> {
+    fn enumerator_name(&self, data: &TypeData, x: u64) -> Option<&str> {
         let off = match data {
             TypeData::Enum { values, .. } => {
                 values
@@ -303,7 +303,7 @@ impl Program {
                 }
             },
             TypeData::Enum { .. } | TypeData::Enum64 { .. } => match self.scalar(v, 0) {
-                Ok(x) => match self.enumerator(&t.data, x) {
+                Ok(x) => match self.enumerator_name(&t.data, x) {
                     Some(n) => s.push_str(n),
                     None if self.is_signed(v.ty) => {
                         let _ = write!(s, "{}", x as i64);
