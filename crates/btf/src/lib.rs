@@ -21,6 +21,7 @@ pub mod hugepages;
 pub mod kernel;
 pub mod layout;
 mod load;
+pub mod output_file;
 mod read;
 mod records;
 mod strings;

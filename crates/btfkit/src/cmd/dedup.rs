@@ -1,7 +1,6 @@
 //! `btfkit dedup IN.btf -o OUT.btf [--base B]`: libbpf's btf__dedup.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -23,39 +22,11 @@ pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot load BTF from {}", args.input.display()))?;
     let stats = btf::dedup::dedup_with_stats(&mut btf, &btf::dedup::DedupOptions::default())
         .with_context(|| format!("cannot deduplicate {}", args.input.display()))?;
-    write_atomically(&args.output, &btf.to_bytes())
+    btf::output_file::write(&args.output, &btf.to_bytes(), None)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!(
         "{} types -> {}, {} string bytes -> {}",
         stats.types_in, stats.types_out, stats.strings_in, stats.strings_out
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `data` to a new file next to `path` and renames it over `path`,
-/// so that a failed run never leaves a half-written output.
-fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .unwrap_or(path.as_os_str())
-        .to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(data)?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        // Best effort: the error that matters is the one being returned.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
