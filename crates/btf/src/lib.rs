@@ -10,6 +10,7 @@
 
 mod bytes;
 pub mod cdecl;
+pub mod compressed_file;
 pub mod dedup;
 pub mod diff;
 pub mod distill;

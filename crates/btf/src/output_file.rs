@@ -382,6 +382,35 @@ mod tests {
         assert_eq!(bytes_written(&parts), b"headdefgh");
     }
 
+    /// The test binary runs itself with this variable set: the child
+    /// registers a temporary file and is killed by SIGINT or SIGTERM.
+    const CHILD: &str = "BTF_OUTPUT_FILE_SIGNAL_CHILD";
+
+    #[test]
+    fn sigint_and_sigterm_remove_the_temporary_file() {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(tmp) = std::env::var_os(CHILD) {
+            let (tmp, sig) = (PathBuf::from(tmp), std::env::var("SIG").unwrap());
+            std::fs::write(&tmp, b"half a vmlinux").unwrap();
+            remove_on_signal(&tmp);
+            // SAFETY: raise only sends a signal to this thread.
+            unsafe { libc::raise(sig.parse().unwrap()) };
+            unreachable!("the signal killed the process");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let tmp = dir.path().join(format!(".out.tmp.{sig}"));
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "output_file::tests::sigint_and_sigterm_remove_the_temporary_file"])
+                .env(CHILD, &tmp)
+                .env("SIG", sig.to_string())
+                .status()
+                .unwrap();
+            assert_eq!(status.signal(), Some(sig), "{status:?}");
+            assert!(!tmp.exists(), "signal {sig} left {}", tmp.display());
+        }
+    }
+
     #[test]
     fn a_stale_temp_of_a_dead_process_is_removed_and_a_live_ones_kept() {
         let dir = tempfile::tempdir().unwrap();
