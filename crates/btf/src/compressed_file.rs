@@ -92,8 +92,10 @@ mod tests {
         gz.write_all(&text).unwrap();
         let gz = gz.finish().unwrap();
         assert_eq!(decompress(&gz).unwrap().unwrap(), text);
-        let zst =
-            ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let zst = ruzstd::encoding::compress_to_vec(
+            &text[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         assert_eq!(decompress(&zst).unwrap().unwrap(), text);
         assert!(decompress(&text).is_none());
     }

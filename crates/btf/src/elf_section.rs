@@ -31,7 +31,9 @@ pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Strin
         // section whose bytes are not in the file: say where they were.
         match section.file_range().filter(|_| section.data().is_err()) {
             Some((offset, size)) => {
-                format!("data at file offset {offset:#x} ({size} bytes) lies past the end of the file")
+                format!(
+                    "data at file offset {offset:#x} ({size} bytes) lies past the end of the file"
+                )
             }
             None => e.to_string(),
         }

@@ -401,7 +401,10 @@ mod tests {
         for sig in [libc::SIGINT, libc::SIGTERM] {
             let tmp = dir.path().join(format!(".out.tmp.{sig}"));
             let status = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "output_file::tests::sigint_and_sigterm_remove_the_temporary_file"])
+                .args([
+                    "--exact",
+                    "output_file::tests::sigint_and_sigterm_remove_the_temporary_file",
+                ])
                 .env(CHILD, &tmp)
                 .env("SIG", sig.to_string())
                 .status()

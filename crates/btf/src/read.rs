@@ -167,7 +167,7 @@ fn check_section_order(
     if str_len == 0 && !split {
         return Err(Error::BadHeader {
             offset: 20,
-            reason: "string section is empty: base BTF needs at least the empty string".into(),
+            reason: "string section is empty: base BTF holds at least \"\" at offset 0".into(),
         });
     }
     Ok(())
@@ -251,7 +251,14 @@ impl Btf {
         } else {
             (0, 0)
         };
-        check_section_order(hdr_len, type_off, type_len, str_off, str_len, base.is_some())?;
+        check_section_order(
+            hdr_len,
+            type_off,
+            type_len,
+            str_off,
+            str_len,
+            base.is_some(),
+        )?;
         let body = &data[hdr_len as usize..];
         let types_bytes = section(body, "type", type_off as u64, type_len as u64)
             .map_err(|e| shift_section(e, hdr_len))?;

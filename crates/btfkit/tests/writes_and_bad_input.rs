@@ -9,7 +9,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use object::read::elf::{ElfFile64, SectionHeader};
+use object::read::elf::ElfFile64;
 use object::{Object, ObjectSection};
 use testkit::Fixture;
 
@@ -20,7 +20,8 @@ struct bits { unsigned int a:3; unsigned int b:5; };
 union u { int i; char c; };
 struct bits g_bits;
 union u g_u;
-__attribute__((noinline)) int use(struct bits *p, union u *q) { return p->a + q->c; }
+typedef struct bits bits_of_a_word;
+__attribute__((noinline)) int sum_of_fields(bits_of_a_word *p, union u *q) { return p->a + q->c; }
 "#;
 
 /// A relocatable object with DWARF 5, as a module is.
@@ -70,12 +71,18 @@ fn encoded(fx: &Fixture, obj: &Path) -> Vec<u8> {
 fn writers(obj: &Path, btf: &Path, out: &Path) -> Vec<(&'static str, Vec<PathBufOrStr>)> {
     use PathBufOrStr::{P, S};
     vec![
-        ("encode -o", vec![S("encode"), S("-o"), P(out.into()), P(obj.into())]),
+        (
+            "encode -o",
+            vec![S("encode"), S("-o"), P(out.into()), P(obj.into())],
+        ),
         (
             "encode --embed",
             vec![S("encode"), S("--embed"), P(out.into()), P(obj.into())],
         ),
-        ("dedup -o", vec![S("dedup"), S("-o"), P(out.into()), P(btf.into())]),
+        (
+            "dedup -o",
+            vec![S("dedup"), S("-o"), P(out.into()), P(btf.into())],
+        ),
         (
             "pahole --btf_encode_detached",
             vec![
@@ -127,7 +134,10 @@ fn dash_o_into_a_device_node_keeps_the_node() {
     for (what, args) in writers(&obj, &btf, &null) {
         assert_ok(&run_writer(&args), what);
         let m = std::fs::symlink_metadata(&null).expect("stat");
-        assert!(m.file_type().is_char_device(), "{what} replaced the device node");
+        assert!(
+            m.file_type().is_char_device(),
+            "{what} replaced the device node"
+        );
         assert_eq!(m.rdev(), libc::makedev(1, 3), "{what}");
     }
 }
@@ -229,7 +239,10 @@ fn pahole_j_through_a_symlink_writes_the_target_bpftool() {
     let Some(dump) = bpftool_dump(&obj) else {
         return;
     };
-    assert!(dump.contains("STRUCT 'bits'"), "the target has no .BTF: {dump}");
+    assert!(
+        dump.contains("STRUCT 'bits'"),
+        "the target has no .BTF: {dump}"
+    );
 }
 
 #[test]
@@ -273,7 +286,8 @@ fn sections_named(path: &Path, name: &str) -> usize {
 }
 
 /// Running `pahole -J` again replaces `.BTF`: the file keeps its size after
-/// the first run, as with pahole 1.24 itself, and has one `.BTF`.
+/// the first run, as pahole 1.24's does after its second, and has one
+/// `.BTF`.
 #[test]
 fn pahole_j_twice_does_not_grow_the_file_like_pahole() {
     let fx = Fixture::new();
@@ -300,9 +314,11 @@ fn pahole_j_twice_does_not_grow_the_file_like_pahole() {
         );
         pahole_sizes.push(std::fs::metadata(&theirs).expect("stat").len());
     }
-    assert!(
-        pahole_sizes.windows(2).all(|w| w[0] == w[1]),
-        "the oracle grows too: {pahole_sizes:?}"
+    // pahole 1.24 adds 16 bytes on its second run (libelf's realignment),
+    // then keeps the size.
+    assert_eq!(
+        pahole_sizes[1], pahole_sizes[2],
+        "the oracle grows: {pahole_sizes:?}"
     );
     assert_eq!(sections_named(&theirs, ".BTF"), 1);
 }
@@ -424,7 +440,11 @@ fn assert_refused_unwritten(fx: &Fixture, obj: &Path, mention: &str, what: &str)
     assert!(!out_btf.exists(), "{what}: an output was written");
     let before = std::fs::read(obj).expect("read");
     assert_fails_naming(&pahole_j(obj), &["kernel would refuse"], what);
-    assert_eq!(std::fs::read(obj).expect("read"), before, "{what}: -J wrote");
+    assert_eq!(
+        std::fs::read(obj).expect("read"),
+        before,
+        "{what}: -J wrote"
+    );
 }
 
 #[test]
@@ -434,6 +454,8 @@ fn debug_str_of_size_0_is_refused_not_encoded() {
     let mut elf = std::fs::read(&obj).expect("read");
     patch_section(&mut elf, ".debug_str", 32, 0);
     std::fs::write(&obj, &elf).expect("write");
+    // Long names are .debug_str offsets: the function and the typedef
+    // would be anonymous, which the kernel refuses.
     assert_refused_unwritten(&fx, &obj, "name", ".debug_str of size 0");
 }
 
@@ -441,7 +463,11 @@ fn debug_str_of_size_0_is_refused_not_encoded() {
 fn bit_field_wider_than_its_type_is_refused_not_encoded() {
     let fx = Fixture::new();
     let obj = object_from_edited_asm(&fx, |asm| {
-        asm.replacen("\t.byte\t0x3\t# DW_AT_bit_size", "\t.byte\t0x9d\t# DW_AT_bit_size", 1)
+        asm.replacen(
+            "\t.byte\t0x3\t# DW_AT_bit_size",
+            "\t.byte\t0x9d\t# DW_AT_bit_size",
+            1,
+        )
     });
     assert_refused_unwritten(&fx, &obj, "'bits'", "a 157-bit bit field");
 }
@@ -455,7 +481,11 @@ fn union_member_past_the_union_is_refused_not_encoded() {
         let (head, tail) = asm.split_at(at);
         format!(
             "{head}{}",
-            tail.replacen("\t.byte\t0x4\t# DW_AT_byte_size", "\t.byte\t0x1\t# DW_AT_byte_size", 1)
+            tail.replacen(
+                "\t.byte\t0x4\t# DW_AT_byte_size",
+                "\t.byte\t0x1\t# DW_AT_byte_size",
+                1
+            )
         )
     });
     assert_refused_unwritten(&fx, &obj, "'u'", "a union member past the union");
@@ -478,8 +508,15 @@ fn dedup_over_a_base_it_is_not_split_over_is_refused() {
     let base = fx.path("base.btf");
     assert_ok(&run(&["encode", "-o"], &[&base, &other]), "encode base");
     let out_btf = fx.path("out.btf");
-    let out = run(&["dedup", "--base"], &[&base, &full, Path::new("-o"), &out_btf]);
-    assert_fails_naming(&out, &["full.btf", "not valid split BTF", "base.btf"], "dedup");
+    let out = run(
+        &["dedup", "--base"],
+        &[&base, &full, Path::new("-o"), &out_btf],
+    );
+    assert_fails_naming(
+        &out,
+        &["full.btf", "not valid split BTF", "base.btf"],
+        "dedup",
+    );
     assert!(!out_btf.exists());
     // The same input without --base deduplicates, and check accepts it.
     assert_ok(&run(&["dedup", "-o"], &[&out_btf, &full]), "dedup");
@@ -546,7 +583,11 @@ fn encode_of_raw_btf_says_it_is_btf_without_dwarf() {
     }
     for f in &files {
         let out = run(&["encode", "-o"], &[&fx.path("out.btf"), f]);
-        assert_fails_naming(&out, &["this is BTF, not an ELF file with DWARF"], "encode BTF");
+        assert_fails_naming(
+            &out,
+            &["this is BTF, not an ELF file with DWARF"],
+            "encode BTF",
+        );
         assert!(!text(&out).contains("Permission denied"), "{}", text(&out));
     }
 }
@@ -562,7 +603,11 @@ fn compressed_modules_encode_like_their_uncompressed_selves_xz_zstd_gzip() {
     assert_ok(&run(&["encode", "--embed"], &[&embedded, &obj]), "embed");
     let plain_dump = run(&["dump"], &[&embedded]);
     assert_ok(&plain_dump, "dump e.ko");
-    for (tool, package, ext) in [("xz", "xz-utils", "xz"), ("zstd", "zstd", "zst"), ("gzip", "gzip", "gz")] {
+    for (tool, package, ext) in [
+        ("xz", "xz-utils", "xz"),
+        ("zstd", "zstd", "zst"),
+        ("gzip", "gzip", "gz"),
+    ] {
         let Some(tool) = testkit::tool_or_skip(tool, package) else {
             return;
         };
@@ -600,7 +645,11 @@ fn section_past_the_end_names_its_file_offset() {
     std::fs::write(&obj, &elf).expect("write");
     let out = run(&["encode", "-o"], &[&fx.path("out.btf"), &obj]);
     assert_fails_naming(&out, &["t.o", "file offset 0x7fff0000"], "encode");
-    assert!(!text(&out).contains("Invalid compressed data"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("Invalid compressed data"),
+        "{}",
+        text(&out)
+    );
 }
 
 // ---- item 12: __thread variables

@@ -42,7 +42,8 @@ impl ElfFile {
         // Raw BTF (/sys/kernel/btf/*, a `-o` output), which sysfs does not
         // even let us map: there is no DWARF to encode from.
         let btf_magic = btf::format::BTF_MAGIC;
-        if magic.starts_with(&btf_magic.to_le_bytes()) || magic.starts_with(&btf_magic.to_be_bytes())
+        if magic.starts_with(&btf_magic.to_le_bytes())
+            || magic.starts_with(&btf_magic.to_be_bytes())
         {
             return Err(Error::Unsupported {
                 path: path.to_owned(),
@@ -172,11 +173,17 @@ impl ElfFile {
                 return Err(Error::Section {
                     path: self.path.clone(),
                     section: ".strtab",
-                    msg: format!("the symbol table links to section {}, which does not exist", link.0),
+                    msg: format!(
+                        "the symbol table links to section {}, which does not exist",
+                        link.0
+                    ),
                 });
             };
             let (offset, size) = (strings.sh_offset(endian), strings.sh_size(endian));
-            if offset.checked_add(size).is_none_or(|end| end > self.data().len() as u64) {
+            if offset
+                .checked_add(size)
+                .is_none_or(|end| end > self.data().len() as u64)
+            {
                 return Err(Error::Section {
                     path: self.path.clone(),
                     section: ".strtab",
