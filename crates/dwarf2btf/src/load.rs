@@ -58,14 +58,13 @@ impl ElfFile {
             use std::io::Read;
             let mut data = Vec::new();
             (&file).read_to_end(&mut data).map_err(io)?;
-            return match btf::compressed_file::decompress(&data) {
-                Some(Ok(elf)) => ElfFile::from_bytes(path, &elf),
-                Some(Err(msg)) => Err(Error::Elf {
+            let elf = btf::compressed_file::decompress(&data)
+                .unwrap_or(Ok(data))
+                .map_err(|msg| Error::Elf {
                     path: path.to_owned(),
                     msg,
-                }),
-                None => ElfFile::from_bytes(path, &data),
-            };
+                })?;
+            return ElfFile::from_bytes(path, &elf);
         }
         // SAFETY: the mapping is read-only and private; a concurrent writer
         // truncating the file could fault us, which is the usual and accepted
