@@ -230,7 +230,58 @@ impl<'a> DwarfSections<'a> {
                 None => Ok(data),
             }
         })?;
-        Ok(DwarfSections { sections })
+        let loaded = DwarfSections { sections };
+        loaded.check_strings_present(elf, obj)?;
+        Ok(loaded)
+    }
+
+    /// Refuses an empty `.debug_str` that the first unit's DIE refers to
+    /// (DW_FORM_strp, DW_FORM_strx*: compilers put the producer and the
+    /// unit's name there): every name in it would read as missing, and the
+    /// types would come out anonymous.
+    fn check_strings_present(&self, elf: &ElfFile, obj: &object::File<'_>) -> Result<()> {
+        use gimli::AttributeValue;
+        let dwarf = self.dwarf();
+        if !gimli::Section::reader(&dwarf.debug_str).is_empty() {
+            return Ok(());
+        }
+        let Ok(Some(header)) = dwarf.units().next() else {
+            return Ok(());
+        };
+        let Ok(abbrevs) = dwarf.abbreviations(&header) else {
+            return Ok(());
+        };
+        let mut entries = header.entries(&abbrevs);
+        let Ok(Some((_, unit_die))) = entries.next_dfs() else {
+            return Ok(());
+        };
+        let mut attrs = unit_die.attrs();
+        let mut refers = None;
+        while let Ok(Some(attr)) = attrs.next() {
+            if matches!(
+                attr.raw_value(),
+                AttributeValue::DebugStrRef(_) | AttributeValue::DebugStrOffsetsIndex(_)
+            ) {
+                refers = Some(attr.name());
+                break;
+            }
+        }
+        let Some(name) = refers else {
+            return Ok(());
+        };
+        let at = obj
+            .section_by_name(".debug_str")
+            .and_then(|s| s.file_range())
+            .map_or(String::new(), |(offset, _)| {
+                format!(" (at file offset {offset:#x})")
+            });
+        Err(Error::Section {
+            path: elf.path.clone(),
+            section: ".debug_str",
+            msg: format!(
+                "the section is empty{at}, but the DWARF's names are in it (the unit's {name})"
+            ),
+        })
     }
 
     /// A gimli view over the sections.
