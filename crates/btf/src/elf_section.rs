@@ -26,7 +26,18 @@ fn max_ratio(format: CompressionFormat) -> Option<u64> {
 /// The bytes of `section`, decompressed if need be. The error says what is
 /// wrong in the section, for a message that names the file and section.
 pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, String> {
-    let compressed = section.compressed_data().map_err(|e| e.to_string())?;
+    let compressed = section.compressed_data().map_err(|e| {
+        // object says "Invalid compressed data size or offset" of any
+        // section whose bytes are not in the file: say where they were.
+        match section.file_range().filter(|_| section.data().is_err()) {
+            Some((offset, size)) => {
+                format!(
+                    "data at file offset {offset:#x} ({size} bytes) lies past the end of the file"
+                )
+            }
+            None => e.to_string(),
+        }
+    })?;
     if compressed.format == CompressionFormat::None {
         return Ok(Cow::Borrowed(compressed.data));
     }

@@ -10,6 +10,7 @@
 
 mod bytes;
 pub mod cdecl;
+pub mod compressed_file;
 pub mod dedup;
 pub mod diff;
 pub mod distill;
@@ -22,6 +23,7 @@ pub mod kernel;
 pub mod layout;
 mod load;
 pub mod loaded;
+pub mod output_file;
 mod read;
 mod records;
 mod strings;

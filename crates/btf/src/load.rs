@@ -175,12 +175,20 @@ impl FileData {
         let mut file = std::fs::File::open(path).map_err(io)?;
         // SAFETY: a read-only private mapping; a concurrent writer truncating
         // the file could fault us, the accepted contract of mapped inputs.
-        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(FileData::Mapped(map, file));
+        let data = match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(map) => FileData::Mapped(map, file),
+            Err(_) => {
+                let mut data = Vec::new();
+                file.read_to_end(&mut data).map_err(io)?;
+                FileData::Read(data)
+            }
+        };
+        // A compressed module (.ko.xz, .ko.zst, .ko.gz) is read whole.
+        match crate::compressed_file::decompress(&data) {
+            None => Ok(data),
+            Some(Ok(bytes)) => Ok(FileData::Read(bytes)),
+            Some(Err(e)) => Err(io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
         }
-        let mut data = Vec::new();
-        file.read_to_end(&mut data).map_err(io)?;
-        Ok(FileData::Read(data))
     }
 }
 

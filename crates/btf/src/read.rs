@@ -132,6 +132,47 @@ fn section<'a>(data: &'a [u8], name: &'static str, start: u64, len: u64) -> Resu
     Ok(&data[start as usize..end as usize])
 }
 
+/// What libbpf's `btf_parse_hdr` and `btf_parse_str_sec` (bpftool's
+/// reader) and the kernel refuse in the header before they read a type: a
+/// type section that is not 4-byte aligned, a string section that overlaps
+/// the types or comes before them, and base BTF without a string section
+/// (its first string must be the empty one). Offsets named are the
+/// header's fields.
+fn check_section_order(
+    hdr_len: u32,
+    type_off: u32,
+    type_len: u32,
+    str_off: u32,
+    str_len: u32,
+    split: bool,
+) -> Result<()> {
+    if type_off % 4 != 0 {
+        return Err(Error::BadHeader {
+            offset: 8,
+            reason: format!("type section at {type_off:#x} is not aligned to 4 bytes"),
+        });
+    }
+    let type_end = u64::from(type_off) + u64::from(type_len);
+    if type_end > u64::from(str_off) {
+        return Err(Error::BadHeader {
+            offset: 16,
+            reason: format!(
+                "string section at {:#x} overlaps the type section [{:#x}, {:#x}) or lies before it",
+                u64::from(hdr_len) + u64::from(str_off),
+                u64::from(hdr_len) + u64::from(type_off),
+                u64::from(hdr_len) + type_end
+            ),
+        });
+    }
+    if str_len == 0 && !split {
+        return Err(Error::BadHeader {
+            offset: 20,
+            reason: "string section is empty: base BTF holds at least \"\" at offset 0".into(),
+        });
+    }
+    Ok(())
+}
+
 impl Btf {
     /// Parses base BTF (ids start at 1, strings at 0).
     pub fn parse(data: &[u8]) -> Result<Btf> {
@@ -210,6 +251,14 @@ impl Btf {
         } else {
             (0, 0)
         };
+        check_section_order(
+            hdr_len,
+            type_off,
+            type_len,
+            str_off,
+            str_len,
+            base.is_some(),
+        )?;
         let body = &data[hdr_len as usize..];
         let types_bytes = section(body, "type", type_off as u64, type_len as u64)
             .map_err(|e| shift_section(e, hdr_len))?;

@@ -74,15 +74,32 @@ fn bpftool_dump(file: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `old` is a prefix of `new`, except e_shoff and e_shnum of the ELF header
-/// (the section table moved to the end, one section longer).
+/// Every byte of `old` that one of its sections holds (but the section
+/// names, which may move to make room for `.BTF`'s) is at the same offset
+/// in `new`, and so is its ELF header but e_shoff and e_shnum (the section
+/// table moved to the end, one section longer).
 fn assert_appended_only(old: &[u8], new: &[u8], what: &str) {
+    use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
     assert!(new.len() > old.len(), "{what}: nothing was added");
-    for (i, (a, b)) in old.iter().zip(new).enumerate() {
+    for i in 0..64 {
         if (0x28..0x30).contains(&i) || (0x3c..0x3e).contains(&i) {
             continue;
         }
-        assert_eq!(a, b, "{what}: byte {i:#x} of the input changed");
+        assert_eq!(old[i], new[i], "{what}: ELF header byte {i:#x} changed");
+    }
+    let elf = ElfFile64::<object::Endianness>::parse(old).expect("parse the input");
+    let endian = elf.endian();
+    let shstrndx = elf.elf_header().e_shstrndx(endian) as usize;
+    for (i, h) in elf.elf_section_table().iter().enumerate() {
+        if i == shstrndx || h.sh_type(endian) == object::elf::SHT_NOBITS {
+            continue;
+        }
+        let (at, len) = (h.sh_offset(endian) as usize, h.sh_size(endian) as usize);
+        assert_eq!(
+            &old[at..at + len],
+            &new[at..at + len],
+            "{what}: section {i} at {at:#x} changed"
+        );
     }
 }
 

@@ -1,21 +1,29 @@
-//! Output: a raw BTF file, or a copy of the ELF with a `.BTF` section (and a
-//! `.BTF.base` for a distilled base; what `pahole -J` does in place), always written to a temporary file first and
-//! renamed, so that a failed run leaves no half-written file.
+//! A copy of an ELF with a `.BTF` section (and a `.BTF.base` for a
+//! distilled base; what `pahole -J` does in place), written by
+//! [`btf::output_file`].
 //!
-//! The ELF copy keeps every byte of the input at its offset: the BTF blob,
-//! (if needed) a new section-name table and a new section header table are
-//! appended at the end, and the ELF header is pointed at the new table. An
-//! existing section of the same name is pointed at the new blob instead. The
-//! program headers are untouched, so nothing that is loaded moves.
+//! The ELF copy keeps every byte of the input that a section or segment
+//! holds at its offset: the BTF blob, (if needed) a new section-name table
+//! and a new section header table are appended after the last of them, and
+//! the ELF header is pointed at the new table. An existing section of the
+//! same name is pointed at the new blob instead. Whatever followed the last
+//! kept byte (the old section header table, an old `.BTF` blob that no
+//! segment loads) is left out, so that embedding again replaces the section
+//! without growing the file. The program headers are untouched, so nothing
+//! that is loaded moves.
 
-use std::io::Write;
 use std::path::Path;
+
+use btf::output_file::Part;
 
 use crate::load::ElfFile;
 
 const EHDR_SIZE: usize = 64;
 const SHDR_SIZE: usize = 64;
+const SHT_NULL: u32 = 0;
 const SHT_PROGBITS: u32 = 1;
+const SHT_NOBITS: u32 = 8;
+const PHDR_SIZE: usize = 56;
 /// e_shnum values at or above this live in section 0 (extended numbering).
 const SHN_LORESERVE: u64 = 0xff00;
 const SHN_XINDEX: u16 = 0xffff;
@@ -61,9 +69,37 @@ pub fn embed_sections(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>,
 /// Where the new section table goes, its entry count, and the bytes that
 /// follow the input (section contents, name table, section headers).
 struct Embedding {
+    /// How many of the input's bytes are kept: `tail` starts here.
+    keep: usize,
     shoff: u64,
     shnum: u16,
     tail: Vec<u8>,
+}
+
+/// The end of the last byte of `elf` that a segment or a section other than
+/// those in `skip` holds (not less than the ELF and program headers).
+fn kept_end(elf: &[u8], headers: &[[u8; SHDR_SIZE]], skip: &[usize]) -> Result<usize, String> {
+    let mut end = EHDR_SIZE as u64;
+    let phoff = u64_at(elf, 0x20)?;
+    let phnum = u64::from(u16_at(elf, 0x38)?);
+    if phoff != 0 && phnum != 0 {
+        end = end.max(phoff.saturating_add(phnum * PHDR_SIZE as u64));
+        for i in 0..phnum {
+            let at = to_usize(phoff.saturating_add(i * PHDR_SIZE as u64))?;
+            let (offset, filesz) = (u64_at(elf, at + 8)?, u64_at(elf, at + 32)?);
+            if filesz != 0 {
+                end = end.max(offset.saturating_add(filesz));
+            }
+        }
+    }
+    for (i, h) in headers.iter().enumerate() {
+        let kind = u32_at(h, 4)?;
+        if skip.contains(&i) || kind == SHT_NULL || kind == SHT_NOBITS {
+            continue;
+        }
+        end = end.max(u64_at(h, 24)?.saturating_add(u64_at(h, 32)?));
+    }
+    Ok(to_usize(end)?.min(elf.len()))
 }
 
 fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
@@ -117,9 +153,13 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
         })
         .collect();
 
-    // Everything new goes after the input's last byte: `tail` starts at
-    // file offset `at`.
-    let at = elf.len();
+    // Everything new goes after the last byte kept: `tail` starts at file
+    // offset `at`. The section name table is written again when it lies
+    // past that point, or when a name is added.
+    let mut skip: Vec<usize> = existing.iter().flatten().copied().collect();
+    skip.push(shstrndx as usize);
+    let at = kept_end(elf, &headers, &skip)?;
+    let names_kept = str_off.saturating_add(str_size) <= at;
     let pos = |tail: &Vec<u8>| (at + tail.len()) as u64;
     let pad = |tail: &mut Vec<u8>| {
         while (at + tail.len()) % 8 != 0 {
@@ -155,7 +195,7 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
             }
         }
     }
-    if new_names.len() != names.len() {
+    if new_names.len() != names.len() || !names_kept {
         // A new name table: the old one plus the added names.
         let new_str_off = pos(&tail);
         tail.extend_from_slice(&new_names);
@@ -180,7 +220,12 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
     } else {
         count as u16
     };
-    Ok(Embedding { shoff, shnum, tail })
+    Ok(Embedding {
+        keep: at,
+        shoff,
+        shnum,
+        tail,
+    })
 }
 
 /// `elf` with the new fields of its ELF header, then `tail`: the bytes of
@@ -193,18 +238,16 @@ fn pieces<'a>(elf: &'a [u8], e: &'a Embedding, header: &'a mut [u8; EHDR_SIZE]) 
     put(header, 0x3c, &e.shnum.to_le_bytes());
     [
         &header[..],
-        elf.get(EHDR_SIZE..).unwrap_or_default(),
+        elf.get(EHDR_SIZE..e.keep).unwrap_or_default(),
         &e.tail,
     ]
 }
 
 /// Writes the ELF `elf` with `sections` embedded (see [`embed_sections`]) to
-/// `path` as [`write_atomic`] does, streaming from `elf` instead of building
+/// `path` by [`btf::output_file`], streaming from `elf` instead of building
 /// the whole image in memory (a vmlinux is tens of MB). The input's bytes
-/// after its header go from file to file in the kernel (`copy_file_range`):
-/// a module is mostly DWARF that the embedding leaves as it is
-/// (mlx5_core.ko: 61 MB), and a file system that shares extents (XFS,
-/// Btrfs) need not copy it at all.
+/// after its header go from file to file in the kernel: a module is mostly
+/// DWARF that the embedding leaves as it is (mlx5_core.ko: 61 MB).
 pub fn write_embedded(
     path: &Path,
     elf: &ElfFile,
@@ -224,18 +267,7 @@ pub fn write_embedded(
         None => Part::Bytes(body),
     };
     let parts = [Part::Bytes(head), body, Part::Bytes(tail)];
-    write_atomic_parts(path, &parts, perm).map_err(EmbedError::Io)
-}
-
-/// A piece of a file being written.
-enum Part<'a> {
-    Bytes(&'a [u8]),
-    /// `bytes`, which are also `from`'s bytes at `offset`.
-    Copy {
-        from: &'a std::fs::File,
-        offset: u64,
-        bytes: &'a [u8],
-    },
+    btf::output_file::write_parts(path, &parts, perm).map_err(EmbedError::Io)
 }
 
 /// Why [`write_embedded`] failed: the input ELF, or writing the output.
@@ -255,132 +287,3 @@ impl std::fmt::Display for EmbedError {
 }
 
 impl std::error::Error for EmbedError {}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename: readers see the old file or the whole new one. `perm`:
-/// the new file's permissions (an embedded ELF keeps its input's). No
-/// fsync, as no linker or objcopy does one: the rename alone gives readers
-/// the whole file, and a kernel build writes thousands of modules, for
-/// which a flush per module to the disk cost more than the encode (xfs.ko:
-/// 1.2 s of wall time for 0.4 s of CPU).
-pub fn write_atomic(
-    path: &Path,
-    bytes: &[u8],
-    perm: Option<std::fs::Permissions>,
-) -> std::io::Result<()> {
-    write_atomic_parts(path, &[Part::Bytes(bytes)], perm)
-}
-
-/// [`write_atomic`] of the concatenation of `parts`.
-fn write_atomic_parts(
-    path: &Path,
-    parts: &[Part],
-    perm: Option<std::fs::Permissions>,
-) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
-        for part in parts {
-            match *part {
-                Part::Bytes(b) => f.write_all(b)?,
-                Part::Copy {
-                    from,
-                    offset,
-                    bytes,
-                } => {
-                    f.flush()?;
-                    copy_range(f.get_ref(), from, offset, bytes)?;
-                }
-            }
-        }
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        if let Some(perm) = perm {
-            f.set_permissions(perm)?;
-        }
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// Appends `bytes`, which are `from`'s bytes at `offset`, to `out` (at its
-/// position): by `copy_file_range`, which copies in the kernel, and by a
-/// write of what it did not copy (a kernel or a pair of file systems it
-/// does not serve, an input that ended early).
-fn copy_range(
-    mut out: &std::fs::File,
-    from: &std::fs::File,
-    offset: u64,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut done = 0;
-    if let Ok(mut off_in) = libc::loff_t::try_from(offset) {
-        while done < bytes.len() {
-            // SAFETY: two open descriptors and a valid offset pointer; with
-            // a null output offset the kernel writes at `out`'s position
-            // and advances it, as a write would.
-            let n = unsafe {
-                libc::copy_file_range(
-                    from.as_raw_fd(),
-                    &mut off_in,
-                    out.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    bytes.len() - done,
-                    0,
-                )
-            };
-            match usize::try_from(n) {
-                Ok(n) if n > 0 => done += n,
-                _ => break,
-            }
-        }
-    }
-    out.write_all(bytes.get(done..).unwrap_or_default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `out` after `copy_range` of `from`'s bytes 3.. (given also as
-    /// `bytes`) appended to "head".
-    fn appended(from: &std::fs::File, bytes: &[u8]) -> Vec<u8> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let mut out = std::fs::File::create(&path).unwrap();
-        out.write_all(b"head").unwrap();
-        copy_range(&out, from, 3, bytes).unwrap();
-        std::fs::read(&path).unwrap()
-    }
-
-    #[test]
-    fn copy_range_copies_from_the_offset_in_the_kernel() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in");
-        std::fs::write(&path, b"abcdefgh").unwrap();
-        let from = std::fs::File::open(&path).unwrap();
-        assert_eq!(appended(&from, b"defgh"), b"headdefgh");
-    }
-
-    #[test]
-    fn copy_range_writes_what_the_kernel_cannot_copy() {
-        // A descriptor open for writing only: copy_file_range refuses it.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in");
-        std::fs::write(&path, b"abcdefgh").unwrap();
-        let from = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        assert_eq!(appended(&from, b"defgh"), b"headdefgh");
-    }
-}

@@ -351,8 +351,27 @@ fn final_dedup(
             None => btf = dedup(btf, path, strings_in_order)?,
         }
     }
-    if opts.layout && btf.base().is_none() {
+    let target = if opts.layout && btf.base().is_none() {
         btf.set_layout(true);
+        btf::validate::Target::BpfNext
+    } else {
+        btf::validate::Target::Linux6_18
+    };
+    // What btfkit writes, its own `check` (and the kernel) must accept:
+    // corrupt DWARF (a `.debug_str` cut to nothing, a bit field wider than
+    // its type, a member past the end of its union) would otherwise become
+    // BTF that fails only where it is loaded.
+    progress.stage("validating", 0);
+    let problems = btf::validate::validate_for(&btf, target);
+    if let Some(first) = problems.first() {
+        return Err(Error::Encode {
+            path: path.to_owned(),
+            msg: format!(
+                "the DWARF gives BTF that the kernel would refuse ({} problems; the first: {first} [{}])",
+                problems.len(),
+                first.rule
+            ),
+        });
     }
     Ok(Encoded {
         btf,

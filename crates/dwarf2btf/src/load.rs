@@ -36,6 +36,36 @@ impl ElfFile {
             error: source,
         };
         let file = std::fs::File::open(path).map_err(io)?;
+        let mut magic = [0u8; 6];
+        let n = std::os::unix::fs::FileExt::read_at(&file, &mut magic, 0).map_err(io)?;
+        let magic = &magic[..n];
+        // Raw BTF (/sys/kernel/btf/*, a `-o` output), which sysfs does not
+        // even let us map: there is no DWARF to encode from.
+        let btf_magic = btf::format::BTF_MAGIC;
+        if magic.starts_with(&btf_magic.to_le_bytes())
+            || magic.starts_with(&btf_magic.to_be_bytes())
+        {
+            return Err(Error::Unsupported {
+                path: path.to_owned(),
+                what: "this is BTF, not an ELF file with DWARF: nothing to encode it from \
+                       (btfkit dump and check read it)"
+                    .into(),
+            });
+        }
+        // A compressed module (.ko.xz, .ko.zst, .ko.gz): encoded from its
+        // decompressed bytes.
+        if btf::compressed_file::Codec::of(magic).is_some() {
+            use std::io::Read;
+            let mut data = Vec::new();
+            (&file).read_to_end(&mut data).map_err(io)?;
+            let elf = btf::compressed_file::decompress(&data)
+                .unwrap_or(Ok(data))
+                .map_err(|msg| Error::Elf {
+                    path: path.to_owned(),
+                    msg,
+                })?;
+            return ElfFile::from_bytes(path, &elf);
+        }
         // SAFETY: the mapping is read-only and private; a concurrent writer
         // truncating the file could fault us, which is the usual and accepted
         // contract of mapped inputs (pahole, gimli and object users share it).
@@ -118,7 +148,52 @@ impl ElfFile {
                 what: format!("architecture {:?} (only x86-64)", obj.architecture()),
             });
         }
+        self.check_symbol_strings(&obj)?;
         Ok(obj)
+    }
+
+    /// Refuses a symbol table whose string table is not in the file: object
+    /// reads symbol names lazily, and every name would fail alone, leaving
+    /// an encode without a single function (as pahole, which refuses it).
+    fn check_symbol_strings(&self, obj: &object::File<'_>) -> Result<()> {
+        use object::read::elf::SectionHeader;
+        let object::File::Elf64(file) = obj else {
+            return Ok(());
+        };
+        let endian = file.endian();
+        let sections = file.elf_section_table();
+        for header in sections.iter() {
+            let kind = header.sh_type(endian);
+            if kind != object::elf::SHT_SYMTAB && kind != object::elf::SHT_DYNSYM {
+                continue;
+            }
+            let link = object::SectionIndex(header.sh_link(endian) as usize);
+            let Ok(strings) = sections.section(link) else {
+                return Err(Error::Section {
+                    path: self.path.clone(),
+                    section: ".strtab",
+                    msg: format!(
+                        "the symbol table links to section {}, which does not exist",
+                        link.0
+                    ),
+                });
+            };
+            let (offset, size) = (strings.sh_offset(endian), strings.sh_size(endian));
+            if offset
+                .checked_add(size)
+                .is_none_or(|end| end > self.data().len() as u64)
+            {
+                return Err(Error::Section {
+                    path: self.path.clone(),
+                    section: ".strtab",
+                    msg: format!(
+                        "the symbol names at file offset {offset:#x} ({size} bytes) lie past the end of the {}-byte file",
+                        self.data().len()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -155,7 +230,58 @@ impl<'a> DwarfSections<'a> {
                 None => Ok(data),
             }
         })?;
-        Ok(DwarfSections { sections })
+        let loaded = DwarfSections { sections };
+        loaded.check_strings_present(elf, obj)?;
+        Ok(loaded)
+    }
+
+    /// Refuses an empty `.debug_str` that the first unit's DIE refers to
+    /// (DW_FORM_strp, DW_FORM_strx*: compilers put the producer and the
+    /// unit's name there): every name in it would read as missing, and the
+    /// types would come out anonymous.
+    fn check_strings_present(&self, elf: &ElfFile, obj: &object::File<'_>) -> Result<()> {
+        use gimli::AttributeValue;
+        let dwarf = self.dwarf();
+        if !gimli::Section::reader(&dwarf.debug_str).is_empty() {
+            return Ok(());
+        }
+        let Ok(Some(header)) = dwarf.units().next() else {
+            return Ok(());
+        };
+        let Ok(abbrevs) = dwarf.abbreviations(&header) else {
+            return Ok(());
+        };
+        let mut entries = header.entries(&abbrevs);
+        let Ok(Some((_, unit_die))) = entries.next_dfs() else {
+            return Ok(());
+        };
+        let mut attrs = unit_die.attrs();
+        let mut refers = None;
+        while let Ok(Some(attr)) = attrs.next() {
+            if matches!(
+                attr.raw_value(),
+                AttributeValue::DebugStrRef(_) | AttributeValue::DebugStrOffsetsIndex(_)
+            ) {
+                refers = Some(attr.name());
+                break;
+            }
+        }
+        let Some(name) = refers else {
+            return Ok(());
+        };
+        let at = obj
+            .section_by_name(".debug_str")
+            .and_then(|s| s.file_range())
+            .map_or(String::new(), |(offset, _)| {
+                format!(" (at file offset {offset:#x})")
+            });
+        Err(Error::Section {
+            path: elf.path.clone(),
+            section: ".debug_str",
+            msg: format!(
+                "the section is empty{at}, but the DWARF's names are in it (the unit's {name})"
+            ),
+        })
     }
 
     /// A gimli view over the sections.
@@ -166,8 +292,9 @@ impl<'a> DwarfSections<'a> {
 }
 
 /// Applies a relocatable object's RELA relocations to its debug sections.
-/// Only the absolute kinds that debug sections use are meaningful
-/// (R_X86_64_64, R_X86_64_32, R_X86_64_32S); a relocation of another kind
+/// Only the kinds that debug sections use are meaningful (R_X86_64_64,
+/// R_X86_64_32, R_X86_64_32S, and the TLS offsets R_X86_64_DTPOFF64 and
+/// R_X86_64_DTPOFF32); a relocation of another kind
 /// or out of bounds is an error naming the section and offset.
 ///
 /// The RELA records are read as an array and the symbols' values looked up
@@ -222,7 +349,10 @@ impl<'o, 'a> Relocator<'o, 'a> {
         name: &'static str,
         data: Cow<'a, [u8]>,
     ) -> Result<Cow<'a, [u8]>> {
-        use object::elf::{R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_NONE, SHT_RELA};
+        use object::elf::{
+            R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_DTPOFF32, R_X86_64_DTPOFF64,
+            R_X86_64_NONE, SHT_RELA,
+        };
         use object::read::elf::{Rela, SectionHeader};
         let bad = |msg: String| Error::Section {
             path: self.elf.path.clone(),
@@ -265,8 +395,11 @@ impl<'o, 'a> Relocator<'o, 'a> {
                 // references to discarded sections, e.g. in clang-built
                 // modules).
                 R_X86_64_NONE => continue,
-                R_X86_64_64 => 8,
-                R_X86_64_32 | R_X86_64_32S => 4,
+                // A `__thread` variable's location is its offset in the
+                // thread's TLS block (DW_OP_GNU_push_tls_address): for an
+                // object not yet linked, its offset in its TLS section.
+                R_X86_64_64 | R_X86_64_DTPOFF64 => 8,
+                R_X86_64_32 | R_X86_64_32S | R_X86_64_DTPOFF32 => 4,
                 kind => {
                     return Err(bad(format!(
                         "relocation at {offset:#x}: unsupported kind {kind}"

@@ -107,7 +107,11 @@ impl ElfDump {
                 .is_none_or(|end| end > bytes.len())
             {
                 return Err(Error::Truncated {
-                    what: "PT_LOAD segment",
+                    what: match p_type {
+                        PT_LOAD => "PT_LOAD segment",
+                        PT_NOTE => "PT_NOTE segment",
+                        _ => "segment",
+                    },
                     offset: seg.offset,
                     need: seg.filesz,
                     have: bytes.len().saturating_sub(seg.offset),
@@ -241,5 +245,38 @@ impl Dump for ElfDump {
 
     fn phys_base(&self) -> Option<u64> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ELF core of one program header of type `p_type` whose bytes
+    /// (0x100 of them at 0x1000) lie past the end of the 0x78-byte file.
+    fn core_with_truncated(p_type: u32) -> Vec<u8> {
+        let mut elf = vec![0u8; 64 + PHDR_LEN as usize];
+        elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        elf[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+        elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        elf[0x36..0x38].copy_from_slice(&(PHDR_LEN as u16).to_le_bytes());
+        elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        let p = &mut elf[64..];
+        p[..4].copy_from_slice(&p_type.to_le_bytes());
+        p[8..16].copy_from_slice(&0x1000u64.to_le_bytes()); // p_offset
+        p[32..40].copy_from_slice(&0x100u64.to_le_bytes()); // p_filesz
+        p[40..48].copy_from_slice(&0x100u64.to_le_bytes()); // p_memsz
+        elf
+    }
+
+    #[test]
+    fn a_truncated_segment_is_named_by_its_type() {
+        for (p_type, name) in [(PT_NOTE, "PT_NOTE"), (PT_LOAD, "PT_LOAD")] {
+            let e = ElfDump::parse(Bytes::Owned(core_with_truncated(p_type)))
+                .err()
+                .expect("a truncated core opens")
+                .to_string();
+            assert!(e.contains(name) && e.contains("0x1000"), "{name}: {e}");
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! `btfkit dedup IN.btf -o OUT.btf [--base B]`: libbpf's btf__dedup.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,9 +20,12 @@ pub struct DedupArgs {
 pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
     let mut btf = btf::load_file(&args.input, args.base.as_deref())
         .with_context(|| format!("cannot load BTF from {}", args.input.display()))?;
+    if let Some(base) = &args.base {
+        refuse_if_not_split(&btf, &args.input, base)?;
+    }
     let stats = btf::dedup::dedup_with_stats(&mut btf, &btf::dedup::DedupOptions::default())
         .with_context(|| format!("cannot deduplicate {}", args.input.display()))?;
-    write_atomically(&args.output, &btf.to_bytes())
+    btf::output_file::write(&args.output, &btf.to_bytes(), None)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!(
         "{} types -> {}, {} string bytes -> {}",
@@ -32,30 +34,27 @@ pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `data` to a new file next to `path` and renames it over `path`,
-/// so that a failed run never leaves a half-written output.
-fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+/// Refuses an input that is not split BTF over `base`: read over a base it
+/// was not made for, its type ids and string offsets point into the wrong
+/// types and strings, and the dedup would write nonsense that `check`
+/// rejects. The kernel verifier's rules tell: such BTF breaks them.
+fn refuse_if_not_split(btf: &btf::Btf, input: &Path, base: &Path) -> anyhow::Result<()> {
+    let problems = btf::validate::validate(btf);
+    let Some(first) = problems.first() else {
+        return Ok(());
     };
-    let name = path
-        .file_name()
-        .unwrap_or(path.as_os_str())
-        .to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(data)?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        // Best effort: the error that matters is the one being returned.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let standalone = btf::load_file(input, None)
+        .ok()
+        .is_some_and(|b| btf::validate::validate(&b).is_empty());
+    let hint = if standalone {
+        "it is complete BTF without a base: drop --base".to_string()
+    } else {
+        format!("is it split over another base than {}?", base.display())
+    };
+    anyhow::bail!(
+        "{} is not valid split BTF over {} ({} problems, first: {first}); {hint}",
+        input.display(),
+        base.display(),
+        problems.len()
+    )
 }
