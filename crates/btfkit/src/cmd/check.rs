@@ -53,10 +53,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(btf::validate::validate(&btf));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
+    // Types of the base that a split BTF has again instead of referring to.
+    let duplicates = btf::base_duplicates::summary(&btf)?;
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
-    if ok {
+    if ok && duplicates.is_none() {
         writeln!(
             out,
             "{}: OK ({} types, {} bytes)",
@@ -64,11 +66,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             btf.own_types().len(),
             blob.len()
         )?;
-    } else {
+    } else if !ok {
         for p in &problems {
             writeln!(out, "{p} [{}]", p.rule)?;
         }
         writeln!(out, "{}: {} problems", file.display(), problems.len())?;
+    }
+    if let Some(line) = duplicates {
+        writeln!(out, "{}: {line}", file.display())?;
+        ok = false;
     }
 
     if args.kernel {
