@@ -53,8 +53,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(btf::validate::validate(&btf));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
-    // Types of the base that a split BTF has again instead of referring to.
-    let duplicates = btf::base_duplicates::summary(&btf)?;
+    // Types of the base that a split BTF has again instead of referring to
+    // (a walk of its graph: only once the ids are known to be valid).
+    let duplicates = ok.then(|| btf::base_duplicates::summary(&btf));
+    let duplicates = duplicates.transpose()?.flatten();
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
