@@ -136,7 +136,10 @@ fuzz_target!(|data: &[u8]| {
     for sym in table.iter().filter(|s| s.kind == SymbolKind::Function) {
         let found = index.match_function(table, &sym);
         if let Some(id) = found.btf_id() {
-            assert!(prog.btf().type_by_id(id).is_some(), "matched a missing type {id}");
+            assert!(
+                prog.btf().type_by_id(id).is_some(),
+                "matched a missing type {id}"
+            );
         }
         let _ = found.is_ambiguous();
     }
