@@ -65,7 +65,7 @@ for target in $(cargo fuzz list); do
   dirs=("fuzz/corpus/$target")
   max_len=8192
   case "$target" in
-    read | dump | attach) dirs+=("$seeds") ;;
+    read | dump | attach | drgn_types) dirs+=("$seeds") ;;
     layout)
       dirs+=("$seeds" "$dwarf_seeds")
       max_len=65536

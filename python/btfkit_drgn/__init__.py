@@ -104,7 +104,17 @@ def open_finder(prog: Program, btf: Optional[str] = None) -> Finder:
         vmcore = prog.core_dump_path
     else:
         raise BtfkitError("the program has no core dump file and is not the live kernel")
-    kernel = Kernel.open(vmcore, btf)
+    try:
+        kernel = Kernel.open(vmcore, btf)
+    except BtfkitError as e:
+        if btf:
+            raise
+        # The kernel's own BTF (a build without CONFIG_DEBUG_INFO_BTF, or
+        # memory that does not read): a file can stand in for it.
+        raise BtfkitError(
+            f"{e} (with the kernel's own BTF; ${ENV_BTF} names a BTF file to use instead: "
+            "`btfkit encode VMLINUX --vars all -o FILE` makes one)"
+        ) from None
     if btf:
         _check(prog, kernel, btf)
     return Finder(prog, kernel)

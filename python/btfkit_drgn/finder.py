@@ -59,6 +59,10 @@ class Finder:
         self._types: Dict[int, Type] = {}
         self._modules = set(kernel.modules())
         self._global_variables = kernel.global_variables()
+        # drgn asks again and again (crash `ps` looks up the same
+        # enumerators for each task): answers, found or not, by question.
+        self._found_types: Dict[Tuple[TypeKindSet, str, Optional[str]], Optional[Type]] = {}
+        self._found_objects: Dict[Tuple[str, FindObjectFlags, Optional[str]], Optional[Object]] = {}
 
     # Types.
 
@@ -165,6 +169,14 @@ class Finder:
     def find_type(
         self, prog: Program, kinds: TypeKindSet, name: str, filename: Optional[str]
     ) -> Optional[Type]:
+        key = (kinds, name, filename)
+        try:
+            return self._found_types[key]
+        except KeyError:
+            t = self._found_types[key] = self._find_type(kinds, name, filename)
+            return t
+
+    def _find_type(self, kinds: TypeKindSet, name: str, filename: Optional[str]) -> Optional[Type]:
         module = self._module(filename)
         if module is None:
             return None
@@ -184,6 +196,17 @@ class Finder:
     # Objects.
 
     def find_object(
+        self, prog: Program, name: str, flags: FindObjectFlags, filename: Optional[str]
+    ) -> Optional[Object]:
+        key = (name, flags, filename)
+        try:
+            return self._found_objects[key]
+        except KeyError:
+            # A refusal (ObjectNotFoundError) is raised each time, not kept.
+            o = self._found_objects[key] = self._find_object(prog, name, flags, filename)
+            return o
+
+    def _find_object(
         self, prog: Program, name: str, flags: FindObjectFlags, filename: Optional[str]
     ) -> Optional[Object]:
         module = self._module(filename)
