@@ -1,7 +1,9 @@
 //! One name for a split BTF's base in every command: `--base`. `layout`
-//! also keeps pahole's `--btf_base`. Oracles: pahole's layout view of a
-//! Debian module over Debian's vmlinux, and bpftool's dump with `-B`.
+//! also keeps pahole's `--btf_base`. Oracles: pahole 1.32's layout view (the
+//! one btfkit follows, from the sid chroot) of a Debian module over Debian's
+//! vmlinux, and bpftool's dump with `-B`.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn btfkit(args: &[&str]) -> Output {
@@ -16,18 +18,19 @@ fn base_flag_layout_dump_diff_debian_module_pahole_bpftool() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };
-    let Some(pahole) = testkit::tool_or_skip("pahole", "dwarves") else {
+    let Some(sid) = testkit::sid::sid_or_skip() else {
         return;
     };
     let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
         return;
     };
-    let ko = k.image_modules.join("kernel/net/key/af_key.ko");
+    let ko_path = k.image_modules.join("kernel/net/key/af_key.ko");
     let (base, ko) = (
         k.vmlinux.to_str().expect("path"),
-        ko.to_str().expect("path"),
+        ko_path.to_str().expect("path"),
     );
-    let theirs = testkit::run_ok(Command::new(&pahole).args(["-F", "btf", "--btf_base", base, ko]));
+    let binds: [&Path; 2] = [&k.vmlinux, &ko_path];
+    let theirs = sid.run_ok(&binds, "pahole", ["-F", "btf", "--btf_base", base, ko]);
     for flag in ["--base", "--btf_base"] {
         let ours = btfkit(&["layout", flag, base, ko]);
         assert!(

@@ -106,12 +106,6 @@ def conv(o, depth=0):
         if k == TypeKind.ARRAY:
             if t.length is None or t.length == 0:
                 return []
-            # BTF (pahole's and ours) has one dimension: T a[2][3] is T a[6].
-            n, e = t.length, under(t.type)
-            while e.kind == TypeKind.ARRAY and e.length is not None:
-                n, e = n * e.length, under(e.type)
-            if n != t.length:
-                return conv(Object(prog, prog.array_type(e, n), address=o.address_), depth)
             if is_char(t.type):
                 return o.string_().decode('latin-1')
             return [conv(o[i], depth + 1) for i in range(t.length)]

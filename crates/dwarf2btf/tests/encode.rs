@@ -252,10 +252,10 @@ fn fixture_nested_arrays_equal_clang_19_btf() {
         .collect();
     assert_eq!(s.members().len(), 6);
     for want in [
-        "int a2d[3][4]@160",
-        "int a3d[2][3][4]@544",
-        "char comm[16][16]@1312",
-        "char flex[0][8]@3392",
+        "int a2d[3][4] at bit 160",
+        "int a3d[2][3][4] at bit 544",
+        "char comm[16][16] at bit 1312",
+        "char flex[0][8] at bit 3392",
     ] {
         assert!(
             decls.iter().any(|d| d.contains(want)),
@@ -708,6 +708,12 @@ fn encode_debian_modules_split_over_our_vmlinux() {
         return;
     };
     let debian_base = Arc::new(btf::load_file(&k.vmlinux, None).expect("Debian's .BTF"));
+    let base_names: std::collections::HashSet<&str> = ours
+        .btf
+        .iter()
+        .filter_map(|(_, t)| ours.btf.name_of(t).ok())
+        .filter(|n| !n.is_empty())
+        .collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let modules = twenty_modules(&k.dbg_modules);
     assert_eq!(modules.len(), 20, "fewer than 20 debug modules");
@@ -726,7 +732,20 @@ fn encode_debian_modules_split_over_our_vmlinux() {
         let shipped = k.image_modules.join(rel);
         let data = std::fs::read(&shipped).expect("shipped module");
         let theirs = btf::parse_any(&data, Some(debian_base.clone())).expect("shipped .BTF");
-        assert_same_layouts(&rel.display().to_string(), &btf, &theirs);
+        // pahole 1.24 copies a base type into the module when the walk
+        // from it meets a FWD the base has (file_system_type in mlx4_ib);
+        // btfkit refers to the base's type instead: such a name may be
+        // only theirs, when our base has it.
+        let mut d = layout_diff(&btf, &theirs);
+        d.only_b.retain(|o| !base_names.contains(o.name.as_str()));
+        assert!(
+            d.is_empty(),
+            "{}: layouts differ: only ours {:?}\nonly theirs {:?}\nchanged {:?}",
+            rel.display(),
+            d.only_a.iter().map(|o| &o.name).collect::<Vec<_>>(),
+            d.only_b.iter().map(|o| &o.name).collect::<Vec<_>>(),
+            d.changed.iter().map(|c| &c.name).collect::<Vec<_>>()
+        );
     }
 }
 
