@@ -8,7 +8,6 @@
 // Library code handles bytes from files: a panic there is a bug.
 #![warn(clippy::unwrap_used)]
 
-pub mod base_duplicates;
 mod bytes;
 pub mod cdecl;
 pub mod compressed_file;

@@ -121,43 +121,6 @@
 //! Passes 2 to 4 never look at FUNCs, DECL_TAGs or DATASECs, so an encoder
 //! may run them before it has added those ([`Appending`], `appending.rs`).
 //!
-//! # Where we depart from libbpf: the base's representation
-//!
-//! A module's split BTF is often made by another encoder than its base
-//! (a distribution's vmlinux BTF by pahole 1.24 or 1.32, the module by
-//! btfkit), and two encoders describe one C type differently. libbpf then
-//! re-emits the type in the split part, and with it every type that
-//! reaches it: over a pahole 1.32 base, `struct task_struct` and about 150
-//! other vmlinux types in every module. The verifier matches kfunc and
-//! struct_ops arguments by type, so such a copy is not just bytes. When the
-//! walk of pass 3 compares an own type with a *base* type, two more
-//! equivalences hold, and the own type then takes the base's type,
-//! whatever its representation:
-//!
-//! - An array nest and a flat array of the same number of the same
-//!   elements: `T[a][b]` (pahole >= 1.25: an ARRAY of an ARRAY) against
-//!   `T[a*b]` (pahole 1.24: one ARRAY), or any two nests of one total. The
-//!   invariant: the base's array has the same size (count times element
-//!   size) and puts every element at the same offset, so the struct that
-//!   holds it has the same layout member for member. The index types are
-//!   not compared (they say nothing of the layout).
-//! - A base FWD against an own full struct or union of its name (libbpf
-//!   sets `hypot_adjust_canon` and refuses, as the base cannot change):
-//!   the base described the struct only by declaration, the module saw its
-//!   definition. A FWD is reached only through pointers (it has no size),
-//!   so the base's type that holds the pointer has the same layout. The own
-//!   definition stays in the split part for the module's types that use it.
-//!
-//! A walk that needed one of these is not exact (it enters no `proven`
-//! class), and when its root is a base type, every own type it paired with
-//! a base type of the same kind takes that base type at once
-//! (`map_to_base`), pointers, typedefs, arrays and prototypes included:
-//! pass 5 would look for an *equal* base type and find none where the
-//! representations differ. Own types paired with a base FWD keep their
-//! definition. A walk between own types, all of a non-split dedup
-//! (vmlinux) and split BTF whose base was made by the same rules are
-//! unchanged, byte for byte (the tests against libbpf).
-//!
 //! # Where we depart from libbpf: FUNCs tied to addresses
 //!
 //! btfkit ties a FUNC to the function instances it describes with DECL_TAGs
@@ -746,12 +709,8 @@ struct Dedup<'a> {
     /// nothing (see `merge_hypot_map`), and most pairs are the pointers,
     /// typedefs and qualifiers between structs.
     hypot_merge: Vec<TypeId>,
-    /// The last equivalence needed a base FWD resolved: not a match by
-    /// libbpf's rules, a match by the base's (see the module comment).
+    /// The last equivalence needed a base FWD resolved: not a match.
     hypot_adjust_canon: bool,
-    /// The walk under way took a base type as equivalent by one of the
-    /// rules libbpf lacks (the base's representation; module comment).
-    hypot_base_rule: bool,
     /// Candidate id -> the canonical id it is paired with in the walk under
     /// way (the reverse of `hypot_map`), 0 if none. A walk that pairs a
     /// type with void fails, so 0 is never a partner that counts.
@@ -799,7 +758,6 @@ impl<'a> Dedup<'a> {
             hypot_list: Vec::new(),
             hypot_merge: Vec::new(),
             hypot_adjust_canon: false,
-            hypot_base_rule: false,
             hypot_cand: vec![0; count],
             hypot_exact: true,
             proven: vec![0; count],
@@ -1078,7 +1036,6 @@ impl<'a> Dedup<'a> {
         self.hypot_list.clear();
         self.hypot_merge.clear();
         self.hypot_adjust_canon = false;
-        self.hypot_base_rule = false;
         self.hypot_exact = true;
     }
 
@@ -1223,7 +1180,6 @@ impl<'a> Dedup<'a> {
                 // change.
                 if canon_kind == BTF_KIND_FWD && canon_id < self.start_id {
                     self.hypot_adjust_canon = true;
-                    self.hypot_base_rule = true;
                 }
                 self.hypot_exact = false;
                 // A side is a FWD: `merge` holds.
@@ -1266,21 +1222,9 @@ impl<'a> Dedup<'a> {
                     stack.push((ct.size_or_type(), nt.size_or_type()));
                 }
                 BTF_KIND_ARRAY => {
-                    let (Some(&ca), Some(&na)) = (array_of(ct), array_of(nt)) else {
+                    let (Some(ca), Some(na)) = (array_of(ct), array_of(nt)) else {
                         return Ok(false);
                     };
-                    if canon_id < self.start_id && self.nested_otherwise(&ca, &na) {
-                        // The base's nest (or flat array) for ours: equal
-                        // if the same number of the same elements.
-                        let ((cn, ce), (nn, ne)) = (self.flat_array(ca), self.flat_array(na));
-                        if cn != nn {
-                            return Ok(false);
-                        }
-                        self.hypot_base_rule = true;
-                        self.hypot_exact = false;
-                        stack.push((ce, ne));
-                        continue;
-                    }
                     if !compat_array(ct, nt) {
                         return Ok(false);
                     }
@@ -1339,8 +1283,7 @@ impl<'a> Dedup<'a> {
     /// other kind to the same kind (INT to INT, enum to enum; reference
     /// types are not mapped yet), so for the other pairs none of the
     /// conditions below holds.
-    fn merge_hypot_map(&mut self, root: TypeId) {
-        let base_rule = self.hypot_base_rule && root < self.start_id;
+    fn merge_hypot_map(&mut self) {
         for i in 0..self.hypot_merge.len() {
             let canon_id = self.hypot_merge[i];
             let targ_id = self.hypot_map[canon_id as usize];
@@ -1353,7 +1296,7 @@ impl<'a> Dedup<'a> {
             if t_kind != BTF_KIND_FWD && c_kind == BTF_KIND_FWD {
                 self.map[c_id as usize] = t_id;
             }
-            if self.hypot_adjust_canon && !base_rule {
+            if self.hypot_adjust_canon {
                 continue;
             }
             if t_kind == BTF_KIND_FWD && c_kind != BTF_KIND_FWD {
@@ -1367,56 +1310,6 @@ impl<'a> Dedup<'a> {
                 self.map[t_id as usize] = c_id;
             }
         }
-        if base_rule {
-            self.map_to_base();
-        }
-    }
-
-    /// After a walk to a base type that needed the base's rules: every own
-    /// type it paired with a base type of its kind takes that base type
-    /// (pass 5 would look for an equal one and, where the representations
-    /// differ, find none). A split type paired with a base FWD keeps its
-    /// definition.
-    fn map_to_base(&mut self) {
-        for i in 0..self.hypot_list.len() {
-            let canon_id = self.hypot_list[i];
-            let cand_id = self.hypot_map[canon_id as usize];
-            if canon_id >= self.start_id
-                || cand_id < self.start_id
-                || is_mapped(self.map[cand_id as usize])
-            {
-                continue;
-            }
-            let kind = kind_of(self.ty(canon_id));
-            if kind != BTF_KIND_FWD && kind == kind_of(self.ty(cand_id)) {
-                self.map[cand_id as usize] = canon_id;
-            }
-        }
-    }
-
-    /// Whether arrays `a` (own) and `b` (the base's) describe their elements
-    /// with different nests: one's element is an array and the other's is
-    /// not, or their counts differ.
-    fn nested_otherwise(&self, a: &Array, b: &Array) -> bool {
-        let is_array = |id| kind_of(self.ty(id)) == BTF_KIND_ARRAY;
-        a.nelems != b.nelems || is_array(a.elem) != is_array(b.elem)
-    }
-
-    /// An array nest as one flat array: its element count (saturating)
-    /// and its innermost element type. Bounded by the number of types
-    /// (a cycle of arrays in corrupt input ends).
-    fn flat_array(&self, a: Array) -> (u64, TypeId) {
-        let (mut n, mut elem) = (u64::from(a.nelems), a.elem);
-        for _ in 0..self.map.len() {
-            match self.ty(elem).and_then(array_of) {
-                Some(inner) => {
-                    n = n.saturating_mul(u64::from(inner.nelems));
-                    elem = inner.elem;
-                }
-                None => break,
-            }
-        }
-        (n, elem)
     }
 
     /// Pass 3.
@@ -1458,8 +1351,8 @@ impl<'a> Dedup<'a> {
                 if !self.is_equiv(id, c, &mut stack)? {
                     continue;
                 }
-                self.merge_hypot_map(c);
-                if self.hypot_adjust_canon && c >= self.start_id {
+                self.merge_hypot_map();
+                if self.hypot_adjust_canon {
                     continue;
                 }
                 if self.hypot_exact {

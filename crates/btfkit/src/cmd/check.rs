@@ -82,9 +82,6 @@ struct Report<'a> {
     types: usize,
     bytes: usize,
     problems: Vec<ProblemJson<'a>>,
-    /// "split BTF duplicates N base types (...)" when it re-emits any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base_duplicates: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel: Option<KernelVerdict>,
 }
@@ -174,11 +171,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(btf::validate::validate_for(&btf, target));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
-    // Types of the base that a split BTF has again instead of referring to
-    // (a walk of its graph: only once the ids are known to be valid).
-    let duplicates = ok.then(|| btf::base_duplicates::summary(&btf));
-    let duplicates = duplicates.transpose()?.flatten();
-    ok &= duplicates.is_none();
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
@@ -199,7 +191,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|p| problem_json(p, &btf, &offsets))
                 .collect(),
-            base_duplicates: duplicates.clone(),
             kernel,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -214,7 +205,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 blob.len(),
                 target_name(target)
             )?;
-        } else if !problems.is_empty() {
+        } else {
             for p in &problems {
                 writeln!(out, "{p} [{}]", p.rule)?;
             }
@@ -225,9 +216,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 count(problems.len(), "problem"),
                 target_name(target)
             )?;
-        }
-        if let Some(line) = &duplicates {
-            writeln!(out, "{}: {line}", file.display())?;
         }
         if args.kernel {
             if btf.base().is_some() {
