@@ -78,42 +78,38 @@ pub fn describe<'py>(py: Python<'py>, btf: &Btf, id: TypeId) -> PyResult<Bound<'
                 .collect::<PyResult<Vec<_>>>()?;
             tuple(py, (kind, opt_name(btf, t.name_off, id)?, *size, list))
         }
-        TypeData::Enum { size, values } => {
-            let signed = t.kind_flag;
-            let list = values
-                .iter()
-                .map(|v| {
-                    let val = if signed {
-                        i128::from(v.val as i32)
-                    } else {
-                        i128::from(v.val)
-                    };
-                    Ok((name_at(btf, v.name_off, id)?, val))
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            tuple(
-                py,
-                ("enum", opt_name(btf, t.name_off, id)?, *size, signed, list),
-            )
-        }
-        TypeData::Enum64 { size, values } => {
-            let signed = t.kind_flag;
-            let list = values
-                .iter()
-                .map(|v| {
-                    let val = if signed {
-                        i128::from(v.val as i64)
-                    } else {
-                        i128::from(v.val)
-                    };
-                    Ok((name_at(btf, v.name_off, id)?, val))
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            tuple(
-                py,
-                ("enum", opt_name(btf, t.name_off, id)?, *size, signed, list),
-            )
-        }
+        // An enumerator's value as its signedness reads it: kind_flag set
+        // means signed, 32 or 64 bits wide.
+        TypeData::Enum { size, values } => enum_tuple(
+            py,
+            btf,
+            t,
+            id,
+            *size,
+            values.iter().map(|v| {
+                let val = if t.kind_flag {
+                    i128::from(v.val as i32)
+                } else {
+                    i128::from(v.val)
+                };
+                (v.name_off, val)
+            }),
+        ),
+        TypeData::Enum64 { size, values } => enum_tuple(
+            py,
+            btf,
+            t,
+            id,
+            *size,
+            values.iter().map(|v| {
+                let val = if t.kind_flag {
+                    i128::from(v.val as i64)
+                } else {
+                    i128::from(v.val)
+                };
+                (v.name_off, val)
+            }),
+        ),
         TypeData::Fwd => {
             let kind = if t.kind_flag { "union" } else { "struct" };
             tuple(py, ("fwd", kind, name(btf, t, id)?))
@@ -144,4 +140,28 @@ pub fn describe<'py>(py: Python<'py>, btf: &Btf, id: TypeId) -> PyResult<Bound<'
 
 fn name_at(btf: &Btf, off: u32, id: TypeId) -> PyResult<String> {
     Ok(opt_name(btf, off, id)?.unwrap_or_default())
+}
+
+/// `("enum", name, size, signed, [(enumerator, value)])` for ENUM and ENUM64.
+fn enum_tuple<'py>(
+    py: Python<'py>,
+    btf: &Btf,
+    t: &Type,
+    id: TypeId,
+    size: u32,
+    values: impl Iterator<Item = (u32, i128)>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let list = values
+        .map(|(name_off, val)| Ok((name_at(btf, name_off, id)?, val)))
+        .collect::<PyResult<Vec<_>>>()?;
+    tuple(
+        py,
+        (
+            "enum",
+            opt_name(btf, t.name_off, id)?,
+            size,
+            t.kind_flag,
+            list,
+        ),
+    )
 }
