@@ -50,7 +50,7 @@ pub fn write(path: &Path, bytes: &[u8], perm: Option<Permissions>) -> io::Result
     write_parts(path, &[Part::Bytes(bytes)], perm)
 }
 
-/// [`write`] of the concatenation of `parts`.
+/// [`write()`] of the concatenation of `parts`.
 pub fn write_parts(path: &Path, parts: &[Part], perm: Option<Permissions>) -> io::Result<()> {
     if path.as_os_str() == "-" {
         let mut out = io::stdout().lock();
