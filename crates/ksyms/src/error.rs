@@ -6,18 +6,32 @@ use std::path::PathBuf;
 /// anyhow's `{:#}` says it once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The file could not be opened or read.
     #[error("{path}: {error}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         error: std::io::Error,
     },
+    /// A line of a kallsyms or System.map file is not `ADDRESS TYPE NAME`
+    /// with an optional `[MODULE]`: a field is missing, the address is not
+    /// hex, a name is not UTF-8.
     #[error("{path}:{line}: {reason} (byte offset {offset})")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// The line, counted from 1.
         line: usize,
+        /// Where in the file the bad field starts, in bytes from its start.
         offset: usize,
+        /// What is wrong with the line.
         reason: String,
     },
+    /// Every address of a `/proc/kallsyms` read as zero: the kernel's
+    /// `kptr_restrict` policy hides them from this process. Only returned by
+    /// readers that need addresses; [`Symbols::addresses_hidden`](crate::Symbols::addresses_hidden)
+    /// tells the others.
     #[error(
         "{path}: all {count} addresses read as zero: the kernel hides them from this process. \
          It shows them when kernel.kptr_restrict is 0 and kernel.perf_event_paranoid <= 1 \
@@ -25,18 +39,36 @@ pub enum Error {
          while kptr_restrict <= 1; run as root, or lower these sysctls"
     )]
     AddressesHidden {
+        /// The kallsyms file.
         path: PathBuf,
+        /// How many symbols it lists.
         count: usize,
-        /// The sysctl values at the time of the error, "?" when unreadable.
+        /// `kernel.kptr_restrict` at the time of the error, "?" when unreadable.
         kptr_restrict: String,
+        /// `kernel.perf_event_paranoid` at the time of the error, "?" when
+        /// unreadable.
         perf_event_paranoid: String,
     },
+    /// The file is not ELF, is truncated or malformed, or has no `.symtab`
+    /// (a stripped vmlinux).
     #[error("{path}: not an ELF file with a symbol table: {reason}")]
-    Elf { path: PathBuf, reason: String },
+    Elf {
+        /// The file.
+        path: PathBuf,
+        /// What the ELF reader found wrong.
+        reason: String,
+    },
+    /// [`kaslr_offset`](crate::kaslr_offset) found no symbol it can compare:
+    /// `_stext` or `_text` must be in both tables.
     #[error(
         "cannot compute the KASLR offset: neither _stext nor _text is in both {linked} and {live}"
     )]
-    NoKaslrAnchor { linked: PathBuf, live: PathBuf },
+    NoKaslrAnchor {
+        /// The table with link-time addresses (System.map, vmlinux).
+        linked: PathBuf,
+        /// The table with run-time addresses (`/proc/kallsyms`).
+        live: PathBuf,
+    },
 }
 
 impl Error {

@@ -7,6 +7,54 @@
 //! [`Table`] sorts them by address, fills in sizes and classifies each one
 //! (function, `__pfx_` padding, `.cold` fragment, BPF program, trampoline...).
 //! Duplicated names are kept: telling them apart is the point of the crate.
+//!
+//! [`link`] then ties the symbols to BTF: which FUNC describes a function
+//! symbol, exactly when the BTF carries `addr=0x` tags; [`location`] parses
+//! the `name+0x10/0x360 [module]` text that oopses and stack traces print.
+//!
+//! Addresses are virtual addresses, as the source states them: run-time
+//! addresses for `/proc/kallsyms`, link-time ones for System.map and an ELF
+//! file (move them with [`Symbols::relocate`] and [`kaslr_offset`]). Sizes
+//! and offsets are in bytes.
+//!
+//! # Example
+//!
+//! ```
+//! use std::path::Path;
+//!
+//! use ksyms::kallsyms::{self, Hidden};
+//! use ksyms::{SymbolKind, Table};
+//!
+//! let text = b"ffffffff81000000 T _stext\n\
+//!              ffffffff81111e80 t __pfx_vfs_read\n\
+//!              ffffffff81111e90 T vfs_read\n\
+//!              ffffffff81111ff0 T vfs_write\n\
+//!              ffffffffc0a01000 t ext4_fill_super\t[ext4]\n";
+//! let table = Table::new(kallsyms::parse(text.to_vec(), Path::new("kallsyms"), Hidden::Error)?);
+//!
+//! let hit = table.lookup(0xffffffff81111ea0).expect("inside vfs_read");
+//! assert_eq!((hit.symbol.name, hit.offset), ("vfs_read", 0x10));
+//! assert_eq!(hit.symbol.size, Some(0x160)); // up to vfs_write
+//!
+//! let pfx = table.by_name("__pfx_vfs_read").next().expect("listed");
+//! assert_eq!(pfx.kind, SymbolKind::Padding);
+//! assert_eq!(pfx.parent(), Some("vfs_read"));
+//! assert_eq!(table.lookup(0xffffffffc0a01004).map(|h| h.symbol.module), Some(Some("ext4")));
+//! # Ok::<(), ksyms::Error>(())
+//! ```
+//!
+//! On a live system, read [`kallsyms::PROC_KALLSYMS`] (root, or
+//! `kernel.kptr_restrict=0`, sees the addresses):
+//!
+//! ```no_run
+//! # use std::path::Path;
+//! # use ksyms::kallsyms::{self, Hidden};
+//! let table = ksyms::Table::new(kallsyms::read(Path::new(kallsyms::PROC_KALLSYMS), Hidden::Error)?);
+//! println!("{} symbols", table.len());
+//! # Ok::<(), ksyms::Error>(())
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod elf;
 mod error;
@@ -24,6 +72,7 @@ pub use error::Error;
 pub use link::{BtfIndex, FuncMatch};
 pub use table::{kaslr_offset, Hit, SizeSource, Symbol, SymbolKind, Table, TrampolineTarget};
 
+/// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// One symbol as read. Its name is `names[name_start..name_start + name_len]`
@@ -59,10 +108,12 @@ impl Symbols {
         &self.source
     }
 
+    /// The number of symbols, duplicates included.
     pub fn len(&self) -> usize {
         self.raw.len()
     }
 
+    /// True when the source listed no symbol.
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }

@@ -23,8 +23,12 @@ pub enum FuncMatch {
     /// and the symbol table has `instances` functions with that name. Only
     /// certain when both are 1.
     ByName {
+        /// The first FUNC with the symbol's name, in id order.
         func: TypeId,
+        /// How many FUNCs have that name.
         funcs: usize,
+        /// How many function symbols have that name (clones and fragments
+        /// counted by their base name).
         instances: usize,
     },
     /// No FUNC has this name.
@@ -32,6 +36,7 @@ pub enum FuncMatch {
 }
 
 impl FuncMatch {
+    /// The matched FUNC's type id, `None` when nothing matched.
     pub fn btf_id(&self) -> Option<TypeId> {
         match *self {
             FuncMatch::Exact(id) | FuncMatch::ByName { func: id, .. } => Some(id),
@@ -60,6 +65,8 @@ pub struct BtfIndex<'a> {
 }
 
 impl<'a> BtfIndex<'a> {
+    /// Indexes the FUNCs, VARs, DATASECs and `addr=0x` tags of `btf`. The
+    /// tag offset starts at 0 (link-time addresses); see [`BtfIndex::calibrate`].
     pub fn new(btf: &'a Btf) -> BtfIndex<'a> {
         let mut funcs: FxHashMap<&str, Vec<TypeId>> = FxHashMap::default();
         let mut vars: FxHashMap<&str, Vec<TypeId>> = FxHashMap::default();
@@ -114,6 +121,7 @@ impl<'a> BtfIndex<'a> {
         }
     }
 
+    /// The BTF this index was built over.
     pub fn btf(&self) -> &'a Btf {
         self.btf
     }
@@ -133,6 +141,7 @@ impl<'a> BtfIndex<'a> {
         self.vars.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// The number of VARs that have a name.
     pub fn var_count(&self) -> usize {
         self.vars.values().map(Vec::len).sum()
     }
@@ -142,6 +151,8 @@ impl<'a> BtfIndex<'a> {
         self.var_sections.get(&var).copied()
     }
 
+    /// True when the BTF has at least one `addr=0x` tag on a FUNC, as
+    /// btfkit's encoder writes them; pahole's BTF has none.
     pub fn has_addr_tags(&self) -> bool {
         !self.addr_tags.is_empty()
     }

@@ -6,10 +6,13 @@
 /// `NAME+OFFSET[/SIZE] [MODULE]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SymbolOffset<'a> {
+    /// The symbol name.
     pub name: &'a str,
+    /// Bytes from the symbol's start.
     pub offset: u64,
     /// The size the text states (the symbol's, as the kernel knew it).
     pub size: Option<u64>,
+    /// The module name, without brackets.
     pub module: Option<&'a str>,
 }
 

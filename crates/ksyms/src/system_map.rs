@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::scan::{read_whole, scan, Format};
 use crate::{Result, Symbols};
 
+/// Reads a System.map file in one read.
 pub fn read(path: &Path) -> Result<Symbols> {
     parse(read_whole(path)?, path)
 }

@@ -47,13 +47,26 @@ pub enum SymbolKind {
 pub enum TrampolineTarget {
     /// A kernel or module function: BTF object id and type id of its FUNC.
     /// Key `(btf_obj_id << 32) | 0x80000000 | btf_id`.
-    Kernel { btf_obj_id: u32, btf_id: u32 },
+    Kernel {
+        /// The id of the BTF object (vmlinux or a module's BTF), as
+        /// `bpftool btf list` shows it.
+        btf_obj_id: u32,
+        /// The FUNC's type id in that BTF.
+        btf_id: u32,
+    },
     /// A function of another BPF program (freplace, fentry on BPF).
     /// Key `(prog_id << 32) | btf_id`.
-    Program { prog_id: u32, btf_id: u32 },
+    Program {
+        /// The id of the target program, as `bpftool prog` shows it.
+        prog_id: u32,
+        /// The FUNC's type id in that program's BTF.
+        btf_id: u32,
+    },
 }
 
 impl TrampolineTarget {
+    /// Decodes the key of a `bpf_trampoline_<key>` symbol (the decimal
+    /// number after the prefix).
     pub fn from_key(key: u64) -> TrampolineTarget {
         let high = (key >> 32) as u32;
         let low = key as u32;
@@ -136,14 +149,21 @@ impl KindTag {
 pub struct Symbol<'a> {
     /// Position in the table (address order).
     pub index: usize,
+    /// The address: run-time for kallsyms, link-time for System.map and
+    /// ELF unless [`Symbols::relocate`] moved it.
     pub addr: u64,
-    /// `None` for the last symbol of a module (see [`SizeSource`]).
+    /// The size in bytes; `None` for the last symbol of a module (see
+    /// [`SizeSource`]).
     pub size: Option<u64>,
+    /// Whether the size was stated or inferred.
     pub size_source: SizeSource,
+    /// The name as the source spells it (`vfs_read`, `foo.isra.0`).
     pub name: &'a str,
     /// The module or pseudo-module (`bpf`, `__builtin__ftrace`), without brackets.
     pub module: Option<&'a str>,
+    /// The `nm` type letter (`T`, `t`, `D`, `b`...).
     pub type_char: char,
+    /// What the symbol is, from its name, letter and module.
     pub kind: SymbolKind,
 }
 
@@ -191,14 +211,20 @@ impl<'a> Symbol<'a> {
 /// A symbol found by address, and how far into it the address is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hit<'a> {
+    /// The symbol that contains the address.
     pub symbol: Symbol<'a>,
+    /// The address minus the symbol's address, in bytes.
     pub offset: u64,
 }
 
+/// The name up to the first '.': the name BTF gives every clone and fragment
+/// of a function (`foo.isra.0` and `foo.cold` give `foo`).
 pub fn base_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// True for the name of a compiler-made copy of a function: it contains
+/// `.isra.`, `.constprop.`, `.part.` or `.llvm.`.
 pub fn is_clone_name(name: &str) -> bool {
     [".isra.", ".constprop.", ".part.", ".llvm."]
         .iter()
@@ -309,6 +335,8 @@ pub struct Table {
 }
 
 impl Table {
+    /// Sorts `symbols` by address, gives each a size (the stated one, else
+    /// the distance to the next symbol of its module) and a [`SymbolKind`].
     pub fn new(symbols: Symbols) -> Table {
         let Symbols {
             names,
@@ -404,14 +432,17 @@ impl Table {
             .unwrap_or("")
     }
 
+    /// The number of symbols, aliases and duplicates included.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// True when the table holds no symbol.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// The file the symbols were read from.
     pub fn source(&self) -> &Path {
         &self.source
     }
