@@ -8,6 +8,8 @@ use crate::Memory;
 /// Far more than vmlinux BTF ever is; a wrong pair of symbols is refused.
 const MAX_BTF: u64 = 64 << 20;
 
+/// Reads and parses the BTF between the virtual addresses `start`
+/// (`__start_BTF`) and `stop` (`__stop_BTF`, exclusive).
 pub fn read(mem: &dyn Memory, start: u64, stop: u64) -> Result<btf::Btf> {
     let len = stop
         .checked_sub(start)

@@ -27,6 +27,8 @@ struct Segment {
     memsz: u64,
 }
 
+/// An ELF core file: its PT_LOAD segments, indexed by physical and by
+/// virtual address, and its notes.
 pub struct ElfDump {
     bytes: Bytes,
     /// Sorted by `paddr`, only segments with a physical address.
@@ -37,6 +39,11 @@ pub struct ElfDump {
 }
 
 impl ElfDump {
+    /// Reads the ELF header, the program headers and the notes.
+    /// [`Error::UnknownFormat`] without the ELF magic; [`Error::Corrupt`], at
+    /// the field's file offset, for anything but a 64-bit little-endian
+    /// ET_CORE file or for a bad program header; [`Error::Truncated`] when a
+    /// header runs past the end of the file.
     pub fn parse(bytes: Bytes) -> Result<ElfDump> {
         let mut ehdr = [0u8; 64];
         bytes.read_at("ELF header", 0, &mut ehdr)?;

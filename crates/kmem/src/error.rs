@@ -3,52 +3,98 @@
 
 use std::path::PathBuf;
 
+/// Why kernel memory could not be read. File errors give the file offset,
+/// memory errors the address; [`Error::InFile`] and [`Error::At`] add the
+/// file and what was being read around an inner error.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A file could not be opened or read.
     #[error("{path}: {error}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         error: std::io::Error,
     },
+    /// `error` happened in the dump file `path`.
     #[error("{path}: {error}")]
-    InFile { path: PathBuf, error: Box<Error> },
+    InFile {
+        /// The dump file.
+        path: PathBuf,
+        /// What went wrong in it.
+        error: Box<Error>,
+    },
+    /// A structure of the file runs past its end.
     #[error("{what} at file offset {offset:#x}: truncated (need {need} bytes, {have} there)")]
     Truncated {
+        /// The structure (`"ELF header"`, `"page descriptor"`...).
         what: &'static str,
+        /// Where it starts, in bytes from the start of the file.
         offset: u64,
+        /// Its length in bytes.
         need: u64,
+        /// The bytes the file has from `offset` on.
         have: u64,
     },
+    /// A structure of the file has a value no writer produces.
     #[error("{what} at file offset {offset:#x}: {reason}")]
     Corrupt {
+        /// The structure.
         what: &'static str,
+        /// The file offset of the bad field, in bytes.
         offset: u64,
+        /// What is wrong with it.
         reason: String,
     },
+    /// The file is neither ELF, kdump-compressed nor flattened; the string
+    /// says what its first bytes lack.
     #[error("not a kernel dump: {0}")]
     UnknownFormat(String),
+    /// No segment or page of the dump holds this physical address.
     #[error("physical address {0:#x} is not in the dump")]
     PhysMissing(u64),
+    /// The page exists on the machine but the dump left it out
+    /// (makedumpfile's `-d` filtering of free, cache or user pages).
     #[error("physical address {0:#x} was left out of the dump (filtered page)")]
     PhysExcluded(u64),
+    /// The page-table walk found no present entry for this virtual address,
+    /// or could not read a page table.
     #[error("virtual address {addr:#x} is not mapped: {reason}")]
-    Unmapped { addr: u64, reason: String },
-    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {reason}")]
-    BadPage {
-        paddr: u64,
-        offset: u64,
+    Unmapped {
+        /// The virtual address.
+        addr: u64,
+        /// The level that is not present, or why the table could not be read.
         reason: String,
     },
+    /// A stored page of a kdump file does not decompress to one page.
+    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {reason}")]
+    BadPage {
+        /// The page's physical address.
+        paddr: u64,
+        /// Where its stored bytes are in the file.
+        offset: u64,
+        /// The codec's complaint.
+        reason: String,
+    },
+    /// VMCOREINFO is missing, or lacks an entry that reading needs
+    /// (`SYMBOL(init_top_pgt)`...).
     #[error("VMCOREINFO: {0}")]
     Vmcoreinfo(String),
+    /// The kernel's kallsyms tables are not named in VMCOREINFO or do not
+    /// decode (a bad count, a token past the table).
     #[error("kallsyms tables in memory: {0}")]
     Kallsyms(String),
+    /// The kernel's `.BTF` section could not be located or parsed.
     #[error("BTF in memory: {0}")]
     Btf(String),
+    /// `error` happened while reading `what` at virtual address `addr`.
     #[error("{what} at {addr:#x}: {error}")]
     At {
+        /// What was being read (`"kallsyms_names"`, `"BTF"`...).
         what: &'static str,
+        /// Its kernel virtual address.
         addr: u64,
+        /// Why the read failed.
         error: Box<Error>,
     },
 }
@@ -70,4 +116,5 @@ impl Error {
     }
 }
 
+/// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

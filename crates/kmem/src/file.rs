@@ -7,13 +7,26 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// The bytes of a dump file. Offsets everywhere are file offsets in bytes.
 pub enum Bytes {
+    /// A regular file, memory-mapped read-only.
     Mapped(memmap2::Mmap),
+    /// Bytes already in memory (tests, fuzzing, a file read whole).
     Owned(Vec<u8>),
-    File { file: File, len: u64, path: PathBuf },
+    /// A file that cannot be mapped, read with `pread`.
+    File {
+        /// The open file.
+        file: File,
+        /// Its size in bytes; `u64::MAX` when it states none (`/proc/kcore`).
+        len: u64,
+        /// Its path, for errors.
+        path: PathBuf,
+    },
 }
 
 impl Bytes {
+    /// Opens `path`: mapped when it can be, else read on demand. Fails with
+    /// [`Error::Io`] when the file cannot be opened.
     pub fn open(path: &Path) -> Result<Bytes> {
         let io = |error| Error::Io {
             path: path.to_owned(),
@@ -46,10 +59,12 @@ impl Bytes {
         }
     }
 
+    /// True for a zero-length file.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The size in bytes (`u64::MAX` for a file that states none).
     pub fn len(&self) -> u64 {
         match self {
             Bytes::Mapped(m) => m.len() as u64,

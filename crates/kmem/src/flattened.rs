@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::file::Bytes;
 
+/// The first bytes of a flattened file.
 pub const SIGNATURE: &[u8] = b"makedumpfile\0";
 const HEADER_LEN: u64 = 4096;
 
@@ -22,11 +23,15 @@ pub struct Flattened {
     len: u64,
 }
 
+/// True when `head`, the first bytes of a file, is a flattened header.
 pub fn is_flattened(head: &[u8]) -> bool {
     head.starts_with(SIGNATURE)
 }
 
 impl Flattened {
+    /// Walks the records of a flattened file. A record that runs past the
+    /// end of the file, or a negative offset or size other than the end
+    /// marker, is [`Error::Truncated`] or [`Error::Corrupt`] at its file offset.
     pub fn index(bytes: &Bytes) -> Result<Flattened> {
         let mut map: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
         let mut pos = HEADER_LEN;
@@ -63,10 +68,13 @@ impl Flattened {
         Ok(Flattened { map, len })
     }
 
+    /// True when no record wrote anything.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The size of the reassembled file in bytes: the end of the
+    /// highest-reaching record.
     pub fn len(&self) -> u64 {
         self.len
     }

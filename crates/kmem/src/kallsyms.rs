@@ -28,19 +28,29 @@ use crate::Memory;
 /// More than any kernel has; a corrupt count is refused before allocating.
 const MAX_SYMS: u32 = 4 << 20;
 
-/// Where the tables are.
+/// Where the tables are: kernel virtual addresses, as VMCOREINFO's
+/// `SYMBOL(kallsyms_*)` lines give them.
 #[derive(Clone, Copy, Debug)]
 pub struct Tables {
+    /// `kallsyms_names`: the token-compressed names.
     pub names: u64,
+    /// `kallsyms_num_syms`: the number of symbols (a `u32` there).
     pub num_syms: u64,
+    /// `kallsyms_token_table`: the NUL-terminated token strings.
     pub token_table: u64,
+    /// `kallsyms_token_index`: each token's `u16` offset in the token table.
     pub token_index: u64,
+    /// `kallsyms_addresses`: absolute addresses, in kernels built that way.
     pub addresses: Option<u64>,
+    /// `kallsyms_offsets`: 32-bit offsets, in every other kernel.
     pub offsets: Option<u64>,
+    /// `kallsyms_relative_base`: what the offsets are relative to, before 7.0.
     pub relative_base: Option<u64>,
 }
 
 impl Tables {
+    /// The table addresses from VMCOREINFO. [`Error::Kallsyms`] when a table
+    /// is not named there (kernels before 6.0 name none).
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Result<Tables> {
         let need = |n: &str| {
             info.symbol(n).ok_or_else(|| {
@@ -70,8 +80,11 @@ impl Tables {
 /// One symbol: address, `nm` type, name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KSym {
+    /// The run-time virtual address.
     pub addr: u64,
+    /// The `nm` type letter (`T`, `t`, `D`...).
     pub type_char: u8,
+    /// The expanded name.
     pub name: String,
 }
 

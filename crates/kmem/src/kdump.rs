@@ -20,10 +20,16 @@ use crate::file::{u32_at, u64_at, Bytes};
 use crate::flattened::{is_flattened, Flattened};
 use crate::{Dump, Note};
 
+/// The first 8 bytes of a plain kdump-compressed file.
 pub const SIGNATURE: &[u8] = b"KDUMP   ";
+/// A page descriptor's `flags` bit: the page is zlib-compressed
+/// (`DUMP_DH_COMPRESSED_ZLIB`).
 pub const FLAG_ZLIB: u32 = 0x1;
+/// The page is LZO1X-compressed (`DUMP_DH_COMPRESSED_LZO`).
 pub const FLAG_LZO: u32 = 0x2;
+/// The page is snappy-compressed, raw format (`DUMP_DH_COMPRESSED_SNAPPY`).
 pub const FLAG_SNAPPY: u32 = 0x4;
+/// The page is a zstd frame (`DUMP_DH_COMPRESSED_ZSTD`).
 pub const FLAG_ZSTD: u32 = 0x20;
 const PAGE_DESC_LEN: u64 = 24;
 /// Decompressed pages kept: enough for a list walk to revisit its pages.
@@ -110,6 +116,9 @@ impl Bitmap {
     }
 }
 
+/// A kdump-compressed dump, plain or flattened, parsed down to its bitmaps:
+/// pages are found, read and decompressed when asked for (the last 256 are
+/// kept). Physical addresses are `pfn * block_size`.
 pub struct KdumpFile {
     raw: Raw,
     block_size: u64,
@@ -126,12 +135,19 @@ pub struct KdumpFile {
 /// What a page descriptor says about one page.
 #[derive(Clone, Copy, Debug)]
 pub struct PageDesc {
+    /// Where the stored page is, in bytes from the start of the (unflattened)
+    /// file.
     pub offset: u64,
+    /// The stored page's length in bytes.
     pub size: u32,
+    /// How it is stored: 0 raw, else one of the `FLAG_*` codecs.
     pub flags: u32,
 }
 
 impl KdumpFile {
+    /// Reads the headers, the sub-header's notes and VMCOREINFO, and both
+    /// bitmaps. Fails with [`Error::Truncated`] or [`Error::Corrupt`] (at the
+    /// file offset of the bad field) when they do not fit the file.
     pub fn parse(bytes: Bytes) -> Result<KdumpFile> {
         let mut head = [0u8; 16];
         bytes.read_at("dump header", 0, &mut head)?;
@@ -218,10 +234,12 @@ impl KdumpFile {
         })
     }
 
+    /// The page size of the dumped machine, in bytes (4096 on x86-64).
     pub fn block_size(&self) -> u64 {
         self.block_size
     }
 
+    /// One past the highest page frame number the bitmaps cover.
     pub fn max_mapnr(&self) -> u64 {
         self.max_mapnr
     }
@@ -365,13 +383,18 @@ impl Dump for KdumpFile {
 /// A page codec of kdump-compressed dumps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
+    /// zlib ([`FLAG_ZLIB`]), makedumpfile `-c`.
     Zlib,
+    /// LZO1X ([`FLAG_LZO`]), makedumpfile `-l`.
     Lzo,
+    /// snappy ([`FLAG_SNAPPY`]), makedumpfile `-p`.
     Snappy,
+    /// zstd ([`FLAG_ZSTD`]), makedumpfile `-z`.
     Zstd,
 }
 
 impl Codec {
+    /// The page descriptor flag that names this codec.
     pub fn flag(self) -> u32 {
         match self {
             Codec::Zlib => FLAG_ZLIB,
@@ -381,6 +404,7 @@ impl Codec {
         }
     }
 
+    /// Compresses one page; the error is the codec's message.
     pub fn compress(self, page: &[u8]) -> Result<Vec<u8>, String> {
         match self {
             Codec::Zlib => {

@@ -11,8 +11,11 @@ use crate::{open_dump, Dump, Memory};
 
 /// The live kernel's memory image.
 pub const PROC_KCORE: &str = "/proc/kcore";
+/// Where the running kernel says its VMCOREINFO note is.
 pub const SYS_VMCOREINFO: &str = "/sys/kernel/vmcoreinfo";
 
+/// A kernel's memory, read by kernel virtual address: a [`Dump`], its
+/// VMCOREINFO and the page tables they locate. Translations are cached.
 pub struct Kernel {
     dump: Box<dyn Dump>,
     info: VmcoreInfo,
@@ -94,14 +97,17 @@ impl Kernel {
         })
     }
 
+    /// The VMCOREINFO in use (the dump's, or the one given to [`Kernel::new`]).
     pub fn vmcoreinfo(&self) -> &VmcoreInfo {
         &self.info
     }
 
+    /// The dump file underneath.
     pub fn dump(&self) -> &dyn Dump {
         &*self.dump
     }
 
+    /// The dump's path ([`PROC_KCORE`] for the live kernel).
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -7,6 +7,7 @@
 
 use crate::Note;
 
+/// The note type of a CPU's register set.
 pub const NT_PRSTATUS: u32 = 1;
 
 const PR_PID: usize = 32;
@@ -31,16 +32,20 @@ pub struct CpuRegs {
 }
 
 impl CpuRegs {
+    /// A register by its [`REG_NAMES`] name (`"rip"`, `"cs"`...).
     pub fn get(&self, name: &str) -> Option<u64> {
         let i = REG_NAMES.iter().position(|&n| n == name)?;
         self.regs.get(i).copied()
     }
+    /// The instruction pointer.
     pub fn rip(&self) -> u64 {
         self.regs[16]
     }
+    /// The stack pointer.
     pub fn rsp(&self) -> u64 {
         self.regs[19]
     }
+    /// The frame pointer.
     pub fn rbp(&self) -> u64 {
         self.regs[4]
     }

@@ -6,12 +6,15 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 
+/// The `KEY=value` entries of a VMCOREINFO note.
 #[derive(Clone, Debug, Default)]
 pub struct VmcoreInfo {
     entries: HashMap<String, String>,
 }
 
 impl VmcoreInfo {
+    /// Parses the note's text. Lines without `=` are skipped and a trailing
+    /// NUL is dropped; nothing fails here, a missing key fails when asked for.
     pub fn parse(data: &[u8]) -> VmcoreInfo {
         let text = String::from_utf8_lossy(data);
         let entries = text
@@ -22,10 +25,12 @@ impl VmcoreInfo {
         VmcoreInfo { entries }
     }
 
+    /// True when no line had a `KEY=value`.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// The value of `key` (`OSRELEASE`, `SYMBOL(init_uts_ns)`...) as written.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries.get(key).map(String::as_str)
     }
@@ -45,10 +50,13 @@ impl VmcoreInfo {
         u64::from_str_radix(self.get("KERNELOFFSET")?, 16).ok()
     }
 
+    /// `OSRELEASE`: the kernel release (`uname -r`).
     pub fn osrelease(&self) -> Option<&str> {
         self.get("OSRELEASE")
     }
 
+    /// Like [`VmcoreInfo::symbol`], with [`Error::Vmcoreinfo`] naming the
+    /// missing symbol.
     pub fn require_symbol(&self, name: &str) -> Result<u64> {
         self.symbol(name)
             .ok_or_else(|| Error::Vmcoreinfo(format!("no SYMBOL({name})")))

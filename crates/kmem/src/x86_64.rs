@@ -10,6 +10,7 @@
 
 use crate::error::{Error, Result};
 
+/// `__START_KERNEL_map`: where the kernel image is mapped without KASLR.
 pub const START_KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 /// The kernel image mapping is at most 1 GiB (KERNEL_IMAGE_SIZE).
 const KERNEL_MAP_END: u64 = 0xffff_ffff_c000_0000;
@@ -18,11 +19,15 @@ const PSE: u64 = 1 << 7;
 /// Bits 12..51 of an entry: the next table's or the page's frame.
 const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
 
+/// The translation state of an x86-64 kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct X86_64 {
     /// Physical address of the top-level page table.
     pub pgd: u64,
+    /// The physical address of `__START_KERNEL_map`: an image address
+    /// translates as `vaddr - START_KERNEL_MAP + phys_base`.
     pub phys_base: u64,
+    /// Five-level paging (`pgtable_l5_enabled`, LA57): the walk has a P4D level.
     pub five_level: bool,
 }
 
