@@ -13,38 +13,63 @@ pub const COUNT_SW_DUMMY: u64 = 9;
 
 /// The bits of `sample_type`, in the order their fields appear in a sample.
 pub mod sample {
+    /// PERF_SAMPLE_IP: the instruction pointer.
     pub const IP: u64 = 1 << 0;
+    /// PERF_SAMPLE_TID: pid and tid, two `u32`.
     pub const TID: u64 = 1 << 1;
+    /// PERF_SAMPLE_TIME: the timestamp, in nanoseconds of the perf clock.
     pub const TIME: u64 = 1 << 2;
+    /// PERF_SAMPLE_ADDR: the data address of the event.
     pub const ADDR: u64 = 1 << 3;
+    /// PERF_SAMPLE_READ: counter values, laid out as `read_format` says.
     pub const READ: u64 = 1 << 4;
+    /// PERF_SAMPLE_CALLCHAIN: a count and that many return addresses.
     pub const CALLCHAIN: u64 = 1 << 5;
+    /// PERF_SAMPLE_ID: the event id (see [`Attrs::by_id`](super::Attrs::by_id)).
     pub const ID: u64 = 1 << 6;
+    /// PERF_SAMPLE_CPU: the CPU and a reserved `u32`.
     pub const CPU: u64 = 1 << 7;
+    /// PERF_SAMPLE_PERIOD: the sample period.
     pub const PERIOD: u64 = 1 << 8;
+    /// PERF_SAMPLE_STREAM_ID: the id of the event that was inherited from.
     pub const STREAM_ID: u64 = 1 << 9;
+    /// PERF_SAMPLE_IDENTIFIER: the id again, at a fixed place (first in a sample, last in a trailer).
     pub const IDENTIFIER: u64 = 1 << 16;
 }
 
 /// The bits of `read_format`.
 pub mod read_format {
+    /// PERF_FORMAT_TOTAL_TIME_ENABLED: the time enabled, in nanoseconds.
     pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
+    /// PERF_FORMAT_TOTAL_TIME_RUNNING: the time running, in nanoseconds.
     pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
+    /// PERF_FORMAT_ID: each value is followed by its event id.
     pub const ID: u64 = 1 << 2;
+    /// PERF_FORMAT_GROUP: the values of the whole group, after their count.
     pub const GROUP: u64 = 1 << 3;
+    /// PERF_FORMAT_LOST: each value is followed by its lost-sample count.
     pub const LOST: u64 = 1 << 4;
 }
 
 /// Bit numbers in the flags word (offset 40) of perf_event_attr.
 pub mod flag {
+    /// `disabled`: the event starts off.
     pub const DISABLED: u32 = 0;
+    /// `mmap`: emit PERF_RECORD_MMAP for executable mappings.
     pub const MMAP: u32 = 8;
+    /// `comm`: emit PERF_RECORD_COMM when a task changes its name.
     pub const COMM: u32 = 9;
+    /// `freq`: `sample_period` is a frequency in Hz.
     pub const FREQ: u32 = 10;
+    /// `watermark`: `wakeup` counts bytes, not events.
     pub const WATERMARK: u32 = 14;
+    /// `sample_id_all`: non-sample records carry a sample_id trailer.
     pub const SAMPLE_ID_ALL: u32 = 18;
+    /// `mmap2`: emit PERF_RECORD_MMAP2 instead of MMAP.
     pub const MMAP2: u32 = 23;
+    /// `ksymbol`: emit PERF_RECORD_KSYMBOL when kernel text comes or goes.
     pub const KSYMBOL: u32 = 29;
+    /// `bpf_event`: emit PERF_RECORD_BPF_EVENT on BPF program load and unload.
     pub const BPF_EVENT: u32 = 30;
 }
 
@@ -53,15 +78,20 @@ pub const ATTR_SIZE_VER0: usize = 64;
 /// The attr size this crate writes (PERF_ATTR_SIZE_VER8).
 pub const ATTR_SIZE: usize = 136;
 
+/// The decoded fields of a `perf_event_attr`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventAttr {
+    /// `type`: PERF_TYPE_HARDWARE, [`TYPE_SOFTWARE`], ...
     pub kind: u32,
-    /// The size the attr claims for itself.
+    /// The size the attr claims for itself, in bytes.
     pub size: u32,
+    /// `config`: which event of the type ([`COUNT_SW_DUMMY`], ...).
     pub config: u64,
     /// sample_period, or sample_freq when the [`flag::FREQ`] bit of `flags` is set.
     pub sample_period: u64,
+    /// Which fields a sample carries: [`sample`] bits.
     pub sample_type: u64,
+    /// What a counter read holds: [`read_format`](mod@read_format) bits.
     pub read_format: u64,
     /// The bit-field word: disabled, inherit, ..., sample_id_all, ksymbol...
     pub flags: u64,
@@ -116,10 +146,12 @@ impl EventAttr {
         b
     }
 
+    /// Whether the bit numbered `bit` ([`flag`](mod@flag)) of `flags` is set.
     pub fn flag(&self, bit: u32) -> bool {
         self.flags & (1 << bit) != 0
     }
 
+    /// Sets or clears the bit numbered `bit` ([`flag`](mod@flag)) of `flags`.
     pub fn set_flag(&mut self, bit: u32, on: bool) {
         if on {
             self.flags |= 1 << bit;
@@ -133,6 +165,7 @@ impl EventAttr {
         self.flag(flag::SAMPLE_ID_ALL)
     }
 
+    /// Whether `sample_type` has the [`sample`] bit `sample_bit`.
     pub fn has(&self, sample_bit: u64) -> bool {
         self.sample_type & sample_bit != 0
     }
@@ -179,7 +212,9 @@ impl EventAttr {
 /// with it (one per CPU or thread).
 #[derive(Clone, Debug, Default)]
 pub struct AttrEntry {
+    /// The attr.
     pub attr: EventAttr,
+    /// The ids that samples and trailers carry (PERF_SAMPLE_ID, IDENTIFIER).
     pub ids: Vec<u64>,
 }
 
@@ -192,6 +227,7 @@ pub struct Attrs {
 }
 
 impl Attrs {
+    /// No attr.
     pub fn new() -> Attrs {
         Attrs::default()
     }
@@ -203,6 +239,7 @@ impl Attrs {
         a
     }
 
+    /// Adds an attr and the ids of its events.
     pub fn push(&mut self, attr: EventAttr, ids: Vec<u64>) {
         let index = self.entries.len();
         for &id in &ids {
@@ -211,14 +248,17 @@ impl Attrs {
         self.entries.push(AttrEntry { attr, ids });
     }
 
+    /// The attrs in file order.
     pub fn entries(&self) -> &[AttrEntry] {
         &self.entries
     }
 
+    /// True when there is no attr (pipe data before its ATTR records).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// The attr of the event with this id.
     pub fn by_id(&self, id: u64) -> Option<&EventAttr> {
         self.by_id
             .get(&id)

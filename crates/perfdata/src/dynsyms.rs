@@ -15,7 +15,9 @@ use crate::records::{ksym_type, tag_hex};
 /// A BPF program a symbol belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BpfProg {
+    /// The program id.
     pub id: u32,
+    /// The program tag.
     pub tag: [u8; 8],
 }
 
@@ -26,26 +28,36 @@ pub enum End {
     Unregistered,
     /// Another symbol was registered over it while it was live (seed 001:
     /// freed code reused by BPF or a trampoline, or a lost unregister).
-    Superseded { by: usize },
+    Superseded {
+        /// The index of the lifetime that replaced it.
+        by: usize,
+    },
 }
 
 /// One lifetime of one dynamic symbol.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DynSym {
+    /// The name, as kallsyms lists it.
     pub name: String,
+    /// The kernel virtual address the text starts at.
     pub addr: u64,
+    /// Its length in bytes.
     pub len: u32,
     /// PERF_RECORD_KSYMBOL's ksym_type (see [`ksym_type`]).
     pub ksym_type: u16,
-    /// `None`: registered before the first record we have (or its record
-    /// was lost); it is taken as live from the beginning.
+    /// When it was registered, in nanoseconds of the perf clock. `None`:
+    /// registered before the first record we have (or its record was lost);
+    /// it is taken as live from the beginning.
     pub registered: Option<u64>,
-    /// `None`: still live at the end.
+    /// When it was unregistered or superseded; `None`: still live at the end.
     pub unregistered: Option<u64>,
+    /// How the lifetime ended; `None` while live.
     pub end: Option<End>,
+    /// The BPF program, for `bpf_prog_*` symbols whose program is known.
     pub bpf: Option<BpfProg>,
-    /// Where the register and unregister records are in the file.
+    /// Where the register record is in the file.
     pub register_offset: Option<u64>,
+    /// Where the unregister record is in the file.
     pub unregister_offset: Option<u64>,
 }
 
@@ -56,6 +68,7 @@ impl DynSym {
         self.addr.saturating_add(u64::from(self.len.max(1)))
     }
 
+    /// Whether `addr` falls in the symbol (see [`DynSym::end_addr`]).
     pub fn contains(&self, addr: u64) -> bool {
         self.addr <= addr && addr < self.end_addr()
     }
@@ -65,6 +78,7 @@ impl DynSym {
         self.registered.is_none_or(|r| r <= time) && self.unregistered.is_none_or(|u| time < u)
     }
 
+    /// The ksym_type's name: `bpf`, `ool`...
     pub fn type_name(&self) -> &'static str {
         ksym_type::name(self.ksym_type)
     }
@@ -73,57 +87,91 @@ impl DynSym {
 /// A register or unregister as it comes: what, where in the file, when.
 #[derive(Clone, Copy, Debug)]
 pub struct Change<'a> {
+    /// The symbol name.
     pub name: &'a str,
+    /// The kernel virtual address of its text.
     pub addr: u64,
+    /// Its length in bytes.
     pub len: u32,
+    /// A [`ksym_type`] value.
     pub ksym_type: u16,
+    /// When, in nanoseconds of the perf clock, if known.
     pub time: Option<u64>,
+    /// The record's offset in the file, if it came from one.
     pub offset: Option<u64>,
 }
 
+/// Something odd in the input, which the table worked around.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Warning {
     /// A symbol was registered over one still live.
     Overlap {
+        /// The index of the lifetime that was live there.
         old: usize,
+        /// The index of the lifetime registered over it.
         new: usize,
+        /// The live symbol's name.
         old_name: String,
+        /// The new symbol's name.
         new_name: String,
+        /// The address of the change.
         addr: u64,
+        /// When, in nanoseconds of the perf clock, if the record says.
         time: Option<u64>,
+        /// Where the record is in the file, if it came from one.
         offset: Option<u64>,
     },
     /// The same symbol registered twice at the same place while live.
     DuplicateRegister {
+        /// The index of the lifetime concerned.
         index: usize,
+        /// The symbol's name.
         name: String,
+        /// The address of the change.
         addr: u64,
+        /// When, in nanoseconds of the perf clock, if the record says.
         time: Option<u64>,
+        /// Where the record is in the file, if it came from one.
         offset: Option<u64>,
     },
     /// An unregister for nothing live there: registered before the
     /// recording, or its register was lost.
     UnknownUnregister {
+        /// The index of the lifetime concerned.
         index: usize,
+        /// The symbol's name.
         name: String,
+        /// The address of the change.
         addr: u64,
+        /// When, in nanoseconds of the perf clock, if the record says.
         time: Option<u64>,
+        /// Where the record is in the file, if it came from one.
         offset: Option<u64>,
     },
     /// An unregister at a live symbol's address under another name.
     NameMismatch {
+        /// The index of the lifetime concerned.
         index: usize,
+        /// The name of the symbol live there.
         live_name: String,
+        /// The name the unregister gives.
         unregistered_name: String,
+        /// The address of the change.
         addr: u64,
+        /// When, in nanoseconds of the perf clock, if the record says.
         time: Option<u64>,
+        /// Where the record is in the file, if it came from one.
         offset: Option<u64>,
     },
     /// A change older than one already applied.
     OutOfOrder {
+        /// The symbol's name.
         name: String,
+        /// When, in nanoseconds of the perf clock, if the record says.
         time: u64,
+        /// The time of the latest change applied before it.
         previous: u64,
+        /// Where the record is in the file, if it came from one.
         offset: Option<u64>,
     },
 }
@@ -217,26 +265,33 @@ pub struct DynSymTable {
 }
 
 impl DynSymTable {
+    /// An empty table.
     pub fn new() -> DynSymTable {
         DynSymTable::default()
     }
 
+    /// Every lifetime, indexed as the rest of the API indexes them (the
+    /// order of registration).
     pub fn symbols(&self) -> &[DynSym] {
         &self.syms
     }
 
+    /// The lifetime with this index.
     pub fn get(&self, index: usize) -> Option<&DynSym> {
         self.syms.get(index)
     }
 
+    /// The number of lifetimes.
     pub fn len(&self) -> usize {
         self.syms.len()
     }
 
+    /// True when nothing was registered.
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }
 
+    /// The oddities met so far, in input order.
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
@@ -248,6 +303,7 @@ impl DynSymTable {
             .filter_map(|&i| self.syms.get(i).map(|s| (i, s)))
     }
 
+    /// Records which BPF program the lifetime `index` belongs to.
     pub fn set_bpf(&mut self, index: usize, prog: BpfProg) {
         if let Some(s) = self.syms.get_mut(index) {
             s.bpf = Some(prog);

@@ -12,20 +12,33 @@ use crate::header::{FileHeader, Section};
 
 /// HEADER_* feature bits.
 pub mod feature {
+    /// HEADER_TRACING_DATA: tracepoint formats.
     pub const TRACING_DATA: u32 = 1;
+    /// HEADER_BUILD_ID: build ids of the mapped files.
     pub const BUILD_ID: u32 = 2;
+    /// HEADER_HOSTNAME: `uname -n` of the recording machine.
     pub const HOSTNAME: u32 = 3;
+    /// HEADER_OSRELEASE: its kernel release (`uname -r`).
     pub const OSRELEASE: u32 = 4;
+    /// HEADER_VERSION: the perf version that recorded.
     pub const VERSION: u32 = 5;
+    /// HEADER_ARCH: `uname -m`.
     pub const ARCH: u32 = 6;
+    /// HEADER_NRCPUS: CPUs available and online.
     pub const NRCPUS: u32 = 7;
+    /// HEADER_CMDLINE: perf's command line.
     pub const CMDLINE: u32 = 11;
+    /// HEADER_SAMPLE_TIME: times of the first and last sample.
     pub const SAMPLE_TIME: u32 = 21;
+    /// HEADER_BPF_PROG_INFO: the BPF programs loaded while recording.
     pub const BPF_PROG_INFO: u32 = 25;
+    /// HEADER_BPF_BTF: their BTF.
     pub const BPF_BTF: u32 = 26;
     /// HEADER_LAST_FEATURE is below this; the bitmap has 256 bits.
     pub const BITS: u32 = 256;
 
+    /// The feature's name without the `HEADER_` prefix, "unknown" for a
+    /// number perf does not define.
     pub fn name(id: u64) -> &'static str {
         match id {
             1 => "TRACING_DATA",
@@ -67,7 +80,9 @@ pub mod feature {
 /// One feature section of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FeatureSection {
+    /// The feature bit ([`feature`] values).
     pub id: u32,
+    /// Where its bytes are in the file.
     pub section: Section,
 }
 
@@ -75,12 +90,17 @@ pub struct FeatureSection {
 /// arrays perf asked for), from HEADER_BPF_PROG_INFO.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BpfProgInfo {
+    /// The program id.
     pub id: u32,
+    /// `enum bpf_prog_type` (1 socket filter, 2 kprobe, 26 tracing...).
     pub prog_type: u32,
+    /// The program tag (see [`tag_hex`](crate::records::tag_hex)).
     pub tag: [u8; 8],
+    /// The program name (at most 15 bytes, as the kernel keeps it).
     pub name: String,
     /// Boot-time nanoseconds when the program was loaded.
     pub load_time: u64,
+    /// The id of the program's BTF object ([`BpfBtf::id`]), 0 without BTF.
     pub btf_id: u32,
     /// The address of each function (main program, then subprograms).
     pub jited_ksyms: Vec<u64>,
@@ -97,24 +117,34 @@ pub struct BpfProgInfo {
 /// A BPF program's BTF, from HEADER_BPF_BTF.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BpfBtf {
+    /// The BTF object's id.
     pub id: u32,
+    /// The raw BTF bytes, header included, as the kernel gave them to perf.
     pub data: Vec<u8>,
 }
 
+/// What the feature sections say, decoded for the features this crate uses.
 #[derive(Debug, Default)]
 pub struct Features {
     /// Where each feature section is (file format only).
     pub sections: Vec<FeatureSection>,
+    /// HOSTNAME.
     pub hostname: Option<String>,
+    /// OSRELEASE: the recording kernel's release.
     pub osrelease: Option<String>,
+    /// VERSION: perf's version.
     pub version: Option<String>,
+    /// ARCH (`x86_64`).
     pub arch: Option<String>,
     /// CPUs available and online when recorded.
     pub nr_cpus: Option<(u32, u32)>,
+    /// CMDLINE, one argument per string.
     pub cmdline: Vec<String>,
-    /// Times of the first and last sample.
+    /// Times of the first and last sample, in nanoseconds of the perf clock.
     pub sample_time: Option<(u64, u64)>,
+    /// BPF_PROG_INFO, one per program.
     pub bpf_progs: Vec<BpfProgInfo>,
+    /// BPF_BTF, one per BTF object.
     pub bpf_btfs: Vec<BpfBtf>,
     /// Feature sections that could not be read.
     pub warnings: Vec<Error>,

@@ -17,7 +17,9 @@ pub const PIPE_HEADER_SIZE: usize = 16;
 /// Where a part of the file is: `struct perf_file_section`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Section {
+    /// Where it starts, in bytes from the start of the file.
     pub offset: u64,
+    /// Its length in bytes.
     pub size: u64,
 }
 
@@ -80,13 +82,20 @@ pub enum Format {
     Pipe,
 }
 
+/// The header of a perf.data file or stream. A pipe header has only magic
+/// and size: its other fields are zero, and `data` is the rest of the stream.
 #[derive(Clone, Debug)]
 pub struct FileHeader {
+    /// File or pipe, told apart by `size`.
     pub format: Format,
     /// The header's own size as written.
     pub size: u64,
+    /// The size of one entry of the attrs section: a `perf_event_attr` and
+    /// the section descriptor of its ids.
     pub attr_size: u64,
+    /// The attrs section.
     pub attrs: Section,
+    /// The data section: the records.
     pub data: Section,
     /// The 256-bit HEADER_* feature bitmap: which feature sections follow
     /// the data.
@@ -159,6 +168,7 @@ impl FileHeader {
         })
     }
 
+    /// Whether the feature bitmap has `bit` ([`feature`](crate::features::feature) values).
     pub fn has_feature(&self, bit: u32) -> bool {
         let word = (bit / 64) as usize;
         self.features

@@ -273,6 +273,7 @@ impl Listener {
         })
     }
 
+    /// The CPUs that have an event open.
     pub fn cpus(&self) -> Vec<u32> {
         self.rings.iter().map(|r| r.cpu).collect()
     }

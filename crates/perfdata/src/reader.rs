@@ -25,11 +25,18 @@ impl Bytes {
     }
 }
 
+/// A perf.data file or stream, read whole (mapped when it is a regular
+/// file): its header, attrs and features decoded, its records decoded on
+/// demand by [`PerfData::records`].
 pub struct PerfData {
     bytes: Bytes,
     path: PathBuf,
+    /// The file header.
     pub header: FileHeader,
+    /// The attrs of the events, from the attrs section or the stream's
+    /// HEADER_ATTR records.
     pub attrs: Attrs,
+    /// The feature sections, or the stream's HEADER_FEATURE records.
     pub features: Features,
     /// Problems that did not stop the reading (a data section cut short).
     pub warnings: Vec<Error>,
@@ -95,14 +102,17 @@ impl PerfData {
         })
     }
 
+    /// The path it was opened from (`<memory>` for [`PerfData::from_bytes`]).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// File or pipe.
     pub fn format(&self) -> Format {
         self.header.format
     }
 
+    /// The whole file; offsets in errors and events index into it.
     pub fn bytes(&self) -> &[u8] {
         self.bytes.as_slice()
     }
@@ -155,6 +165,8 @@ pub struct Frames<'a> {
 }
 
 impl<'a> Frames<'a> {
+    /// The records of `header`'s data section in `file`. Each item is the
+    /// record's file offset and its `header.size` bytes.
     pub fn new(file: &'a [u8], header: &FileHeader) -> Frames<'a> {
         let start = usize::try_from(header.data.offset).unwrap_or(usize::MAX);
         let end = usize::try_from(header.data.offset.saturating_add(header.data.size))

@@ -10,35 +10,63 @@ use crate::error::{Error, Result};
 
 /// Record types.
 pub mod kind {
+    /// PERF_RECORD_MMAP: an executable mapping (see [`Mmap`](super::Mmap)).
     pub const MMAP: u32 = 1;
+    /// PERF_RECORD_LOST: records dropped because the ring buffer was full.
     pub const LOST: u32 = 2;
+    /// PERF_RECORD_COMM: a thread's name (see [`Comm`](super::Comm)).
     pub const COMM: u32 = 3;
+    /// PERF_RECORD_EXIT: a thread exited.
     pub const EXIT: u32 = 4;
+    /// PERF_RECORD_THROTTLE: sampling was throttled.
     pub const THROTTLE: u32 = 5;
+    /// PERF_RECORD_UNTHROTTLE: sampling resumed.
     pub const UNTHROTTLE: u32 = 6;
+    /// PERF_RECORD_FORK: a thread was created.
     pub const FORK: u32 = 7;
+    /// PERF_RECORD_READ: counter values of an inherited event.
     pub const READ: u32 = 8;
+    /// PERF_RECORD_SAMPLE: a sample (see [`Sample`](super::Sample)).
     pub const SAMPLE: u32 = 9;
+    /// PERF_RECORD_MMAP2: MMAP with inode or build-id data.
     pub const MMAP2: u32 = 10;
+    /// PERF_RECORD_AUX: new data in the AUX buffer.
     pub const AUX: u32 = 11;
+    /// PERF_RECORD_ITRACE_START: instruction tracing started.
     pub const ITRACE_START: u32 = 12;
+    /// PERF_RECORD_LOST_SAMPLES: samples the hardware dropped.
     pub const LOST_SAMPLES: u32 = 13;
+    /// PERF_RECORD_SWITCH: a context switch in or out.
     pub const SWITCH: u32 = 14;
+    /// PERF_RECORD_SWITCH_CPU_WIDE: a context switch, with the other task.
     pub const SWITCH_CPU_WIDE: u32 = 15;
+    /// PERF_RECORD_NAMESPACES: a task's namespaces.
     pub const NAMESPACES: u32 = 16;
+    /// PERF_RECORD_KSYMBOL: kernel text registered or unregistered (see [`Ksymbol`](super::Ksymbol)).
     pub const KSYMBOL: u32 = 17;
+    /// PERF_RECORD_BPF_EVENT: a BPF program loaded or unloaded (see [`BpfEvent`](super::BpfEvent)).
     pub const BPF_EVENT: u32 = 18;
+    /// PERF_RECORD_CGROUP: a cgroup's id and path.
     pub const CGROUP: u32 = 19;
+    /// PERF_RECORD_TEXT_POKE: kernel text was modified in place.
     pub const TEXT_POKE: u32 = 20;
+    /// PERF_RECORD_AUX_OUTPUT_HW_ID: the hardware id of AUX output.
     pub const AUX_OUTPUT_HW_ID: u32 = 21;
     /// The first of the types perf writes itself; they have no sample_id.
     pub const USER_START: u32 = 64;
+    /// PERF_RECORD_HEADER_ATTR: an attr and its ids, in pipe data.
     pub const HEADER_ATTR: u32 = 64;
+    /// PERF_RECORD_HEADER_TRACING_DATA: tracepoint formats; its payload follows outside `header.size`.
     pub const HEADER_TRACING_DATA: u32 = 66;
+    /// PERF_RECORD_FINISHED_ROUND: records before it may be sorted by time.
     pub const FINISHED_ROUND: u32 = 68;
+    /// PERF_RECORD_AUXTRACE: AUX trace data; its payload follows outside `header.size`.
     pub const AUXTRACE: u32 = 71;
+    /// PERF_RECORD_HEADER_FEATURE: a feature section, in pipe data.
     pub const HEADER_FEATURE: u32 = 80;
+    /// PERF_RECORD_COMPRESSED: zstd-compressed records (`perf record -z`).
     pub const COMPRESSED: u32 = 81;
+    /// PERF_RECORD_COMPRESSED2: COMPRESSED with a data size, padded to 8 bytes.
     pub const COMPRESSED2: u32 = 83;
 }
 
@@ -93,9 +121,13 @@ pub fn kind_name(k: u32) -> &'static str {
 
 /// `header.misc & PERF_RECORD_MISC_CPUMODE_MASK`: where the CPU was.
 pub mod cpumode {
+    /// PERF_RECORD_MISC_CPUMODE_MASK.
     pub const MASK: u16 = 7;
+    /// PERF_RECORD_MISC_KERNEL: in the kernel.
     pub const KERNEL: u16 = 1;
+    /// PERF_RECORD_MISC_USER: in user space.
     pub const USER: u16 = 2;
+    /// PERF_RECORD_MISC_GUEST_KERNEL: in a guest's kernel.
     pub const GUEST_KERNEL: u16 = 4;
 }
 
@@ -108,11 +140,18 @@ const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 /// and where; each is present only when the event's sample_type asks for it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SampleId {
+    /// The process id (PERF_SAMPLE_TID).
     pub pid: Option<u32>,
+    /// The thread id (PERF_SAMPLE_TID).
     pub tid: Option<u32>,
+    /// The timestamp in nanoseconds of the perf clock (PERF_SAMPLE_TIME).
     pub time: Option<u64>,
+    /// The id of the event that wrote the record (PERF_SAMPLE_ID or
+    /// IDENTIFIER): see [`Attrs::by_id`].
     pub id: Option<u64>,
+    /// The id of the event it was inherited from (PERF_SAMPLE_STREAM_ID).
     pub stream_id: Option<u64>,
+    /// The CPU (PERF_SAMPLE_CPU).
     pub cpu: Option<u32>,
 }
 
@@ -120,14 +159,22 @@ pub struct SampleId {
 /// cpumode, the kernel image (`[kernel.kallsyms]_text`) or a module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mmap {
+    /// The process id; `u32::MAX` (-1) for the kernel and its modules.
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// The virtual address the mapping starts at.
     pub addr: u64,
+    /// Its length in bytes.
     pub len: u64,
+    /// The file offset mapped at `addr` (for the kernel image, perf puts the
+    /// address of `_text` here).
     pub pgoff: u64,
+    /// The mapped file, or a name perf gives (`[kernel.kallsyms]_text`).
     pub filename: String,
-    /// MMAP2 only: protection and flags of the mapping.
+    /// MMAP2 only: protection (`PROT_*`) of the mapping.
     pub prot: Option<u32>,
+    /// MMAP2 only: flags (`MAP_*`) of the mapping.
     pub map_flags: Option<u32>,
     /// MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID.
     pub build_id: Option<Vec<u8>>,
@@ -136,8 +183,11 @@ pub struct Mmap {
 /// PERF_RECORD_COMM: a thread's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Comm {
+    /// The process id.
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// The new name.
     pub comm: String,
     /// Set by exec rather than prctl(PR_SET_NAME).
     pub exec: bool,
@@ -146,20 +196,28 @@ pub struct Comm {
 /// PERF_RECORD_FORK and EXIT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Task {
+    /// The process id.
     pub pid: u32,
+    /// The parent's process id.
     pub ppid: u32,
+    /// The thread id.
     pub tid: u32,
+    /// The parent's thread id.
     pub ptid: u32,
+    /// When, in nanoseconds of the perf clock.
     pub time: u64,
 }
 
 /// ksym_type of PERF_RECORD_KSYMBOL.
 pub mod ksym_type {
+    /// PERF_RECORD_KSYMBOL_TYPE_UNKNOWN.
     pub const UNKNOWN: u16 = 0;
+    /// PERF_RECORD_KSYMBOL_TYPE_BPF: a BPF program's JITed code.
     pub const BPF: u16 = 1;
     /// Out-of-line code: ftrace and BPF trampolines, dispatchers, kprobes.
     pub const OOL: u16 = 2;
 
+    /// The type's name as perf prints it: `unknown`, `bpf`, `ool`, `other`.
     pub fn name(t: u16) -> &'static str {
         match t {
             UNKNOWN => "unknown",
@@ -173,10 +231,15 @@ pub mod ksym_type {
 /// PERF_RECORD_KSYMBOL: kernel text registered or unregistered at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ksymbol {
+    /// The kernel virtual address the text starts at.
     pub addr: u64,
+    /// Its length in bytes.
     pub len: u32,
+    /// What the text is: a [`ksym_type`] value.
     pub ksym_type: u16,
+    /// Bit 0: the text went away (see [`Ksymbol::is_unregister`]).
     pub flags: u16,
+    /// The symbol name, as kallsyms lists it (`bpf_prog_<tag>_<name>`...).
     pub name: String,
 }
 
@@ -190,14 +253,20 @@ impl Ksymbol {
 /// PERF_RECORD_BPF_EVENT: a BPF program loaded (1) or unloaded (2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BpfEvent {
+    /// [`BpfEvent::PROG_LOAD`] or [`BpfEvent::PROG_UNLOAD`].
     pub kind: u16,
+    /// Reserved, 0.
     pub flags: u16,
+    /// The program id, as `bpftool prog` shows it.
     pub id: u32,
+    /// The program tag (a hash of its instructions).
     pub tag: [u8; 8],
 }
 
 impl BpfEvent {
+    /// PERF_BPF_EVENT_PROG_LOAD.
     pub const PROG_LOAD: u16 = 1;
+    /// PERF_BPF_EVENT_PROG_UNLOAD.
     pub const PROG_UNLOAD: u16 = 2;
 
     /// The tag as bpftool and kallsyms print it: 16 hex digits.
@@ -206,6 +275,7 @@ impl BpfEvent {
     }
 }
 
+/// A BPF program tag as bpftool and kallsyms print it: 16 hex digits.
 pub fn tag_hex(tag: &[u8; 8]) -> String {
     tag.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -214,37 +284,59 @@ pub fn tag_hex(tag: &[u8; 8]) -> String {
 /// and cpu are in the [`Event`]'s [`SampleId`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
+    /// The instruction pointer (PERF_SAMPLE_IP).
     pub ip: Option<u64>,
+    /// The data address (PERF_SAMPLE_ADDR).
     pub addr: Option<u64>,
+    /// The period (PERF_SAMPLE_PERIOD).
     pub period: Option<u64>,
+    /// The callchain as the kernel writes it: addresses innermost first,
+    /// with the `PERF_CONTEXT_*` markers (`PERF_CONTEXT_KERNEL` is -128 as a
+    /// `u64`) kept; empty without PERF_SAMPLE_CALLCHAIN.
     pub callchain: Vec<u64>,
     /// `header.misc & 7`: kernel, user, guest... (see [`cpumode`]).
     pub cpumode: u16,
 }
 
+/// A record's body, decoded for the types this crate uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
+    /// PERF_RECORD_MMAP or MMAP2.
     Mmap(Mmap),
+    /// PERF_RECORD_COMM.
     Comm(Comm),
+    /// PERF_RECORD_FORK.
     Fork(Task),
+    /// PERF_RECORD_EXIT.
     Exit(Task),
+    /// PERF_RECORD_LOST: the ring buffer overflowed.
     Lost {
+        /// The id of the event that lost records.
         id: u64,
+        /// How many records were lost.
         lost: u64,
     },
+    /// PERF_RECORD_SAMPLE.
     Sample(Sample),
+    /// PERF_RECORD_KSYMBOL.
     Ksymbol(Ksymbol),
+    /// PERF_RECORD_BPF_EVENT.
     BpfEvent(BpfEvent),
+    /// PERF_RECORD_FINISHED_ROUND: no later record is older than those
+    /// before it.
     FinishedRound,
     /// Pipe format: an event's attr and ids.
     HeaderAttr {
+        /// The attr.
         attr: EventAttr,
+        /// The ids of its events.
         ids: Vec<u64>,
     },
-    /// Pipe format: a header feature section, carried as a record; `data`
-    /// is the section's bytes.
+    /// Pipe format: a header feature section, carried as a record.
     HeaderFeature {
+        /// The feature's number ([`features::feature`](crate::features::feature)).
         feature: u64,
+        /// The section's bytes.
         data: Vec<u8>,
     },
     /// zstd-compressed records (`perf record -z`), not decoded here.
@@ -258,15 +350,20 @@ pub enum Record {
 pub struct Event {
     /// Offset of the record's header in the file (or stream).
     pub offset: u64,
+    /// `header.type`: a [`kind`] value.
     pub kind: u32,
+    /// `header.misc`: the [`cpumode`] and type-specific bits.
     pub misc: u16,
     /// `header.size` as written; may exceed the record's real length.
     pub size: u16,
+    /// The decoded body.
     pub record: Record,
+    /// Who, when and where: the sample's fields or the trailer's.
     pub id: SampleId,
 }
 
 impl Event {
+    /// The timestamp in nanoseconds of the perf clock, when the record has one.
     pub fn time(&self) -> Option<u64> {
         self.id.time
     }

@@ -16,9 +16,13 @@ use crate::records::{cpumode, ksym_type, BpfEvent, Event, Ksymbol, Record};
 /// A BPF program's life as BPF_EVENT records tell it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProgLife {
+    /// The program id.
     pub id: u32,
+    /// The program tag.
     pub tag: [u8; 8],
+    /// When it was loaded (nanoseconds of the perf clock), if a record says.
     pub loaded: Option<u64>,
+    /// When it was unloaded, if a record says.
     pub unloaded: Option<u64>,
     /// Its symbols' lifetimes in the [`DynSymTable`].
     pub symbols: Vec<usize>,
@@ -27,10 +31,13 @@ pub struct ProgLife {
 /// What applying one record did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
+    /// A KSYMBOL registered the lifetime with this index.
     Registered(usize),
+    /// A KSYMBOL ended the lifetime with this index.
     Unregistered(usize),
     /// A BPF_EVENT for this program id.
     Bpf(u32),
+    /// Neither KSYMBOL nor BPF_EVENT: nothing changed.
     Ignored,
 }
 
@@ -38,7 +45,9 @@ pub enum Applied {
 /// listener) or in time order (a file).
 #[derive(Debug, Default)]
 pub struct Tracker {
+    /// The symbols' lifetimes.
     pub table: DynSymTable,
+    /// The BPF programs, by id.
     pub progs: BTreeMap<u32, ProgLife>,
     /// BPF symbols waiting for the BPF_EVENT of their program, per thread.
     /// The kernel reports a program's symbols and then the program itself
@@ -48,10 +57,14 @@ pub struct Tracker {
 }
 
 impl Tracker {
+    /// Nothing tracked yet.
     pub fn new() -> Tracker {
         Tracker::default()
     }
 
+    /// Applies one record: a KSYMBOL registers or unregisters a symbol, a
+    /// BPF_EVENT names the program of the BPF symbols its thread just
+    /// registered. Other records are ignored.
     pub fn apply(&mut self, ev: &Event) -> Applied {
         match &ev.record {
             Record::Ksymbol(k) => self.ksymbol(ev, k),
@@ -154,39 +167,57 @@ impl Tracker {
 /// and modules (perf synthesizes these MMAP records from /proc/modules).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelMap {
+    /// The MMAP's file name: `[kernel.kallsyms]_text` or the module's path.
     pub name: String,
+    /// The kernel virtual address it starts at.
     pub start: u64,
+    /// Its length in bytes.
     pub len: u64,
+    /// The MMAP's `pgoff` (see [`Mmap::pgoff`](crate::records::Mmap::pgoff)).
     pub pgoff: u64,
+    /// The record's time, if it has one.
     pub time: Option<u64>,
 }
 
 /// A sample's address and context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SamplePoint {
+    /// The sampled instruction pointer.
     pub ip: u64,
+    /// When, in nanoseconds of the perf clock.
     pub time: Option<u64>,
+    /// On which CPU.
     pub cpu: Option<u32>,
+    /// In which thread.
     pub tid: Option<u32>,
+    /// Where the CPU was: a [`cpumode`] value.
     pub cpumode: u16,
 }
 
 impl SamplePoint {
+    /// Whether the sample is in a kernel (the host's or a guest's).
     pub fn in_kernel(&self) -> bool {
         matches!(self.cpumode, cpumode::KERNEL | cpumode::GUEST_KERNEL)
     }
 }
 
+/// What [`Timeline::build`] keeps besides the symbols.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
     /// Keep every sample's address (for symbolization).
     pub samples: bool,
 }
 
+/// What a perf.data file says about dynamic kernel text: its symbols'
+/// lifetimes, the kernel and module maps, and optionally the samples.
 #[derive(Debug, Default)]
 pub struct Timeline {
+    /// The symbols and programs.
     pub tracker: Tracker,
+    /// The kernel and module MMAP records, in file order.
     pub kernel_maps: Vec<KernelMap>,
+    /// The samples that have an ip, in file order (only with
+    /// [`Options::samples`]).
     pub samples: Vec<SamplePoint>,
     /// Records read, by type.
     pub record_counts: BTreeMap<u32, u64>,
@@ -200,6 +231,10 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// Reads every record of `perf`, applies the KSYMBOL and BPF_EVENT
+    /// records in time order (file order when some lack a time), then the
+    /// programs of HEADER_BPF_PROG_INFO. Bad records are collected in
+    /// `errors`, not returned: the rest is still read.
     pub fn build(perf: &PerfData, opts: Options) -> Timeline {
         let mut t = Timeline::default();
         let mut changes: Vec<Event> = Vec::new();
