@@ -8,10 +8,14 @@ use std::io::{Read, Write};
 /// vmlinux with DWARF (~600 MB), less than a corrupt stream could claim.
 const MAX_SIZE: u64 = 4 << 30;
 
+/// A whole-file compression format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
+    /// xz (`.ko.xz`), magic `FD 37 7A 58 5A 00`.
     Xz,
+    /// zstd (`.ko.zst`), magic `28 B5 2F FD`.
     Zstd,
+    /// gzip (`.ko.gz`), magic `1F 8B`.
     Gzip,
 }
 

@@ -30,16 +30,24 @@ use crate::{Btf, Type, TypeData, TypeId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
+    /// `struct foo`.
     Struct,
+    /// `union foo`.
     Union,
+    /// `enum foo`, ENUM and ENUM64 alike.
     Enum,
+    /// `typedef foo`.
     Typedef,
+    /// A FUNC.
     Func,
+    /// A VAR.
     Var,
+    /// An inline site of a function (LOCSEC entries).
     Inline,
 }
 
 impl Category {
+    /// Every category, in the order a diff lists them.
     pub const ALL: [Category; 7] = [
         Category::Struct,
         Category::Union,
@@ -50,6 +58,7 @@ impl Category {
         Category::Inline,
     ];
 
+    /// The category's name: `struct`, `union`, ... (see [`Category::from_name`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Struct => "struct",
@@ -73,8 +82,9 @@ impl Category {
 pub struct MemberLayout {
     /// "" for an anonymous member.
     pub name: String,
+    /// The offset from the start of the aggregate, in bits.
     pub bit_offset: u32,
-    /// 0 unless a bitfield.
+    /// The bitfield's width in bits; 0 unless a bitfield.
     pub bitfield_size: u32,
     /// The member's type as a C type string.
     #[serde(rename = "type")]
@@ -88,36 +98,51 @@ pub struct MemberLayout {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "layout", rename_all = "lowercase")]
 pub enum Layout {
+    /// A STRUCT or UNION.
     Aggregate {
+        /// Its size in bytes.
         size: u32,
+        /// Its members in order.
         members: Vec<MemberLayout>,
     },
+    /// An ENUM or ENUM64.
     Enum {
         /// `ENUM` or `ENUM64`.
         kind: &'static str,
+        /// Its size in bytes.
         size: u32,
+        /// Whether its values are signed (the kind flag).
         signed: bool,
         /// Enumerators in order, values as C reads them.
         values: Vec<(String, i128)>,
     },
+    /// A TYPEDEF.
     Typedef {
+        /// The type it names, as a C type string.
         #[serde(rename = "type")]
         ty: String,
     },
+    /// A FUNC.
     Func {
+        /// `static`, `global` or `extern`, as bpftool prints it.
         linkage: &'static str,
         /// The prototype as a C declaration, parameter names included.
         proto: String,
     },
+    /// A VAR.
     Var {
+        /// `static`, `global` or `extern`, as bpftool prints it.
         linkage: &'static str,
+        /// Its type, as a C type string.
         #[serde(rename = "type")]
         ty: String,
     },
     /// One inline site: the LOCSEC's section name and each parameter's
     /// location as bpftool describes it (`-` for none).
     Inline {
+        /// The LOCSEC's section name.
         section: String,
+        /// One location per parameter, in order.
         locations: Vec<String>,
     },
 }
@@ -125,21 +150,28 @@ pub enum Layout {
 /// An entry present on one side only.
 #[derive(Clone, Debug, Serialize)]
 pub struct Only {
+    /// The entry's namespace.
     pub category: Category,
+    /// Its name.
     pub name: String,
+    /// Every definition under that name.
     pub layouts: Vec<Layout>,
 }
 
 /// An entry present on both sides whose layouts differ.
 #[derive(Clone, Debug, Serialize)]
 pub struct Changed {
+    /// The entry's namespace.
     pub category: Category,
+    /// Its name.
     pub name: String,
-    /// How many definitions each side has under this name.
+    /// How many definitions side A has under this name.
     pub count_a: usize,
+    /// How many definitions side B has under this name.
     pub count_b: usize,
-    /// The layouts of A that no layout of B equals, and the other way round.
+    /// The layouts of A that no layout of B equals.
     pub unmatched_a: Vec<Layout>,
+    /// The layouts of B that no layout of A equals.
     pub unmatched_b: Vec<Layout>,
     /// Field by field, when one layout is left on each side; otherwise empty.
     pub details: Vec<String>,
@@ -148,14 +180,18 @@ pub struct Changed {
 /// The result of [`diff`].
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Diff {
+    /// Entries only A has, sorted by category and name.
     pub only_a: Vec<Only>,
+    /// Entries only B has, sorted by category and name.
     pub only_b: Vec<Only>,
+    /// Entries both have with different layouts, sorted by category and name.
     pub changed: Vec<Changed>,
     /// Entries equal on both sides.
     pub equal: usize,
 }
 
 impl Diff {
+    /// True when the two sides define the same entries with the same layouts.
     pub fn is_empty(&self) -> bool {
         self.only_a.is_empty() && self.only_b.is_empty() && self.changed.is_empty()
     }
@@ -164,6 +200,7 @@ impl Diff {
 /// Which entries to compare.
 #[derive(Clone, Debug)]
 pub struct DiffOptions {
+    /// The categories to compare (default: all).
     pub categories: Vec<Category>,
     /// Render an array of arrays as one array of all their elements
     /// (`char [16][16]` as `char [256]`), as pahole before 1.25 encoded

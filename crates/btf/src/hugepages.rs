@@ -90,6 +90,7 @@ unsafe impl Send for ZeroedWords {}
 unsafe impl Sync for ZeroedWords {}
 
 impl ZeroedWords {
+    /// `len` words (`u32`s, so `4 * len` bytes), all zero.
     pub fn new(len: usize) -> ZeroedWords {
         let bytes = len.saturating_mul(4);
         if bytes < HUGE / 2 {

@@ -37,15 +37,27 @@ struct BtfLoadAttr {
     btf_token_fd: i32,
 }
 
+/// Why the kernel did not take a blob.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
+    /// `bpf()` failed with EPERM or EACCES: the process lacks CAP_BPF (or
+    /// CAP_SYS_ADMIN), or unprivileged BPF is disabled.
     #[error("loading BTF into the kernel needs root or CAP_BPF: {0}")]
     Permission(io::Error),
+    /// The blob is larger than [`MAX_BTF_SIZE`]; it was not offered.
     #[error("the BTF is {size} bytes; BPF_BTF_LOAD takes at most {MAX_BTF_SIZE}")]
-    TooBig { size: usize },
-    /// The verifier refused the blob; `log` is its verbose log.
+    TooBig {
+        /// The blob's size in bytes.
+        size: usize,
+    },
+    /// The verifier refused the blob.
     #[error("the kernel rejected the BTF: {error}")]
-    Rejected { error: io::Error, log: String },
+    Rejected {
+        /// The error of the first, log-less load (EINVAL, mostly).
+        error: io::Error,
+        /// The verifier's verbose log, which says which type it refused and why.
+        log: String,
+    },
 }
 
 /// Loads `blob` with BPF_BTF_LOAD. On success the kernel's BTF object is

@@ -15,13 +15,22 @@ pub const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 /// `{:#}` (anyhow's chain) says it once.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file could not be opened or read.
     #[error("{path}: {error}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         error: std::io::Error,
     },
+    /// The file was read but holds no BTF that parses (see [`Error`]).
     #[error("{path}: {error}")]
-    Btf { path: PathBuf, error: Error },
+    Btf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its BTF.
+        error: Error,
+    },
 }
 
 fn is_elf(data: &[u8]) -> bool {

@@ -116,29 +116,37 @@ fn info_by_fd<T>(fd: &OwnedFd, info: &mut T) -> io::Result<()> {
 /// One loaded BTF object, as `bpftool btf list` prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedBtf {
+    /// The object id (`bpftool btf show id N`).
     pub id: u32,
     /// "vmlinux", a module's name, or what a loader named it (may be empty).
     pub name: String,
-    /// Its raw bytes.
+    /// The size of its raw BTF, in bytes.
     pub size: u32,
     /// vmlinux's or a module's, rather than loaded by a program.
     pub kernel: bool,
     /// Programs and maps whose `btf_id` is this object, in the order
     /// bpftool lists them.
     pub prog_ids: Vec<u32>,
+    /// Maps whose `btf_id` is this object, in the order bpftool lists them.
     pub map_ids: Vec<u32>,
 }
 
 /// Why a loaded BTF object cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadedError {
+    /// `bpf()` failed with EPERM or EACCES: walking and reading BTF objects
+    /// needs CAP_SYS_ADMIN.
     #[error("reading the kernel's BTF objects needs root or CAP_SYS_ADMIN: {0}")]
     Permission(io::Error),
+    /// No BTF object has this id (it was never loaded, or was freed since).
     #[error("no BTF object with id {0} is loaded")]
     NoSuchId(u32),
+    /// Another `bpf()` command failed.
     #[error("{what}: {error}")]
     Bpf {
+        /// The command (`"BPF_BTF_GET_NEXT_ID"`...).
         what: &'static str,
+        /// Its error.
         error: io::Error,
     },
 }

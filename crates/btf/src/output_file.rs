@@ -33,13 +33,18 @@ use std::sync::Once;
 
 /// A piece of a file being written.
 pub enum Part<'a> {
+    /// Bytes from memory.
     Bytes(&'a [u8]),
     /// `bytes`, which are also `from`'s bytes at `offset`: copied from file
     /// to file in the kernel (`copy_file_range`) where it can, so that a
     /// file system that shares extents (XFS, Btrfs) need not copy them.
     Copy {
+        /// The file the bytes come from.
         from: &'a File,
+        /// Where they are in it, in bytes from its start.
         offset: u64,
+        /// The same bytes in memory: written from here where the kernel
+        /// cannot copy.
         bytes: &'a [u8],
     },
 }

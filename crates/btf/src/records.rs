@@ -225,6 +225,7 @@ impl Arena {
     /// it takes.
     const ALIGN: usize = std::mem::align_of::<u64>();
 
+    /// An arena with no chunk yet: the first list allocates one.
     pub fn new() -> Arena {
         Arena::default()
     }

@@ -49,6 +49,7 @@ pub struct Filter<'f> {
     /// `--contains`: for the type `-C` names, the names of the structs and
     /// unions with a member of exactly that type, instead of its layout.
     pub contains: bool,
+    /// How each layout is printed (pahole's view flags).
     pub view: View,
 }
 
