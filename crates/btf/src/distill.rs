@@ -51,6 +51,10 @@ struct Kept {
 }
 
 /// Distills `split`'s base: returns (new base, new split over it).
+///
+/// [`Error::Distill`] when `split` has no base (id 0), or refers to a base
+/// type that can neither be described nor moved (a FUNC, VAR, DATASEC or
+/// DECL_TAG of the base; its id); [`Error::TypeId`] for a reference to no type.
 pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
     let Some(base) = split.base() else {
         return Err(Error::Distill {

@@ -37,7 +37,9 @@ fn is_elf(data: &[u8]) -> bool {
     data.starts_with(b"\x7fELF")
 }
 
-/// The `.BTF` section of an ELF file (vmlinux, a module), decompressed if needed.
+/// The `.BTF` section of an ELF file (vmlinux, a module), decompressed if
+/// needed (`SHF_COMPRESSED`). [`Error::Elf`] when `data` is not a readable
+/// ELF file, [`Error::NoBtfSection`] when it has no `.BTF`.
 pub fn elf_btf_section(data: &[u8]) -> Result<Vec<u8>, Error> {
     let file = object::File::parse(data).map_err(|e| Error::Elf(e.to_string()))?;
     let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
@@ -45,7 +47,10 @@ pub fn elf_btf_section(data: &[u8]) -> Result<Vec<u8>, Error> {
     Ok(bytes.into_owned())
 }
 
-/// Parses BTF from bytes that are either a raw blob or an ELF file.
+/// Parses BTF from bytes that are either a raw blob or an ELF file (told
+/// apart by the ELF magic), over `base` when given. Split BTF without a base
+/// is [`Error::NeedsBase`]; other errors are [`Btf::parse`]'s, with offsets
+/// in the blob (for an ELF file, in its `.BTF` section).
 pub fn parse_any(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, Error> {
     let owned;
     let blob = if is_elf(data) {
@@ -82,6 +87,23 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// A file that can be mapped is parsed in place: an ELF's `.BTF` section
 /// (uncompressed, as every vmlinux has it) is not copied out, and the
 /// string and type sections stay mapped (see `bytes.rs`, `records.rs`).
+///
+/// [`LoadError::Io`] when `path` (or the base) cannot be read;
+/// [`LoadError::Btf`] when it is not BTF, an ELF file without `.BTF`
+/// ([`Error::NoBtfSection`]), or split BTF without a base ([`Error::NeedsBase`]).
+/// Compressed files (`.ko.xz`) are not decompressed here: see
+/// [`compressed_file`](crate::compressed_file).
+///
+/// ```no_run
+/// use std::path::Path;
+///
+/// // The running kernel's BTF, and a module's over it (the base is found
+/// // by itself for files under /sys/kernel/btf/).
+/// let vmlinux = btf::load_file(Path::new(btf::SYSFS_VMLINUX), None)?;
+/// let ext4 = btf::load_file(Path::new("/sys/kernel/btf/ext4"), None)?;
+/// println!("{} + {} types", vmlinux.type_count(), ext4.type_count() - vmlinux.type_count());
+/// # Ok::<(), btf::LoadError>(())
+/// ```
 pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
     let base = match default_base(path, base) {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),

@@ -223,7 +223,7 @@ fn btf_info(fd: &OwnedFd, data: bool) -> io::Result<(BtfInfo, String, Vec<u8>)> 
 }
 
 /// Every BTF object loaded in the kernel, by id, with the programs and
-/// maps that use it.
+/// maps that use it. Needs CAP_SYS_ADMIN ([`LoadedError::Permission`]).
 pub fn list() -> Result<Vec<LoadedBtf>, LoadedError> {
     let progs = owners(
         BPF_PROG_GET_NEXT_ID,
@@ -262,6 +262,7 @@ pub fn list() -> Result<Vec<LoadedBtf>, LoadedError> {
 
 /// The raw bytes of BTF object `id`, its name, and whether it is the
 /// kernel's (vmlinux or a module: a module's is split over vmlinux).
+/// [`LoadedError::NoSuchId`] when no object has that id.
 pub fn read(id: u32) -> Result<(Vec<u8>, String, bool), LoadedError> {
     let what = "reading a BTF object";
     let fd = fd_by_id(BPF_BTF_GET_FD_BY_ID, id)

@@ -174,12 +174,47 @@ fn check_section_order(
 }
 
 impl Btf {
-    /// Parses base BTF (ids start at 1, strings at 0).
+    /// Parses base BTF (ids start at 1, strings at 0) from a raw blob in
+    /// either byte order: the bytes of `/sys/kernel/btf/vmlinux`, or of an
+    /// ELF file's `.BTF` section (see [`parse_any`](crate::parse_any)
+    /// for ELF files). The blob is copied; [`load_file`](crate::load_file)
+    /// reads a file in place instead.
+    ///
+    /// Errors name the offset in `data` of what is wrong: [`Error::BadMagic`]
+    /// for bytes that are not BTF, [`Error::BadHeader`] and
+    /// [`Error::SectionOutOfBounds`] for a bad header, [`Error::Truncated`],
+    /// [`Error::RecordsPastEnd`] and [`Error::UnknownKind`] for a bad type
+    /// section. A blob whose string section does not start with "" is split
+    /// BTF and fails here: parse it with [`Btf::parse_split`]. Whether the
+    /// types make sense (ids in range, sizes) is not checked here.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), btf::Error> {
+    /// // Header, then one type: [1] INT 'int' size=4 bits_offset=0 nr_bits=32 encoding=SIGNED.
+    /// let mut blob = Vec::new();
+    /// for word in [0x0001_eb9f_u32, 24, 0, 16, 16, 5] {
+    ///     blob.extend_from_slice(&word.to_le_bytes());
+    /// }
+    /// for word in [1_u32, 0x0100_0000, 4, 0x0100_0020] {
+    ///     blob.extend_from_slice(&word.to_le_bytes());
+    /// }
+    /// blob.extend_from_slice(b"\0int\0");
+    ///
+    /// let btf = btf::Btf::parse(&blob)?;
+    /// assert_eq!(btf.to_bytes(), blob); // writing gives back the same bytes
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn parse(data: &[u8]) -> Result<Btf> {
         Self::parse_impl(data, None, None)
     }
 
-    /// Parses split BTF whose ids and string offsets continue after `base`'s.
+    /// Parses split BTF whose ids and string offsets continue after `base`'s:
+    /// a module's BTF (`/sys/kernel/btf/<module>`, its `.BTF` section) over
+    /// vmlinux's. Its first type id is `base`'s type count and its string
+    /// offsets start at the length of `base`'s string section. Errors are
+    /// those of [`Btf::parse`]; a blob that is not split over this base fails
+    /// later, when a reference or string offset does not resolve.
     pub fn parse_split(data: &[u8], base: Arc<Btf>) -> Result<Btf> {
         Self::parse_impl(data, Some(base), None)
     }

@@ -24,12 +24,15 @@ impl Out {
 }
 
 impl Btf {
-    /// Size of the type section when written.
+    /// Size of the type section when written, in bytes.
     pub fn types_len(&self) -> usize {
         self.types.iter().map(Type::encoded_len).sum()
     }
 
-    /// This BTF's own types and strings (not its base's) as a blob.
+    /// This BTF's own types and strings (not its base's) as a blob, in the
+    /// byte order it was read in (or built with): header, type section,
+    /// layout section if any, string section. A blob that [`Btf::parse`]
+    /// read comes back byte for byte.
     pub fn to_bytes(&self) -> Vec<u8> {
         let h = &self.header;
         let type_len = self.types_len();
