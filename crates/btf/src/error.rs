@@ -19,7 +19,7 @@ pub enum Error {
     /// A structure runs past the end of the blob or of its section.
     #[error("truncated: {what} at offset {offset:#x} needs {need} bytes, {have} left")]
     Truncated {
-        /// The structure (`"header"`, `"type"`, `"member"`...).
+        /// The structure (`"header"`, `"btf_type"`, `"btf_array"`...).
         what: &'static str,
         /// Where it starts.
         offset: usize,

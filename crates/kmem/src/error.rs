@@ -80,8 +80,8 @@ pub enum Error {
     /// (`SYMBOL(init_top_pgt)`...).
     #[error("VMCOREINFO: {0}")]
     Vmcoreinfo(String),
-    /// The kernel's kallsyms tables are not named in VMCOREINFO or do not
-    /// decode (a bad count, a token past the table).
+    /// The kernel's kallsyms tables are not named in VMCOREINFO (before 6.0)
+    /// or do not decode (a symbol count no kernel has, an empty name entry).
     #[error("kallsyms tables in memory: {0}")]
     Kallsyms(String),
     /// The kernel's `.BTF` section could not be located or parsed.

@@ -14,9 +14,10 @@ pub enum Error {
         /// What the operating system said.
         error: std::io::Error,
     },
-    /// A line of a kallsyms or System.map file is not `ADDRESS TYPE NAME`
-    /// with an optional `[MODULE]`: a field is missing, the address is not
-    /// hex, a name is not UTF-8.
+    /// A kallsyms or System.map file does not parse: a line is not
+    /// `ADDRESS TYPE NAME` with an optional `[MODULE]` (a field is missing,
+    /// the address is not hex), or the file is not UTF-8 text or is larger
+    /// than 4 GiB.
     #[error("{path}:{line}: {reason} (byte offset {offset})")]
     Parse {
         /// The file.

@@ -35,7 +35,7 @@ pub enum Error {
     /// A structure runs past the end of the file or of its section.
     #[error("truncated: {what} at offset {offset:#x} needs {need} bytes, {have} left")]
     Truncated {
-        /// The structure (`"file header"`, `"sample_id"`...).
+        /// The structure (`"file header"`, `"record header"`...).
         what: &'static str,
         /// Where it starts.
         offset: u64,
