@@ -19,10 +19,12 @@ use model::{Model, Node};
 use print::Printer;
 pub use print::View;
 
-/// pahole's fallback when the CPU does not say (and the usual x86 value).
+/// pahole's fallback cache line size, in bytes, when the CPU does not say
+/// (and the usual x86 value).
 pub const DEFAULT_CACHELINE: u32 = 64;
 
-/// The L1 data cache line size, as pahole takes it from sysconf.
+/// The L1 data cache line size in bytes, as pahole takes it from sysconf
+/// ([`DEFAULT_CACHELINE`] when sysconf does not know).
 pub fn host_cacheline_size() -> u32 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
