@@ -84,9 +84,10 @@ enum Words {
     Heap(Vec<u32>),
 }
 
-// SAFETY: the mapping is owned memory, as a Vec's buffer is: shared
-// references give only shared access to it.
+// SAFETY: the mapping is owned memory, as a Vec's buffer is: it may move
+// to another thread with its owner.
 unsafe impl Send for ZeroedWords {}
+// SAFETY: shared references give only shared (read) access to the mapping.
 unsafe impl Sync for ZeroedWords {}
 
 impl ZeroedWords {

@@ -8,8 +8,6 @@
 //! VMCOREINFO says (KASLR offset, phys_base, page tables) and is the
 //! [`Memory`] the rest of btfkit reads.
 
-#![warn(clippy::unwrap_used)]
-
 pub mod btf;
 pub mod elf;
 mod error;

@@ -17,7 +17,7 @@
 //! Input is never trusted: bad bytes give errors naming their offset, not
 //! panics.
 
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![warn(clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod attr;
 mod bytes;
