@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch Debian's cloud kernel with DWARF (the reference workload, see DESIGN.md)
+# Fetch Debian's cloud kernel with DWARF (the tests' and benchmarks' reference workload)
 # into a cache outside the repository, once. Prints the cache directory.
 #
 #   vmlinux      the debug vmlinux (full DWARF 5 + Debian's pahole-written .BTF)

@@ -47,7 +47,7 @@ C
 fi
 # BTF in bpf-next's 2026 format (layout section, location kinds, a kind read
 # through the layout section, vlen past 16 bits), built by the btf crate.
-cargo run -q --release -p btf --example format_2026_seeds -- "$seeds"
+cargo run -q --release -p btfkit-btf --example format_2026_seeds -- "$seeds"
 # The reader also takes ELF files: one small object as a seed. The encoder
 # starts from objects with DWARF only (-O0 keeps them small).
 dwarf_seeds=fuzz/corpus/dwarf-seeds

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The drgn plugin's tests: builds the wheel of python/ (btfkit-drgn, a PyO3
 # extension) with maturin, installs it, and runs python/tests with pytest
-# against the cached QEMU dumps (made by `cargo test -p kmem --test dumps`,
+# against the cached QEMU dumps (made by `cargo test -p btfkit-kmem --test dumps`,
 # which scripts/test.sh runs first) and drgn with Debian's DWARF vmlinux.
 # Tests that lack a dump, drgn or the btfkit binary skip with a message;
 # under BTFKIT_STRICT=1 (CI) they fail instead. Arguments go to pytest.

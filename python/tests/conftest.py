@@ -63,7 +63,7 @@ def dumps_dir() -> Path:
     version = version_file.read_text().strip() if version_file.is_file() else ""
     d = cache_dir() / "dumps" / f"{version}-{DUMPS_GENERATOR}"
     if not (d / "done").is_file():
-        skip(f"no QEMU dumps in {d}: `cargo test --release -p kmem --test dumps` makes them")
+        skip(f"no QEMU dumps in {d}: `cargo test --release -p btfkit-kmem --test dumps` makes them")
     return d
 
 

@@ -5,7 +5,7 @@
 //! cc -O2 -o libbpf_dedup crates/btf/tests/oracle/libbpf_dedup.c -lbpf
 //! ./libbpf_dedup concat vv.btf /sys/kernel/btf/vmlinux /sys/kernel/btf/vmlinux
 //! ./libbpf_dedup dedup vv.libbpf vv.btf
-//! cargo run --release -p btf --example dedup_bench -- vv.btf [BASE] [RUNS]
+//! cargo run --release -p btfkit-btf --example dedup_bench -- vv.btf [BASE] [RUNS]
 //! ```
 //!
 //! Prints wall time and this thread's CPU time per run: on a shared machine

@@ -5,7 +5,7 @@
 //! `-k.btf` is deduplicated with `keep_strings` (the encoder's segments).
 //!
 //! ```text
-//! RUNS=3 cargo run --release -p btf --example dedup_many -- DIR/*.btf
+//! RUNS=3 cargo run --release -p btfkit-btf --example dedup_many -- DIR/*.btf
 //! ```
 //!
 //! Prints, per run, the CPU time of this thread in the `-k` dedups and in

@@ -1,5 +1,5 @@
 //! Writes fuzz seeds in bpf-next's 2026 format into DIR (scripts/fuzz.sh
-//! runs it): `cargo run -p btf --example format_2026_seeds -- DIR`.
+//! runs it): `cargo run -p btfkit-btf --example format_2026_seeds -- DIR`.
 //!
 //! - `loc.btf`: bpftool's location-kinds selftest BTF, classic header;
 //! - `loc-layout.btf`: the same with a layout section;

@@ -84,9 +84,10 @@ enum Words {
     Heap(Vec<u32>),
 }
 
-// SAFETY: the mapping is owned memory, as a Vec's buffer is: shared
-// references give only shared access to it.
+// SAFETY: the mapping is owned memory, as a Vec's buffer is: it may move
+// to another thread with its owner.
 unsafe impl Send for ZeroedWords {}
+// SAFETY: shared references give only shared (read) access to the mapping.
 unsafe impl Sync for ZeroedWords {}
 
 impl ZeroedWords {
@@ -191,5 +192,47 @@ impl Clone for ZeroedWords {
         let mut copy = ZeroedWords::new(self.len());
         copy.copy_from_slice(self);
         copy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroed_words_small_and_mapped_read_back_what_was_written() {
+        // Below 1 MiB a vector; at 1 MiB and more a mapping of its own.
+        for len in [0, 1, 1000, HUGE / 4 - 1, HUGE / 4, HUGE / 4 * 3 + 5] {
+            let mut w = ZeroedWords::new(len);
+            assert_eq!(w.len(), len);
+            assert!(w.iter().all(|&x| x == 0), "{len} words start zeroed");
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = i as u32 ^ 0x5a5a;
+            }
+            let copy = w.clone();
+            drop(w);
+            assert_eq!(copy.len(), len);
+            assert!(copy
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == i as u32 ^ 0x5a5a));
+        }
+    }
+
+    #[test]
+    fn mapped_words_lie_on_a_huge_page_boundary() {
+        let w = ZeroedWords::new(HUGE / 4 + 1);
+        assert!(matches!(w.0, Words::Mapped { .. }), "{w:?} is mapped");
+        assert_eq!(w.as_ptr() as usize % HUGE, 0);
+    }
+
+    #[test]
+    fn huge_page_vectors_hold_at_least_what_was_asked() {
+        for min in [0, 10, HUGE / 8, HUGE / 8 * 3] {
+            let mut v: Vec<u64> = vec(min);
+            assert!(v.capacity() >= min);
+            v.extend(0..min as u64);
+            assert_eq!(v.iter().sum::<u64>(), (0..min as u64).sum());
+        }
     }
 }

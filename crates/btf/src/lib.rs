@@ -6,7 +6,6 @@
 //! first string offset the base's string length, exactly as in libbpf.
 
 // Library code handles bytes from files: a panic there is a bug.
-#![warn(clippy::unwrap_used)]
 
 mod bytes;
 pub mod cdecl;

@@ -2,6 +2,8 @@
 //! small BTF built here, then changed with the builder in known ways (oracle:
 //! the changes made).
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use btf::diff::{diff, Category, DiffOptions};

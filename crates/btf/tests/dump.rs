@@ -3,6 +3,8 @@
 //! `.BTF`, shipped modules' split BTF, and a small BTF built here with
 //! every kind and every flag that the kernels above do not use.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! kernel's BTF, Debian's vmlinux, and small blobs built here with the
 //! builder API to cover each construct on its own.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::Command;
 

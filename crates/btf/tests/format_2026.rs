@@ -9,6 +9,8 @@
 //! for byte). The validator's bpf-next verdicts follow the merged uapi
 //! header's rules (see `btf::validate::Target::BpfNext`).
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use btf::format::*;

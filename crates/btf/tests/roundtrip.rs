@@ -2,6 +2,8 @@
 //! the three kinds of real BTF: the running kernel's, the `.BTF` section
 //! Debian's build wrote into vmlinux with pahole, and a module's split BTF.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -3,6 +3,8 @@
 //! broken dump names the file and offset; the other expressions still
 //! print; the exit status is 1; no panic.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

@@ -7,6 +7,8 @@
 //! function's first instruction: `bt` shows the argument registers by the
 //! names of the function's BTF prototype.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

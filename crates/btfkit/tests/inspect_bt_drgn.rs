@@ -17,6 +17,8 @@
 //!   (`entry_SYSCALL_64_after_hwframe` in `entry_SYSCALL_64`: kallsyms
 //!   names the nearest label, the ELF symtab the sized function).
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

@@ -5,6 +5,8 @@
 //! BTF); `rd`'s layout is crash's (memory.c's display_memory: the address,
 //! two 64-bit words in hex, their bytes as ASCII).
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

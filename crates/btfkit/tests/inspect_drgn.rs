@@ -4,6 +4,8 @@
 //! value compares as JSON (see inspect::format): variables of whole
 //! sections, struct members, strings, per-CPU values, list walks, modules.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

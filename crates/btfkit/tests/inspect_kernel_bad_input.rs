@@ -5,6 +5,8 @@
 //! record). The part that is wrong says why; the rest still prints; no
 //! panic, no hang. The oracle is the unchanged dump.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

@@ -7,6 +7,8 @@
 //!
 //! btfkit uses no DWARF here: the dump's own BTF and kallsyms tables.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

@@ -6,6 +6,8 @@
 //! with drgn in inspect_drgn): what the prompt adds is the terminal, and
 //! that is what this test checks.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 

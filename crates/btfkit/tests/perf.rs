@@ -5,6 +5,8 @@
 //! program's own bpf_prog_info (id, tag, address, length) and
 //! `perf report --sort sym` (samples per symbol).
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

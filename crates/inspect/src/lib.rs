@@ -2,8 +2,6 @@
 //! memory ([`kmem`]), symbols from kallsyms ([`ksyms`]) and types from BTF,
 //! printed like drgn (or as JSON). No DWARF.
 
-#![warn(clippy::unwrap_used)]
-
 pub mod command;
 pub mod commands;
 mod error;

@@ -50,7 +50,6 @@
 //! ```
 
 #![warn(missing_docs)]
-#![warn(clippy::unwrap_used)]
 
 pub mod btf;
 pub mod elf;

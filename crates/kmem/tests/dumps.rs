@@ -2,6 +2,8 @@
 //! every format reads what drgn reads, the kallsyms tables in memory are the
 //! System.map moved by KERNELOFFSET, and the BTF in memory is vmlinux's .BTF.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::collections::HashMap;

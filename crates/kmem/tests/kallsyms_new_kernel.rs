@@ -1,7 +1,8 @@
 //! The kallsyms encodings Debian's 6.1 kernel does not have, on real
-//! kernels fetched by scripts/fetch-debian-kernel-new.sh, booted under QEMU
-//! and dumped with `dump-guest-memory`:
-//! - sid's cloud kernel (7.x): place-relative `kallsyms_offsets`, no
+//! kernels that scripts/fetch-debian-kernel-new.sh fetches into the cache
+//! (pinned versions; this test downloads nothing), booted under QEMU and
+//! dumped with `dump-guest-memory`:
+//! - sid's cloud kernel 7.2: place-relative `kallsyms_offsets`, no
 //!   `kallsyms_relative_base`;
 //! - trixie-backports' 6.19: offsets + relative base without absolute
 //!   per-CPU symbols.
@@ -10,6 +11,8 @@
 //! /proc/kallsyms (every line, compared as md5 sums of 10,000-line chunks
 //! computed in the guest) and, where the package has one, its System.map
 //! moved by KERNELOFFSET. No DWARF.
+
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,6 +27,8 @@ use testkit::qemu::{qemu_or_skip, Console, Initramfs, Qemu};
 
 /// A change to the guest below must change this (the cached dump is remade).
 const GENERATOR: &str = "kallsyms-2";
+/// sid's 7.x, as pinned in scripts/fetch-debian-kernel-new.sh.
+const RELEASE_7X: &str = "7.2.13+deb14-cloud-amd64";
 /// The last 6.x series, kept in trixie-backports (its modules package is
 /// not: that dump's VMCOREINFO comes from the guest's /sys/kernel/vmcoreinfo).
 const RELEASE_6_19: &str = "6.19.11+deb13-cloud-amd64";
@@ -48,25 +53,16 @@ impl NewKernel {
     }
 }
 
-/// sid's current cloud kernel, or `release` from sid or trixie-backports.
-fn new_kernel_or_skip(release: Option<&str>) -> Option<NewKernel> {
+/// The cached kernel `release`, or a skip naming the script that fetches it.
+fn new_kernel_or_skip(release: &str) -> Option<NewKernel> {
     qemu_or_skip()?;
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fetch-debian-kernel-new.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .args(release)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("bash");
-    if !out.status.success() {
+    let dir = testkit::cache_dir().join("debian-new").join(release);
+    if !dir.join("vmlinuz").is_file() {
         testkit::skip(&format!(
-            "scripts/fetch-debian-kernel-new.sh {} could not fetch the kernel",
-            release.unwrap_or("")
+            "{release} is not cached: run scripts/fetch-debian-kernel-new.sh"
         ));
         return None;
     }
-    let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
     let lock = std::fs::File::create(dir.join("lock")).unwrap();
     // SAFETY: flock on a descriptor we own; held until `lock` is dropped.
     assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
@@ -147,17 +143,17 @@ fn read(k: &Kernel) -> (Encoding, Vec<KSym>) {
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_the_guests_proc_kallsyms() {
-    equal_the_guests_proc_kallsyms(None, false, Encoding::PlaceRelative);
+    equal_the_guests_proc_kallsyms(RELEASE_7X, false, Encoding::PlaceRelative);
 }
 
 #[test]
 fn relative_kallsyms_without_absolute_percpu_in_a_6_19_dump_equal_the_guests_proc_kallsyms() {
-    equal_the_guests_proc_kallsyms(Some(RELEASE_6_19), true, Encoding::Relative);
+    equal_the_guests_proc_kallsyms(RELEASE_6_19, true, Encoding::Relative);
 }
 
-/// The dump of `release` (sid's current one if `None`), whose VMCOREINFO
-/// names `kallsyms_relative_base` or not, read with `want_encoding`.
-fn equal_the_guests_proc_kallsyms(release: Option<&str>, base: bool, want_encoding: Encoding) {
+/// The dump of `release`, whose VMCOREINFO names `kallsyms_relative_base`
+/// or not, read with `want_encoding`.
+fn equal_the_guests_proc_kallsyms(release: &str, base: bool, want_encoding: Encoding) {
     let Some(nk) = new_kernel_or_skip(release) else {
         return;
     };
@@ -201,7 +197,7 @@ fn equal_the_guests_proc_kallsyms(release: Option<&str>, base: bool, want_encodi
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_system_map_moved_by_kerneloffset() {
-    let Some(nk) = new_kernel_or_skip(None) else {
+    let Some(nk) = new_kernel_or_skip(RELEASE_7X) else {
         return;
     };
     let k = nk.open();

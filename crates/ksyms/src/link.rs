@@ -2,7 +2,9 @@
 //! which VAR a data symbol.
 //!
 //! The exact link is an `addr=0x<hex>` DECL_TAG (component_idx -1) on a FUNC:
-//! the link-time address of one instance (seed 000). Without such tags, only
+//! the link-time address of one instance, as proposed in
+//! <https://lore.kernel.org/bpf/20230517161648.17582-1-alan.maguire@oracle.com/>.
+//! Without such tags, only
 //! the name links them, which is ambiguous when a name has several FUNCs or
 //! several instances; [`FuncMatch`] says which case it is.
 

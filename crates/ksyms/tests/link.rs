@@ -8,7 +8,8 @@ use ksyms::kallsyms::{self, Hidden};
 use ksyms::{BtfIndex, FuncMatch, Table};
 
 /// Two static `wakeup_show`s with different prototypes, as in Debian's
-/// kernel (seed 000), and `jiffies` as a VAR.
+/// kernel (kernel/irq/irqdesc.c, drivers/base/power/sysfs.c), and
+/// `jiffies` as a VAR.
 fn btf(tags: bool) -> (Btf, u32, u32) {
     let mut b = Btf::new();
     let int = b.add_str("int");

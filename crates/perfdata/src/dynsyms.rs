@@ -26,8 +26,9 @@ pub struct BpfProg {
 pub enum End {
     /// The kernel unregistered it.
     Unregistered,
-    /// Another symbol was registered over it while it was live (seed 001:
-    /// freed code reused by BPF or a trampoline, or a lost unregister).
+    /// Another symbol was registered over it while it was live (freed code
+    /// reused by BPF or a trampoline, a case raised in the review of
+    /// PERF_RECORD_KSYMBOL, kernel commit 76193a94522f; or a lost unregister).
     Superseded {
         /// The index of the lifetime that replaced it.
         by: usize,

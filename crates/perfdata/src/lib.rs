@@ -65,7 +65,7 @@
 //! ```
 
 #![warn(missing_docs)]
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![warn(clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod attr;
 mod bytes;

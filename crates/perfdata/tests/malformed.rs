@@ -4,6 +4,8 @@
 //! error naming its offset or a skip, never a panic; and the 6.18 inflated
 //! header.size does not move the sample_id.
 
+#![allow(clippy::unwrap_used)]
+
 use perfdata::attr::{flag, sample, EventAttr, ATTR_SIZE};
 use perfdata::dynsyms::End;
 use perfdata::features::feature;

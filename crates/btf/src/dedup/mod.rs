@@ -128,7 +128,10 @@
 //! static FUNCs with the same name and prototype from two CUs into one, and
 //! both address tags would then point at that one FUNC: a BPF program
 //! attaching by BTF id could no longer say which instance it means, which is
-//! the very ambiguity the tags are there to remove (seed 004). So here the set
+//! the very ambiguity the tags are there to remove (option (b) in the review
+//! of kernel commit 7b99f75942da, "bpf: Add
+//! --skip_encoding_btf_inconsistent_proto, --btf_gen_optimized to pahole
+//! flags for v1.25"). So here the set
 //! of `addr=` tags of a FUNC is part of its identity: FUNCs merge only when
 //! name, linkage, prototype and address tags are all equal, and since tags
 //! on different FUNCs differ in their target, no tag is ever dropped. BTF

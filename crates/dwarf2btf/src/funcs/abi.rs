@@ -379,7 +379,8 @@ fn changes(c: &Concrete, states: &[ParamState]) -> String {
 /// Rebuilds the prototype from entry locations: each argument register the
 /// DWARF attributes to a (part of a) parameter becomes a parameter, in
 /// register order. Aggregate halves are named `<param>__coerce<N>` (N: the
-/// eightbyte), LLVM's convention quoted in seed 002 (`uattr__coerce1`), with
+/// eightbyte), LLVM's convention (`uattr__coerce1` in the thread
+/// <https://lore.kernel.org/bpf/3f95f01b-9cc4-499b-a18d-5c4975f0b0e5@oracle.com/>), with
 /// the type of the one member that fills that eightbyte or else `u64`; the
 /// member-name alternative breaks down when an eightbyte holds several
 /// members, `__coerce<N>` never does.

@@ -53,7 +53,9 @@ pub struct TypeInfo {
     pub class: ArgClass,
     /// Hash of the type's structure two levels deep (through pointers into
     /// aggregates' members), so that one struct name built against different
-    /// headers (seed 000's `elf_note_info`) gives different fingerprints.
+    /// headers (the kernel's `struct elf_note_info`: fs/binfmt_elf.c is built
+    /// again as fs/compat_binfmt_elf.c, with `compat_siginfo_t` for
+    /// `siginfo_t`) gives different fingerprints.
     /// 0 until [`TypeNamer::shape_of`] fills it in.
     pub shape: u64,
     /// Whether the type, stripped of typedefs and qualifiers, is a struct or union.

@@ -75,7 +75,8 @@ impl Instance {
 
     /// The name of the FUNC when the kernel attaches this name to this
     /// instance: the symbol-table name, suffix included, whether or not the
-    /// compiler changed the ABI (seed 002: BTF matches kallsyms). Other
+    /// compiler changed the ABI (BTF matches kallsyms, as asked in
+    /// <https://lore.kernel.org/bpf/3f95f01b-9cc4-499b-a18d-5c4975f0b0e5@oracle.com/>). Other
     /// instances' FUNCs are named by `lookup::KernelLookup::unreachable_name`.
     pub fn btf_name(&self) -> &str {
         &self.symbol

@@ -30,7 +30,7 @@ static long part_fn(long *p, long n)
 long part_caller1(long *p, long n) { return part_fn(p, n) + 1; }
 long part_caller2(long *p, long n) { return part_fn(p, n * 2) + 2; }
 
-/* a 16-byte struct by value with one half unused (seed 002's sockptr_t) */
+/* a 16-byte struct by value with one half unused (the kernel's sockptr_t) */
 typedef struct { union { void *kernel; void *user; }; _Bool is_kernel : 1; } sockptr_t;
 static __attribute__((noinline)) int coerce_fn(long *attr, sockptr_t uattr) { return uattr.is_kernel ? (int)attr[1] : 5; }
 int coerce_caller(long *a, sockptr_t u) { return coerce_fn(a, u) + coerce_fn(a + 1, u); }

@@ -15,6 +15,7 @@
 //! [`makedumpfile_or_skip`] adds makedumpfile's own outputs made from the
 //! ELF dump (their own done-marker, so the dumps above stay valid).
 
+#![allow(clippy::unwrap_used)]
 #![allow(dead_code)]
 
 use std::os::fd::AsRawFd;
