@@ -1,6 +1,7 @@
 //! Errors of the BTF library: a plain enum, each variant saying where.
 
 use crate::types::TypeId;
+use crate::Kind;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -29,7 +30,11 @@ pub enum Error {
         len: usize,
     },
     #[error("type [{id}] at offset {offset:#x}: unknown kind {kind}, and no layout section describes it")]
-    UnknownKind { id: TypeId, offset: usize, kind: u8 },
+    UnknownKind {
+        id: TypeId,
+        offset: usize,
+        kind: Kind,
+    },
     #[error("type [{id}] at offset {offset:#x}: vlen {vlen} records run past the type section")]
     RecordsPastEnd {
         id: TypeId,
@@ -37,7 +42,7 @@ pub enum Error {
         vlen: u32,
     },
     #[error("layout section: kind {kind}: {reason}")]
-    BadLayout { kind: u8, reason: String },
+    BadLayout { kind: Kind, reason: String },
     #[error("string offset {0:#x} is out of range")]
     StringOffset(u32),
     #[error("string at offset {0:#x} is not terminated")]

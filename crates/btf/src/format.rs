@@ -2,6 +2,9 @@
 //!
 //! Everything here is a plain constant or a helper that packs and unpacks
 //! the `info` word; reading and writing live in `read.rs` and `write.rs`.
+//! The `BTF_KIND_*` constants are [`Kind`]s under their uapi names.
+
+pub use crate::kind::Kind;
 
 /// `btf_header.magic`, little-endian on disk for little-endian targets.
 pub const BTF_MAGIC: u16 = 0xeb9f;
@@ -15,34 +18,56 @@ pub const BTF_HEADER_LAYOUT_LEN: u32 = 32;
 /// Size of `struct btf_type`: name_off, info, size/type.
 pub const BTF_TYPE_LEN: usize = 12;
 
-pub const BTF_KIND_UNKN: u8 = 0;
-pub const BTF_KIND_INT: u8 = 1;
-pub const BTF_KIND_PTR: u8 = 2;
-pub const BTF_KIND_ARRAY: u8 = 3;
-pub const BTF_KIND_STRUCT: u8 = 4;
-pub const BTF_KIND_UNION: u8 = 5;
-pub const BTF_KIND_ENUM: u8 = 6;
-pub const BTF_KIND_FWD: u8 = 7;
-pub const BTF_KIND_TYPEDEF: u8 = 8;
-pub const BTF_KIND_VOLATILE: u8 = 9;
-pub const BTF_KIND_CONST: u8 = 10;
-pub const BTF_KIND_RESTRICT: u8 = 11;
-pub const BTF_KIND_FUNC: u8 = 12;
-pub const BTF_KIND_FUNC_PROTO: u8 = 13;
-pub const BTF_KIND_VAR: u8 = 14;
-pub const BTF_KIND_DATASEC: u8 = 15;
-pub const BTF_KIND_FLOAT: u8 = 16;
-pub const BTF_KIND_DECL_TAG: u8 = 17;
-pub const BTF_KIND_TYPE_TAG: u8 = 18;
-pub const BTF_KIND_ENUM64: u8 = 19;
-/// The location kinds of bpf-next (2026): how an inlined function's
-/// parameters can be found at each inline site.
-pub const BTF_KIND_LOC_PARAM: u8 = 20;
-pub const BTF_KIND_LOC_PROTO: u8 = 21;
-pub const BTF_KIND_LOCSEC: u8 = 22;
-pub const BTF_KIND_MAX: u8 = BTF_KIND_LOCSEC;
+/// `BTF_KIND_UNKN`, the uapi name of [`Kind::UNKN`].
+pub const BTF_KIND_UNKN: Kind = Kind::UNKN;
+/// `BTF_KIND_INT`, the uapi name of [`Kind::INT`].
+pub const BTF_KIND_INT: Kind = Kind::INT;
+/// `BTF_KIND_PTR`, the uapi name of [`Kind::PTR`].
+pub const BTF_KIND_PTR: Kind = Kind::PTR;
+/// `BTF_KIND_ARRAY`, the uapi name of [`Kind::ARRAY`].
+pub const BTF_KIND_ARRAY: Kind = Kind::ARRAY;
+/// `BTF_KIND_STRUCT`, the uapi name of [`Kind::STRUCT`].
+pub const BTF_KIND_STRUCT: Kind = Kind::STRUCT;
+/// `BTF_KIND_UNION`, the uapi name of [`Kind::UNION`].
+pub const BTF_KIND_UNION: Kind = Kind::UNION;
+/// `BTF_KIND_ENUM`, the uapi name of [`Kind::ENUM`].
+pub const BTF_KIND_ENUM: Kind = Kind::ENUM;
+/// `BTF_KIND_FWD`, the uapi name of [`Kind::FWD`].
+pub const BTF_KIND_FWD: Kind = Kind::FWD;
+/// `BTF_KIND_TYPEDEF`, the uapi name of [`Kind::TYPEDEF`].
+pub const BTF_KIND_TYPEDEF: Kind = Kind::TYPEDEF;
+/// `BTF_KIND_VOLATILE`, the uapi name of [`Kind::VOLATILE`].
+pub const BTF_KIND_VOLATILE: Kind = Kind::VOLATILE;
+/// `BTF_KIND_CONST`, the uapi name of [`Kind::CONST`].
+pub const BTF_KIND_CONST: Kind = Kind::CONST;
+/// `BTF_KIND_RESTRICT`, the uapi name of [`Kind::RESTRICT`].
+pub const BTF_KIND_RESTRICT: Kind = Kind::RESTRICT;
+/// `BTF_KIND_FUNC`, the uapi name of [`Kind::FUNC`].
+pub const BTF_KIND_FUNC: Kind = Kind::FUNC;
+/// `BTF_KIND_FUNC_PROTO`, the uapi name of [`Kind::FUNC_PROTO`].
+pub const BTF_KIND_FUNC_PROTO: Kind = Kind::FUNC_PROTO;
+/// `BTF_KIND_VAR`, the uapi name of [`Kind::VAR`].
+pub const BTF_KIND_VAR: Kind = Kind::VAR;
+/// `BTF_KIND_DATASEC`, the uapi name of [`Kind::DATASEC`].
+pub const BTF_KIND_DATASEC: Kind = Kind::DATASEC;
+/// `BTF_KIND_FLOAT`, the uapi name of [`Kind::FLOAT`].
+pub const BTF_KIND_FLOAT: Kind = Kind::FLOAT;
+/// `BTF_KIND_DECL_TAG`, the uapi name of [`Kind::DECL_TAG`].
+pub const BTF_KIND_DECL_TAG: Kind = Kind::DECL_TAG;
+/// `BTF_KIND_TYPE_TAG`, the uapi name of [`Kind::TYPE_TAG`].
+pub const BTF_KIND_TYPE_TAG: Kind = Kind::TYPE_TAG;
+/// `BTF_KIND_ENUM64`, the uapi name of [`Kind::ENUM64`].
+pub const BTF_KIND_ENUM64: Kind = Kind::ENUM64;
+/// `BTF_KIND_LOC_PARAM`, the uapi name of [`Kind::LOC_PARAM`].
+pub const BTF_KIND_LOC_PARAM: Kind = Kind::LOC_PARAM;
+/// `BTF_KIND_LOC_PROTO`, the uapi name of [`Kind::LOC_PROTO`].
+pub const BTF_KIND_LOC_PROTO: Kind = Kind::LOC_PROTO;
+/// `BTF_KIND_LOCSEC`, the uapi name of [`Kind::LOCSEC`].
+pub const BTF_KIND_LOCSEC: Kind = Kind::LOCSEC;
+/// The last kind this crate knows ([`Kind::MAX_KNOWN`]).
+pub const BTF_KIND_MAX: Kind = Kind::MAX_KNOWN;
 /// The last kind the Linux 6.18 verifier knows.
-pub const BTF_KIND_MAX_6_18: u8 = BTF_KIND_ENUM64;
+pub const BTF_KIND_MAX_6_18: Kind = Kind::MAX_6_18;
 
 /// Bits of `info` as bpf-next defines them: vlen 0-23, kind 24-30,
 /// kind_flag 31. Linux 6.18 and older use only vlen 0-15 and kind 24-28 and
@@ -54,10 +79,11 @@ pub const BTF_INFO_KFLAG_SHIFT: u32 = 31;
 /// The `info` bits Linux 6.18 reserves: vlen 16-23 and kind 29-30.
 pub const BTF_INFO_UNUSED_MASK_6_18: u32 = 0x60ff_0000;
 /// The largest kind number `info` can hold (`BTF_MAX_KIND`).
-pub const BTF_MAX_KIND: u8 = 0x7f;
+pub const BTF_MAX_KIND: Kind = Kind::MAX;
 
-pub const fn info_kind(info: u32) -> u8 {
-    ((info >> BTF_INFO_KIND_SHIFT) & BTF_INFO_KIND_MASK) as u8
+/// The kind in `info`.
+pub const fn info_kind(info: u32) -> Kind {
+    Kind::new(((info >> BTF_INFO_KIND_SHIFT) & BTF_INFO_KIND_MASK) as u8)
 }
 pub const fn info_vlen(info: u32) -> u32 {
     info & BTF_INFO_VLEN_MASK
@@ -66,9 +92,9 @@ pub const fn info_kflag(info: u32) -> bool {
     info >> BTF_INFO_KFLAG_SHIFT != 0
 }
 /// Packs `info`; a vlen past 24 bits is cut to them, as libbpf's BTF_INFO_ENC does.
-pub const fn make_info(kind: u8, kind_flag: bool, vlen: u32) -> u32 {
+pub const fn make_info(kind: Kind, kind_flag: bool, vlen: u32) -> u32 {
     ((kind_flag as u32) << BTF_INFO_KFLAG_SHIFT)
-        | (((kind as u32) & BTF_INFO_KIND_MASK) << BTF_INFO_KIND_SHIFT)
+        | (((kind.as_u8() as u32) & BTF_INFO_KIND_MASK) << BTF_INFO_KIND_SHIFT)
         | (vlen & BTF_INFO_VLEN_MASK)
 }
 
@@ -151,7 +177,7 @@ pub struct KindLayout {
 
 /// The layout of every kind this crate knows, as libbpf writes it
 /// (`layouts[]` in libbpf's btf.c, bpf-next with the location kinds).
-pub const fn known_layout(kind: u8) -> Option<KindLayout> {
+pub const fn known_layout(kind: Kind) -> Option<KindLayout> {
     let (info_sz, elem_sz) = match kind {
         BTF_KIND_UNKN | BTF_KIND_PTR | BTF_KIND_FWD | BTF_KIND_TYPEDEF | BTF_KIND_VOLATILE
         | BTF_KIND_CONST | BTF_KIND_RESTRICT | BTF_KIND_FUNC | BTF_KIND_FLOAT
@@ -186,7 +212,7 @@ pub const BTF_MAX_VLEN_6_18: u32 = 0xffff;
 pub const KSYM_NAME_LEN: usize = 512;
 
 /// The name bpftool prints for a kind.
-pub const fn kind_name(kind: u8) -> &'static str {
+pub const fn kind_name(kind: Kind) -> &'static str {
     match kind {
         BTF_KIND_INT => "INT",
         BTF_KIND_PTR => "PTR",
@@ -210,8 +236,8 @@ pub const fn kind_name(kind: u8) -> &'static str {
         BTF_KIND_LOC_PARAM => "LOC_PARAM",
         BTF_KIND_LOC_PROTO => "LOC_PROTO",
         BTF_KIND_LOCSEC => "LOCSEC",
-        k if k > BTF_KIND_MAX && k <= BTF_MAX_KIND => {
-            UNKNOWN_KIND_NAMES[(k - BTF_KIND_MAX - 1) as usize]
+        k if k.as_u8() > BTF_KIND_MAX.as_u8() && k.as_u8() <= BTF_MAX_KIND.as_u8() => {
+            UNKNOWN_KIND_NAMES[(k.as_u8() - BTF_KIND_MAX.as_u8() - 1) as usize]
         }
         _ => "UNKNOWN",
     }
@@ -219,7 +245,7 @@ pub const fn kind_name(kind: u8) -> &'static str {
 
 /// Names for the kinds this crate does not know but a layout section can
 /// describe: `UNKNOWN_KIND_23` up to `UNKNOWN_KIND_127`.
-const UNKNOWN_KIND_NAMES: [&str; (BTF_MAX_KIND - BTF_KIND_MAX) as usize] = [
+const UNKNOWN_KIND_NAMES: [&str; (BTF_MAX_KIND.as_u8() - BTF_KIND_MAX.as_u8()) as usize] = [
     "UNKNOWN_KIND_23",
     "UNKNOWN_KIND_24",
     "UNKNOWN_KIND_25",

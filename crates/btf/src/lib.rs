@@ -20,6 +20,7 @@ pub mod error;
 pub mod format;
 pub mod hugepages;
 pub mod kernel;
+mod kind;
 pub mod layout;
 mod load;
 pub mod loaded;
@@ -34,6 +35,7 @@ mod write;
 use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
+pub use kind::Kind;
 pub use load::{
     default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
 };
@@ -240,8 +242,8 @@ impl Btf {
         if on {
             self.header.hdr_len = self.header.hdr_len.max(format::BTF_HEADER_LAYOUT_LEN);
             let endian = self.header.endian;
-            for kind in 0..=format::BTF_KIND_MAX {
-                let l = format::known_layout(kind).unwrap_or(format::KindLayout {
+            for kind in 0..=Kind::MAX_KNOWN.as_u8() {
+                let l = format::known_layout(Kind::new(kind)).unwrap_or(format::KindLayout {
                     info_sz: 0,
                     elem_sz: 0,
                     flags: 0,

@@ -116,7 +116,7 @@ pub enum TypeData {
     /// A kind this crate does not know, read through the layout section:
     /// its words are kept as they are, so that it is written back unchanged.
     Unknown {
-        kind: u8,
+        kind: Kind,
         size_or_type: u32,
         vlen: u32,
         /// `info_sz + vlen * elem_sz` bytes as 32-bit words (boxed, as
@@ -205,8 +205,8 @@ impl Type {
         }
     }
 
-    /// The BTF_KIND_* number of this type.
-    pub fn kind(&self) -> u8 {
+    /// The kind of this type.
+    pub fn kind(&self) -> Kind {
         match self.data {
             TypeData::Int { .. } => BTF_KIND_INT,
             TypeData::Ptr { .. } => BTF_KIND_PTR,
@@ -438,13 +438,8 @@ impl Type {
         }
     }
 
+    /// A qualifier or type tag ([`Kind::is_modifier`]).
     pub fn is_modifier(&self) -> bool {
-        matches!(
-            self.data,
-            TypeData::Volatile { .. }
-                | TypeData::Const { .. }
-                | TypeData::Restrict { .. }
-                | TypeData::TypeTag { .. }
-        )
+        self.kind().is_modifier()
     }
 }

@@ -405,7 +405,7 @@ fn combine(h: i64, v: u32) -> i64 {
     h.wrapping_mul(31).wrapping_add(i64::from(v))
 }
 
-fn kind_of(t: Option<&Type>) -> u8 {
+fn kind_of(t: Option<&Type>) -> Kind {
     t.map_or(BTF_KIND_UNKN, Type::kind)
 }
 
@@ -517,8 +517,8 @@ fn shallow_equal_struct(a: &Type, b: &Type) -> bool {
             .all(|(x, y)| x.name_off == y.name_off && x.offset == y.offset)
 }
 
-fn is_struct_or_fwd(kind: u8) -> bool {
-    matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_FWD)
+fn is_struct_or_fwd(kind: Kind) -> bool {
+    kind.is_struct_or_fwd()
 }
 
 fn array_of(t: &Type) -> Option<&Array> {
@@ -572,7 +572,7 @@ fn compat_fnproto(a: &Type, b: &Type) -> bool {
 }
 
 /// The struct or union kind a FWD stands for.
-fn fwd_kind(t: &Type) -> u8 {
+fn fwd_kind(t: &Type) -> Kind {
     if t.kind_flag {
         BTF_KIND_UNION
     } else {
@@ -895,7 +895,7 @@ impl<'a> Dedup<'a> {
 
     /// Whether pass 3 deduplicates this kind: structs and unions, and with
     /// libbpf 1.8's rules typedefs.
-    fn in_struct_pass(&self, kind: u8) -> bool {
+    fn in_struct_pass(&self, kind: Kind) -> bool {
         matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION)
             || (kind == BTF_KIND_TYPEDEF && self.rules == Rules::Libbpf1_8)
     }
@@ -1654,7 +1654,7 @@ mod tests {
             b.add_type(Type::new(a, TypeData::Struct { size: 24, members }));
         }
         dedup(&mut b, &DedupOptions::default()).unwrap();
-        let kinds: Vec<u8> = (1..b.type_count())
+        let kinds: Vec<Kind> = (1..b.type_count())
             .map(|id| b.type_by_id(id).unwrap().kind())
             .collect();
         assert_eq!(
