@@ -8,6 +8,7 @@
 // Library code handles bytes from files: a panic there is a bug.
 #![warn(clippy::unwrap_used)]
 
+pub mod addr_tag;
 mod bytes;
 pub mod cdecl;
 pub mod compressed_file;

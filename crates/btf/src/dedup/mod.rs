@@ -155,7 +155,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Error, Result};
+use crate::{addr_tag, Btf, Error, Result};
 use table::{BaseEntries, CandTable};
 
 pub use appending::Appending;
@@ -196,9 +196,6 @@ pub struct DedupStats {
     pub strings_in: u32,
     pub strings_out: u32,
 }
-
-/// The name prefix of the DECL_TAGs that tie a FUNC to an address.
-pub const ADDR_TAG_PREFIX: &str = "addr=";
 
 /// Deduplicates `btf`'s own types in place (its base, if any, is left alone
 /// and types equal to base types are replaced by them).
@@ -800,16 +797,14 @@ impl<'a> Dedup<'a> {
     /// offset, which pass 1 has made unique per string; `strings` is the new
     /// own string section (own types already point into it).
     fn collect_func_tags(&mut self, btf: &Btf, strings: &[u8]) {
-        let prefix = ADDR_TAG_PREFIX.as_bytes();
         let is_addr_tag = |off: u32| -> bool {
             if off < btf.start_str_off {
-                btf.str_bytes(off).is_ok_and(|s| s.starts_with(prefix))
+                btf.str_bytes(off).is_ok_and(addr_tag::has_prefix)
             } else {
-                // The prefix holds no NUL, so the bytes after a shorter
-                // string cannot match it: no need to find the end.
+                // No need to find the string's end: see `has_prefix`.
                 strings
                     .get((off - btf.start_str_off) as usize..)
-                    .is_some_and(|s| s.starts_with(prefix))
+                    .is_some_and(addr_tag::has_prefix)
             }
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();

@@ -13,7 +13,6 @@ use rustc_hash::FxHashMap;
 
 use super::abi::{expected_slots, reg_name, Slot, ARG_REGS};
 use super::ctype::TypeInfo;
-use super::emit::ADDR_TAG_PREFIX;
 use super::location::EntryLoc;
 use super::lookup::parse_unreachable_name;
 use super::{FuncModel, Instance, Signature, Status};
@@ -26,38 +25,19 @@ pub struct AddrTag {
     pub name: String,
 }
 
-/// Every addr tag on a FUNC, in type id order.
+/// Every addr tag on a FUNC, in type id order ([`btf::addr_tag::func_tags`]).
 pub fn addr_tags(btf: &Btf) -> Vec<AddrTag> {
-    let mut out = Vec::new();
-    for (_, t) in btf.iter() {
-        let TypeData::DeclTag {
-            ty,
-            component_idx: -1,
-        } = t.data
-        else {
-            continue;
-        };
-        let Ok(tag) = btf.name_of(t) else { continue };
-        let Some(address) = tag
-            .strip_prefix(ADDR_TAG_PREFIX)
-            .and_then(|h| h.strip_prefix("0x"))
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-        else {
-            continue;
-        };
-        let Some(func) = btf.type_by_id(ty) else {
-            continue;
-        };
-        if !matches!(func.data, TypeData::Func { .. }) {
-            continue;
-        }
-        out.push(AddrTag {
-            address,
-            func: ty,
-            name: btf.name_of(func).unwrap_or("").to_owned(),
-        });
-    }
-    out
+    btf::addr_tag::func_tags(btf)
+        .map(|t| AddrTag {
+            address: t.address,
+            func: t.func,
+            name: btf
+                .type_by_id(t.func)
+                .and_then(|f| btf.name_of(f).ok())
+                .unwrap_or("")
+                .to_owned(),
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
