@@ -26,6 +26,7 @@ pub mod layout;
 mod load;
 pub mod loaded;
 pub mod output_file;
+pub mod query;
 mod read;
 mod records;
 mod strings;

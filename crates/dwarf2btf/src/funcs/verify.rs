@@ -269,7 +269,7 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     if model.pointer || model.aggregate || id == 0 {
         return false;
     }
-    match skip_modifiers(btf, id) {
+    match btf.resolved_type(id).map(|t| &t.data) {
         Some(
             TypeData::Int { size, .. }
             | TypeData::Enum { size, .. }
@@ -279,25 +279,9 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     }
 }
 
-/// The type under typedefs and qualifiers; None for void or a bad id.
-pub(crate) fn skip_modifiers(btf: &Btf, mut id: TypeId) -> Option<&TypeData> {
-    for _ in 0..64 {
-        let t = btf.type_by_id(id)?;
-        match &t.data {
-            TypeData::Typedef { ty }
-            | TypeData::Const { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => id = *ty,
-            d => return Some(d),
-        }
-    }
-    None
-}
-
 /// Size of a BTF type, through typedefs and modifiers.
 fn size_of(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
-    Some(match skip_modifiers(btf, id)? {
+    Some(match &btf.resolved_type(id)?.data {
         TypeData::Int { size, .. }
         | TypeData::Enum { size, .. }
         | TypeData::Enum64 { size, .. }
@@ -321,18 +305,8 @@ fn regs_for(btf: &Btf, id: TypeId) -> Option<usize> {
 }
 
 fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
-    let mut id = ret;
-    for _ in 0..64 {
-        let Some(t) = btf.type_by_id(id) else {
-            return false;
-        };
-        match &t.data {
-            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => return *size > 16,
-            TypeData::Typedef { ty } | TypeData::Const { ty } | TypeData::Volatile { ty } => {
-                id = *ty
-            }
-            _ => return false,
-        }
-    }
-    false
+    matches!(
+        btf.resolved_type(ret).map(|t| &t.data),
+        Some(TypeData::Struct { size, .. } | TypeData::Union { size, .. }) if *size > 16
+    )
 }
