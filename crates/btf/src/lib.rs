@@ -17,9 +17,10 @@ pub mod diff;
 pub mod distill;
 pub mod dump;
 pub mod elf_section;
+pub mod encoder_hooks;
 pub mod error;
 pub mod format;
-pub mod hugepages;
+mod hugepages;
 pub mod kernel;
 mod kind;
 pub mod layout;
@@ -41,8 +42,11 @@ pub use kind::Kind;
 pub use load::{
     default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
 };
-pub use strings::StringIndex;
-pub use types::*;
+use strings::StringIndex;
+pub use types::{
+    Arena, Array, Enum64Value, EnumValue, Loc, Member, Param, Records, Type, TypeData, TypeId,
+    VarSecinfo,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {
@@ -375,7 +379,7 @@ impl Btf {
     /// pass maps every string the base holds to the base's offset, all of
     /// them in one pass over the base's strings ([`Btf::find_strs`])
     /// rather than with an index of the base for lookups one at a time.
-    pub fn add_own_str(&mut self, s: &str) -> u32 {
+    pub(crate) fn add_own_str(&mut self, s: &str) -> u32 {
         if s.is_empty() {
             return 0;
         }
@@ -476,7 +480,12 @@ impl Btf {
     /// [`Btf::set_contents`] with the index of `strings` that their builder
     /// kept (it must index every string of `strings`), so that the next
     /// [`Btf::add_str`] does not index them again.
-    pub fn set_contents_indexed(&mut self, types: Vec<Type>, strings: Vec<u8>, index: StringIndex) {
+    pub(crate) fn set_contents_indexed(
+        &mut self,
+        types: Vec<Type>,
+        strings: Vec<u8>,
+        index: StringIndex,
+    ) {
         self.set_contents(types, strings);
         self.str_index = OnceLock::from(index);
     }
@@ -485,7 +494,7 @@ impl Btf {
     /// they refer to as it wrote them, the largest being `max_ref`: a dedup
     /// does not walk them again to check their ids. A `max_ref` below an
     /// id they refer to would make the dedup panic rather than fail.
-    pub fn set_built_contents(
+    pub(crate) fn set_built_contents(
         &mut self,
         types: Vec<Type>,
         strings: Vec<u8>,

@@ -372,7 +372,7 @@ fn base_table(base: &Btf) -> Arc<BaseEntries> {
 /// Builds what a dedup of split BTF over `base` needs of it, if that does
 /// not depend on the split BTF (see `base_table`): for a caller with a core
 /// to spare before its dedup.
-pub fn prepare_base(base: &Btf) {
+pub(crate) fn prepare_base(base: &Btf) {
     if base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags) {
         base_table(base);
     }

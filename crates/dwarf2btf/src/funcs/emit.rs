@@ -29,6 +29,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
@@ -416,10 +417,13 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
 
 /// A FUNC with its addr tags.
 fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
-    let name = btf.add_own_str(name);
+    let name = add_own_str(btf, name);
     let func = btf.add_type(func_type(name, proto));
     for &a in addrs {
-        let t = btf.add_own_str(btf::addr_tag::format(a, &mut [0; btf::addr_tag::MAX_LEN]));
+        let t = add_own_str(
+            btf,
+            btf::addr_tag::format(a, &mut [0; btf::addr_tag::MAX_LEN]),
+        );
         btf.add_type(Type::new(
             t,
             TypeData::DeclTag {
