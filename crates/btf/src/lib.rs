@@ -9,6 +9,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod addr_tag;
+pub mod builder;
 mod bytes;
 pub mod cdecl;
 pub mod compressed_file;
