@@ -49,9 +49,12 @@ pub use types::{
     VarSecinfo,
 };
 
+/// The byte order of a BTF blob (its magic says which).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {
+    /// Little-endian: magic bytes `9f eb`.
     Little,
+    /// Big-endian: magic bytes `eb 9f`.
     Big,
 }
 
@@ -77,13 +80,19 @@ impl Endian {
 /// What the header says beyond the section offsets, kept for a byte-exact rewrite.
 #[derive(Clone, Debug)]
 pub struct Header {
+    /// The blob's byte order.
     pub endian: Endian,
+    /// The header's flags byte (0 in every BTF written so far).
     pub flags: u8,
+    /// The header's length: 24, or 32 with the layout section.
     pub hdr_len: u32,
     /// Header bytes past the classic 24 (layout_off/len and anything newer).
     pub extra: Vec<u8>,
+    /// Offset of the type section after the header.
     pub type_off: u32,
+    /// Offset of the string section after the header.
     pub str_off: u32,
+    /// Offset of the layout section after the header (0: none).
     pub layout_off: u32,
     /// The raw layout section (hdr_len >= 32), carried through unchanged;
     /// [`Btf::kind_layouts`] reads it.
@@ -209,6 +218,7 @@ impl Btf {
         }
     }
 
+    /// The header as read (or as it will be written).
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -265,6 +275,7 @@ impl Btf {
         }
     }
 
+    /// The base of split BTF; `None` for base BTF.
     pub fn base(&self) -> Option<&Arc<Btf>> {
         self.base.as_ref()
     }
@@ -324,6 +335,7 @@ impl Btf {
         self.type_by_id(id).ok_or(Error::TypeId(id))
     }
 
+    /// The own type with this id, to change in place; `None` for void, base ids and ids out of range.
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
         self.facts = None;
