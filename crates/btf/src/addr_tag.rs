@@ -5,7 +5,7 @@
 //! can exist several times (static functions of the same name in several
 //! files, or one function with clones whose parameters differ), and the
 //! FUNC's name alone cannot say which instance a prototype describes. The
-//! encoder writes one tag per address ([`format`]), the dedup keeps FUNCs
+//! encoder writes one tag per address ([`format()`]), the dedup keeps FUNCs
 //! with different tags apart ([`has_prefix`]), and readers link symbols to
 //! FUNCs by them ([`func_tags`], [`parse`]).
 //!
@@ -25,7 +25,7 @@ use crate::Btf;
 /// tags by it.
 pub const PREFIX: &str = "addr=";
 
-/// The longest name [`format`] writes: `addr=0x` and 16 hex digits.
+/// The longest name [`format()`] writes: `addr=0x` and 16 hex digits.
 pub const MAX_LEN: usize = PREFIX.len() + 2 + 16;
 
 /// The address an `addr=0x<hex>` tag name gives; `None` for any other name
