@@ -4,6 +4,21 @@
 //! (kernel modules), an [`Arc`] to the base it extends. Type ids and string
 //! offsets are global: a split BTF's first id is the base's type count, its
 //! first string offset the base's string length, exactly as in libbpf.
+//!
+//! By what a user does:
+//! - the format: [`format`](mod@format) (the uapi constants), [`Kind`], [`types`]
+//!   ([`Type`], [`TypeData`] and the records);
+//! - reading: [`load_file`] (raw, ELF `.BTF`, compressed modules,
+//!   `/sys/kernel/btf/*` with its base), [`parse_any`], [`Btf::parse`] and
+//!   [`Btf::parse_split`];
+//! - asking: [`query`] (sizes, modifiers skipped, lookup by name and kind,
+//!   members with bit offsets, enumerators) and [`addr_tag`] (btfkit's
+//!   `addr=` tags);
+//! - building: [`builder`];
+//! - checking and transforming: [`validate`], [`dedup`], [`dump`], and
+//!   writing with [`Btf::to_bytes`].
+//!
+//! [`encoder_hooks`] is for btfkit's DWARF encoder only.
 
 // Library code handles bytes from files: a panic there is a bug.
 #![warn(clippy::unwrap_used)]
