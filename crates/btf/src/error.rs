@@ -1,6 +1,7 @@
 //! Errors of the BTF library: a plain enum, each variant saying where.
 
 use crate::types::TypeId;
+use crate::Kind;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -68,8 +69,8 @@ pub enum Error {
         id: TypeId,
         /// Where the type starts.
         offset: usize,
-        /// Its kind number.
-        kind: u8,
+        /// Its kind.
+        kind: Kind,
     },
     /// A type's vlen promises more records than the type section holds.
     #[error("type [{id}] at offset {offset:#x}: vlen {vlen} records run past the type section")]
@@ -85,8 +86,8 @@ pub enum Error {
     /// (sizes that are not multiples of 4).
     #[error("layout section: kind {kind}: {reason}")]
     BadLayout {
-        /// The kind number.
-        kind: u8,
+        /// The kind.
+        kind: Kind,
         /// What is wrong.
         reason: String,
     },

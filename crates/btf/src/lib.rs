@@ -4,9 +4,26 @@
 //! (kernel modules), an [`Arc`] to the base it extends. Type ids and string
 //! offsets are global: a split BTF's first id is the base's type count, its
 //! first string offset the base's string length, exactly as in libbpf.
+//!
+//! By what a user does:
+//! - the format: [`format`](mod@format) (the uapi constants), [`Kind`], [`types`]
+//!   ([`Type`], [`TypeData`] and the records);
+//! - reading: [`load_file`] (raw, ELF `.BTF`, compressed modules,
+//!   `/sys/kernel/btf/*` with its base), [`parse_any`], [`Btf::parse`] and
+//!   [`Btf::parse_split`];
+//! - asking: [`query`] (sizes, modifiers skipped, lookup by name and kind,
+//!   members with bit offsets, enumerators) and [`addr_tag`] (btfkit's
+//!   `addr=` tags);
+//! - building: [`builder`];
+//! - checking and transforming: [`validate`], [`dedup`], [`dump`], and
+//!   writing with [`Btf::to_bytes`].
+//!
+//! [`encoder_hooks`] is for btfkit's DWARF encoder only.
 
 // Library code handles bytes from files: a panic there is a bug.
 
+pub mod addr_tag;
+pub mod builder;
 mod bytes;
 pub mod cdecl;
 pub mod compressed_file;
@@ -15,14 +32,17 @@ pub mod diff;
 pub mod distill;
 pub mod dump;
 pub mod elf_section;
+pub mod encoder_hooks;
 pub mod error;
 pub mod format;
-pub mod hugepages;
+mod hugepages;
 pub mod kernel;
+mod kind;
 pub mod layout;
 mod load;
 pub mod loaded;
 pub mod output_file;
+pub mod query;
 mod read;
 mod records;
 mod strings;
@@ -33,15 +53,22 @@ mod write;
 use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
+pub use kind::Kind;
 pub use load::{
     default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
 };
-pub use strings::StringIndex;
-pub use types::*;
+use strings::StringIndex;
+pub use types::{
+    Arena, Array, Enum64Value, EnumValue, Loc, Member, Param, Records, Type, TypeData, TypeId,
+    VarSecinfo,
+};
 
+/// The byte order of a BTF blob (its magic says which).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {
+    /// Little-endian: magic bytes `9f eb`.
     Little,
+    /// Big-endian: magic bytes `eb 9f`.
     Big,
 }
 
@@ -67,13 +94,19 @@ impl Endian {
 /// What the header says beyond the section offsets, kept for a byte-exact rewrite.
 #[derive(Clone, Debug)]
 pub struct Header {
+    /// The blob's byte order.
     pub endian: Endian,
+    /// The header's flags byte (0 in every BTF written so far).
     pub flags: u8,
+    /// The header's length: 24, or 32 with the layout section.
     pub hdr_len: u32,
     /// Header bytes past the classic 24 (layout_off/len and anything newer).
     pub extra: Vec<u8>,
+    /// Offset of the type section after the header.
     pub type_off: u32,
+    /// Offset of the string section after the header.
     pub str_off: u32,
+    /// Offset of the layout section after the header (0: none).
     pub layout_off: u32,
     /// The raw layout section (hdr_len >= 32), carried through unchanged;
     /// [`Btf::kind_layouts`] reads it.
@@ -199,6 +232,7 @@ impl Btf {
         }
     }
 
+    /// The header as read (or as it will be written).
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -239,8 +273,8 @@ impl Btf {
         if on {
             self.header.hdr_len = self.header.hdr_len.max(format::BTF_HEADER_LAYOUT_LEN);
             let endian = self.header.endian;
-            for kind in 0..=format::BTF_KIND_MAX {
-                let l = format::known_layout(kind).unwrap_or(format::KindLayout {
+            for kind in 0..=Kind::MAX_KNOWN.as_u8() {
+                let l = format::known_layout(Kind::new(kind)).unwrap_or(format::KindLayout {
                     info_sz: 0,
                     elem_sz: 0,
                     flags: 0,
@@ -255,6 +289,7 @@ impl Btf {
         }
     }
 
+    /// The base of split BTF; `None` for base BTF.
     pub fn base(&self) -> Option<&Arc<Btf>> {
         self.base.as_ref()
     }
@@ -314,6 +349,7 @@ impl Btf {
         self.type_by_id(id).ok_or(Error::TypeId(id))
     }
 
+    /// The own type with this id, to change in place; `None` for void, base ids and ids out of range.
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
         self.facts = None;
@@ -370,7 +406,7 @@ impl Btf {
     /// pass maps every string the base holds to the base's offset, all of
     /// them in one pass over the base's strings ([`Btf::find_strs`])
     /// rather than with an index of the base for lookups one at a time.
-    pub fn add_own_str(&mut self, s: &str) -> u32 {
+    pub(crate) fn add_own_str(&mut self, s: &str) -> u32 {
         if s.is_empty() {
             return 0;
         }
@@ -471,7 +507,12 @@ impl Btf {
     /// [`Btf::set_contents`] with the index of `strings` that their builder
     /// kept (it must index every string of `strings`), so that the next
     /// [`Btf::add_str`] does not index them again.
-    pub fn set_contents_indexed(&mut self, types: Vec<Type>, strings: Vec<u8>, index: StringIndex) {
+    pub(crate) fn set_contents_indexed(
+        &mut self,
+        types: Vec<Type>,
+        strings: Vec<u8>,
+        index: StringIndex,
+    ) {
         self.set_contents(types, strings);
         self.str_index = OnceLock::from(index);
     }
@@ -480,7 +521,7 @@ impl Btf {
     /// they refer to as it wrote them, the largest being `max_ref`: a dedup
     /// does not walk them again to check their ids. A `max_ref` below an
     /// id they refer to would make the dedup panic rather than fail.
-    pub fn set_built_contents(
+    pub(crate) fn set_built_contents(
         &mut self,
         types: Vec<Type>,
         strings: Vec<u8>,

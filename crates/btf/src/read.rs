@@ -545,9 +545,10 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
         }
         kind => {
             // A kind from a newer writer: its size comes from the layout section.
-            let l = layouts
-                .get(kind as usize)
-                .ok_or(Error::UnknownKind { id, offset, kind })?;
+            let l =
+                layouts
+                    .get(usize::from(kind))
+                    .ok_or(Error::UnknownKind { id, offset, kind })?;
             if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
                 return Err(Error::BadLayout {
                     kind,

@@ -14,6 +14,7 @@ pub use crate::records::{Arena, Records};
 /// A type id. 0 is `void`.
 pub type TypeId = u32;
 
+/// One BTF type: `struct btf_type` and the records that follow it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Type {
     /// Offset of the name in the string section (0: anonymous).
@@ -22,84 +23,133 @@ pub struct Type {
     /// STRUCT/UNION bitfield offsets, ENUM/ENUM64 signedness, FWD union,
     /// DECL_TAG attribute. Kept raw so that it round-trips for every kind.
     pub kind_flag: bool,
+    /// What the type is, by kind, with the kind's fields and records.
     pub data: TypeData,
 }
 
+/// A type's kind and the fields that kind has (the `size`/`type` word, the data after `struct btf_type`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TypeData {
+    /// INT: an integer of `size` bytes.
     Int {
+        /// Bytes the integer takes.
         size: u32,
+        /// `BTF_INT_*` bits: signed, char, bool.
         encoding: u8,
+        /// Bit offset of the value within its bytes (0 in practice).
         offset: u8,
+        /// Bits of the value.
         bits: u8,
     },
+    /// PTR: a pointer.
     Ptr {
+        /// The pointed-to type (0: void).
         ty: TypeId,
     },
+    /// ARRAY: element type, index type, element count.
     Array(Array),
+    /// STRUCT: members at bit offsets.
     Struct {
+        /// Bytes the struct takes.
         size: u32,
+        /// The members, in order.
         members: Records<Member>,
     },
+    /// UNION: members, all at offset 0 (bitfields aside).
     Union {
+        /// Bytes the union takes.
         size: u32,
+        /// The members, in order.
         members: Records<Member>,
     },
     /// Values are stored as raw 32-bit words; `kind_flag` says signed.
     Enum {
+        /// Bytes a value of the enum takes.
         size: u32,
+        /// The enumerators.
         values: Records<EnumValue>,
     },
     /// `kind_flag` set: `union`, otherwise `struct`.
     Fwd,
+    /// TYPEDEF: a name for `ty`.
     Typedef {
+        /// The type named.
         ty: TypeId,
     },
+    /// VOLATILE: `volatile ty`.
     Volatile {
+        /// The qualified type.
         ty: TypeId,
     },
+    /// CONST: `const ty`.
     Const {
+        /// The qualified type.
         ty: TypeId,
     },
+    /// RESTRICT: `restrict ty`.
     Restrict {
+        /// The qualified type.
         ty: TypeId,
     },
+    /// FUNC: a function, its prototype and linkage.
     Func {
+        /// The FUNC_PROTO.
         proto: TypeId,
+        /// `BTF_FUNC_*`, carried in vlen.
         linkage: u32,
     },
+    /// FUNC_PROTO: return type and parameters.
     FuncProto {
+        /// The return type (0: void).
         ret: TypeId,
+        /// The parameters; a last one of type 0 and no name is `...`.
         params: Records<Param>,
     },
+    /// VAR: a variable.
     Var {
+        /// The variable's type.
         ty: TypeId,
+        /// `BTF_VAR_*`.
         linkage: u32,
     },
+    /// DATASEC: the variables of an ELF data section.
     Datasec {
+        /// Bytes of the section.
         size: u32,
+        /// Each variable's id, offset and size, in offset order.
         vars: Records<VarSecinfo>,
     },
+    /// FLOAT: a floating-point type.
     Float {
+        /// Bytes it takes.
         size: u32,
     },
     /// `component_idx` -1 tags the type itself, otherwise a member or parameter.
     DeclTag {
+        /// The tagged type.
         ty: TypeId,
+        /// -1, or the index of the tagged member or parameter.
         component_idx: i32,
     },
+    /// TYPE_TAG: `ty` with an attribute (`__user`, `__rcu`).
     TypeTag {
+        /// The tagged type.
         ty: TypeId,
     },
+    /// ENUM64: an enum of 64-bit values; `kind_flag` says signed.
     Enum64 {
+        /// Bytes a value of the enum takes.
         size: u32,
+        /// The enumerators.
         values: Vec<Enum64Value>,
     },
     /// Where one parameter of an inlined function is found (bpf-next):
     /// `size` is the parameter's size, `flags` the BTF_LOC_PARAM_* bits
     /// that say how to read `values` (register numbers, offsets, constants).
     LocParam {
+        /// Bytes the parameter takes.
         size: u32,
+        /// `BTF_LOC_PARAM_*` bits.
         flags: u32,
         /// Boxed, not a Vec: every `Type` is as large as its largest kind,
         /// and these rare kinds must not make millions of types larger.
@@ -107,17 +157,22 @@ pub enum TypeData {
     },
     /// The LOC_PARAM of each parameter at an inline site; 0: no location.
     LocProto {
+        /// The LOC_PARAM of each parameter, 0 where it has none.
         params: Vec<TypeId>,
     },
     /// The inline sites of one ELF section (named e.g. `inline.text`).
     Locsec {
+        /// The inline sites.
         locs: Vec<Loc>,
     },
     /// A kind this crate does not know, read through the layout section:
     /// its words are kept as they are, so that it is written back unchanged.
     Unknown {
-        kind: u8,
+        /// The kind number.
+        kind: Kind,
+        /// The `size`/`type` word.
         size_or_type: u32,
+        /// The vlen of `info`.
         vlen: u32,
         /// `info_sz + vlen * elem_sz` bytes as 32-bit words (boxed, as
         /// `LocParam::values`).
@@ -125,17 +180,24 @@ pub enum TypeData {
     },
 }
 
+/// The record that follows an ARRAY.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Array {
+    /// The element type.
     pub elem: TypeId,
+    /// The index type (an INT).
     pub index: TypeId,
+    /// Number of elements.
     pub nelems: u32,
 }
 
+/// One member of a STRUCT or UNION.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Member {
+    /// Offset of the member's name (0: anonymous).
     pub name_off: u32,
+    /// The member's type.
     pub ty: TypeId,
     /// Raw offset word: a bit offset, or with the parent's kind_flag,
     /// `bitfield_size << 24 | bit_offset`.
@@ -143,6 +205,7 @@ pub struct Member {
 }
 
 impl Member {
+    /// The member's offset in bits, given its parent's `kind_flag`.
     pub fn bit_offset(&self, kind_flag: bool) -> u32 {
         if kind_flag {
             member_bit_offset(self.offset)
@@ -150,6 +213,7 @@ impl Member {
             self.offset
         }
     }
+    /// The member's bitfield size in bits (0: not a bitfield), given its parent's `kind_flag`.
     pub fn bitfield_size(&self, kind_flag: bool) -> u32 {
         if kind_flag {
             member_bitfield_size(self.offset)
@@ -159,23 +223,32 @@ impl Member {
     }
 }
 
+/// One enumerator of an ENUM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct EnumValue {
+    /// Offset of its name.
     pub name_off: u32,
+    /// Its value as a 32-bit word, signed when the enum's `kind_flag` is set.
     pub val: u32,
 }
 
+/// One enumerator of an ENUM64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Enum64Value {
+    /// Offset of its name.
     pub name_off: u32,
+    /// Its value, signed when the enum's `kind_flag` is set.
     pub val: u64,
 }
 
+/// One parameter of a FUNC_PROTO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Param {
+    /// Offset of its name.
     pub name_off: u32,
+    /// Its type (0 with no name: `...`).
     pub ty: TypeId,
 }
 
@@ -183,20 +256,28 @@ pub struct Param {
 /// parameters' locations, and the site's offset from the section's base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Loc {
+    /// The inlined FUNC.
     pub func: TypeId,
+    /// The LOC_PROTO with the site's parameter locations.
     pub loc_proto: TypeId,
+    /// The site's offset from the section's start.
     pub offset: u32,
 }
 
+/// One variable of a DATASEC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct VarSecinfo {
+    /// The VAR.
     pub ty: TypeId,
+    /// Its offset in the section.
     pub offset: u32,
+    /// Its size in bytes.
     pub size: u32,
 }
 
 impl Type {
+    /// A type with this name offset and data, `kind_flag` clear.
     pub fn new(name_off: u32, data: TypeData) -> Type {
         Type {
             name_off,
@@ -205,8 +286,8 @@ impl Type {
         }
     }
 
-    /// The BTF_KIND_* number of this type.
-    pub fn kind(&self) -> u8 {
+    /// The kind of this type.
+    pub fn kind(&self) -> Kind {
         match self.data {
             TypeData::Int { .. } => BTF_KIND_INT,
             TypeData::Ptr { .. } => BTF_KIND_PTR,
@@ -234,6 +315,7 @@ impl Type {
         }
     }
 
+    /// The name bpftool prints for this type's kind.
     pub fn kind_name(&self) -> &'static str {
         kind_name(self.kind())
     }
@@ -258,6 +340,7 @@ impl Type {
         }
     }
 
+    /// The `info` word: kind, kind_flag and vlen.
     pub fn info(&self) -> u32 {
         make_info(self.kind(), self.kind_flag, self.vlen())
     }
@@ -438,13 +521,8 @@ impl Type {
         }
     }
 
+    /// A qualifier or type tag ([`Kind::is_modifier`]).
     pub fn is_modifier(&self) -> bool {
-        matches!(
-            self.data,
-            TypeData::Volatile { .. }
-                | TypeData::Const { .. }
-                | TypeData::Restrict { .. }
-                | TypeData::TypeTag { .. }
-        )
+        self.kind().is_modifier()
     }
 }

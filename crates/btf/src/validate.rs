@@ -56,7 +56,7 @@ impl Target {
         }
     }
 
-    fn max_kind(self) -> u8 {
+    fn max_kind(self) -> Kind {
         match self {
             Target::Linux6_18 => BTF_KIND_MAX_6_18,
             Target::BpfNext => BTF_KIND_MAX,
@@ -376,7 +376,7 @@ pub fn validate_blob_for(blob: &[u8], btf: &Btf, target: Target) -> Vec<Problem>
             BTF_KIND_LOC_PROTO => vlen * BTF_LOC_PROTO_PARAM_LEN as u64,
             BTF_KIND_LOCSEC => vlen * BTF_LOC_LEN as u64,
             // Kinds the parser read through the layout section.
-            _ => match layouts.get(kind as usize) {
+            _ => match layouts.get(usize::from(kind)) {
                 Some(l) => l.info_sz as u64 + vlen * l.elem_sz as u64,
                 None => break,
             },
@@ -440,25 +440,18 @@ fn int_is_regular(t: &Type) -> bool {
 }
 
 /// `btf_type_is_modifier`: refers through `type` and has no size of its own.
-fn is_modifier(k: u8) -> bool {
-    matches!(
-        k,
-        BTF_KIND_TYPEDEF
-            | BTF_KIND_VOLATILE
-            | BTF_KIND_CONST
-            | BTF_KIND_RESTRICT
-            | BTF_KIND_TYPE_TAG
-    )
+fn is_modifier(k: Kind) -> bool {
+    k.is_modifier_or_typedef()
 }
 
-fn is_struct(k: u8) -> bool {
-    matches!(k, BTF_KIND_STRUCT | BTF_KIND_UNION)
+fn is_struct(k: Kind) -> bool {
+    k.is_struct_or_union()
 }
 
 /// Kinds that can only start a resolve, never be reached by one. The
 /// location kinds are not C types either: only LOC_PROTO and LOCSEC refer
 /// to them.
-fn is_source_only(k: u8) -> bool {
+fn is_source_only(k: Kind) -> bool {
     matches!(
         k,
         BTF_KIND_VAR
@@ -470,7 +463,7 @@ fn is_source_only(k: u8) -> bool {
     )
 }
 
-fn needs_resolve(k: u8) -> bool {
+fn needs_resolve(k: Kind) -> bool {
     is_modifier(k)
         || is_struct(k)
         || matches!(
@@ -485,7 +478,7 @@ fn needs_resolve(k: u8) -> bool {
 }
 
 /// Void (kind 0 here), FWD, FUNC and FUNC_PROTO have no size.
-fn is_nosize(k: u8) -> bool {
+fn is_nosize(k: Kind) -> bool {
     matches!(
         k,
         BTF_KIND_UNKN | BTF_KIND_FWD | BTF_KIND_FUNC | BTF_KIND_FUNC_PROTO
@@ -493,7 +486,7 @@ fn is_nosize(k: u8) -> bool {
 }
 
 /// Kinds whose `size` word is their size.
-fn has_size(k: u8) -> bool {
+fn has_size(k: Kind) -> bool {
     matches!(
         k,
         BTF_KIND_INT
@@ -552,7 +545,7 @@ struct Validator<'a> {
     /// Every type of the chain by id; index 0 (void) is unused.
     types: Vec<Option<&'a Type>>,
     /// Kind of every id; 0 for void.
-    kinds: Vec<u8>,
+    kinds: Vec<Kind>,
     n: TypeId,
     /// The first id whose problems are reported (a split BTF's own types).
     report_from: TypeId,
@@ -577,7 +570,10 @@ impl<'a> Validator<'a> {
         let mut types = Vec::with_capacity(btf.type_count() as usize);
         types.push(None);
         collect(btf, &mut types);
-        let kinds: Vec<u8> = types.iter().map(|t| t.map_or(0, Type::kind)).collect();
+        let kinds: Vec<Kind> = types
+            .iter()
+            .map(|t| t.map_or(BTF_KIND_UNKN, Type::kind))
+            .collect();
         let n = types.len();
         Validator {
             btf,
@@ -597,7 +593,7 @@ impl<'a> Validator<'a> {
     }
 
     /// The kind of `id`: 0 for void, `None` past the last type.
-    fn kind(&self, id: TypeId) -> Option<u8> {
+    fn kind(&self, id: TypeId) -> Option<Kind> {
         self.kinds.get(id as usize).copied()
     }
 
@@ -811,7 +807,7 @@ impl<'a> Validator<'a> {
     /// and whose flags are unused.
     fn check_layout_section(&mut self) {
         for (kind, l) in self.btf.kind_layouts().into_iter().enumerate() {
-            let kind = kind as u8;
+            let kind = Kind::new(kind as u8);
             if let Some(known) = known_layout(kind) {
                 if (l.info_sz, l.elem_sz) != (known.info_sz, known.elem_sz) {
                     self.report_blob(
@@ -1427,7 +1423,7 @@ impl<'a> Validator<'a> {
     }
 
     /// `env_type_is_resolve_sink`: whether the walk stops at a type of kind `k`.
-    fn is_sink(&self, k: u8) -> bool {
+    fn is_sink(&self, k: Kind) -> bool {
         match self.mode {
             Mode::Tbd => !needs_resolve(k),
             Mode::Ptr => !is_modifier(k) && k != BTF_KIND_PTR,
@@ -1436,7 +1432,7 @@ impl<'a> Validator<'a> {
     }
 
     /// Whether the walk must go down to `id` before going on.
-    fn must_descend(&self, id: TypeId, k: u8) -> bool {
+    fn must_descend(&self, id: TypeId, k: Kind) -> bool {
         !self.is_sink(k) && !self.is_resolved(id)
     }
 

@@ -332,7 +332,7 @@ fn two_cus_of_foo(tags: [&str; 2]) -> Btf {
     btf
 }
 
-fn count_kind(btf: &Btf, kind: u8) -> usize {
+fn count_kind(btf: &Btf, kind: btf::Kind) -> usize {
     btf.iter().filter(|(_, t)| t.kind() == kind).count()
 }
 

@@ -299,7 +299,7 @@ fn dedup_split_typedefs_by_1_8_rules_fold_onto_the_base() {
         };
         dedup(&mut m, &opts).expect("dedup");
         let what = format!("split typedefs, cycle {with_cycle}");
-        let names = |kind: u8| {
+        let names = |kind: btf::Kind| {
             let mut v: Vec<String> = m
                 .iter()
                 .filter(|(id, t)| *id >= m.start_id() && t.kind() == kind)

@@ -114,7 +114,7 @@ fn base() -> (Btf, Ids) {
     (b, Ids { int, long })
 }
 
-fn find_type(b: &Btf, name: &str, kind: u8) -> u32 {
+fn find_type(b: &Btf, name: &str, kind: btf::Kind) -> u32 {
     b.iter()
         .find(|(_, t)| t.kind() == kind && b.name_of(t).ok() == Some(name))
         .map(|(id, _)| id)

@@ -60,7 +60,7 @@ fn layout_section_placed_as_libbpf_selftest_btf_kind_encoding() {
     assert_eq!(layout_off % 4, 0, "layout_aligned");
     assert_eq!(
         layout_len as usize,
-        BTF_LAYOUT_LEN * (BTF_KIND_MAX as usize + 1),
+        BTF_LAYOUT_LEN * (usize::from(BTF_KIND_MAX) + 1),
         "layout_len"
     );
     assert_eq!(layout_off, type_off + type_len);
@@ -70,11 +70,11 @@ fn layout_section_placed_as_libbpf_selftest_btf_kind_encoding() {
     let back = Btf::parse(&b).unwrap();
     assert_eq!(back.to_bytes(), b, "byte-identical round trip");
     let layouts = back.kind_layouts();
-    assert_eq!(layouts[BTF_KIND_INT as usize].info_sz, 4);
-    assert_eq!(layouts[BTF_KIND_STRUCT as usize].elem_sz, 12);
-    assert_eq!(layouts[BTF_KIND_LOC_PARAM as usize].info_sz, 4);
-    assert_eq!(layouts[BTF_KIND_LOC_PARAM as usize].elem_sz, 4);
-    assert_eq!(layouts[BTF_KIND_LOCSEC as usize].elem_sz, 12);
+    assert_eq!(layouts[usize::from(BTF_KIND_INT)].info_sz, 4);
+    assert_eq!(layouts[usize::from(BTF_KIND_STRUCT)].elem_sz, 12);
+    assert_eq!(layouts[usize::from(BTF_KIND_LOC_PARAM)].info_sz, 4);
+    assert_eq!(layouts[usize::from(BTF_KIND_LOC_PARAM)].elem_sz, 4);
+    assert_eq!(layouts[usize::from(BTF_KIND_LOCSEC)].elem_sz, 12);
 
     btf.set_layout(false);
     let b = btf.to_bytes();
@@ -98,7 +98,7 @@ fn validator_layout_section_bpf_next_accepts_linux_6_18_rejects() {
     // A layout record that contradicts a kind's fixed size.
     let mut bad = b.clone();
     let layout_at = 32 + u32_at(&b, 24) as usize;
-    bad[layout_at + 4 * BTF_KIND_INT as usize] = 8;
+    bad[layout_at + 4 * usize::from(BTF_KIND_INT)] = 8;
     let parsed = Btf::parse(&bad).unwrap();
     assert_eq!(
         rules(&validate_for(&parsed, Target::BpfNext)),
@@ -147,7 +147,7 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     btf.set_layout(true);
 
     // One more layout record, for kind NR_BTF_KINDS; strings move up.
-    let new_kind = BTF_KIND_MAX as u32 + 1;
+    let new_kind = u32::from(BTF_KIND_MAX.as_u8()) + 1;
     let (mut b, rec) = with_extra_layout_record(&btf.to_bytes(), 0, 0);
     // The typedef after the INT (12 + 4 bytes) becomes the unknown kind.
     let unrec_at = 32 + 16;
@@ -162,7 +162,7 @@ fn unknown_kind_read_through_layout_as_libbpf_selftest_btf_kind_decoding() {
     let parsed = Btf::parse(&b).expect("a kind the layout section describes is read");
     assert_eq!(
         lookup(&parsed, "unrec_kind"),
-        Some((unrec_id, new_kind as u8))
+        Some((unrec_id, btf::Kind::new(new_kind as u8)))
     );
     assert_eq!(lookup(&parsed, "test_lookup"), Some((id, BTF_KIND_TYPEDEF)));
     assert_eq!(
@@ -244,7 +244,7 @@ fn split_btf_reads_unknown_kind_through_base_layout() {
     assert_eq!(parsed.type_count(), 3);
     assert!(matches!(
         parsed.type_by_id(2).unwrap().data,
-        TypeData::Unknown { kind: 23, ref words, .. } if words.len() == 3
+        TypeData::Unknown { kind, ref words, .. } if kind == btf::Kind::new(23) && words.len() == 3
     ));
     assert_eq!(parsed.to_bytes(), sb);
 }

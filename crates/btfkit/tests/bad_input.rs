@@ -155,7 +155,7 @@ fn unknown_kind() {
     let btf = Btf::parse(&vmlinux).expect("parse vmlinux");
     let (id, off) = first_of_kind(&vmlinux, &btf, "STRUCT");
     let mut bad = vmlinux.clone();
-    put_u32(&mut bad, off + 4, make_info(25, false, 0));
+    put_u32(&mut bad, off + 4, make_info(btf::Kind::new(25), false, 0));
     let c = Corrupt::new();
     let p = c.write("kind", &bad);
     let mentions = ["unknown kind 25", &format!("[{id}]")];

@@ -3,25 +3,17 @@
 
 use std::process::Command;
 
+use btf::builder::Builder;
 use btf::{Btf, Type, TypeData};
 
 /// `int` and a pointer to it, twice over.
 fn duplicated() -> Btf {
-    let mut btf = Btf::new();
+    let mut b = Builder::new();
     for _ in 0..2 {
-        let name = btf.add_str("int");
-        let int = btf.add_type(Type::new(
-            name,
-            TypeData::Int {
-                size: 4,
-                encoding: btf::format::BTF_INT_SIGNED,
-                offset: 0,
-                bits: 32,
-            },
-        ));
-        btf.add_type(Type::new(0, TypeData::Ptr { ty: int }));
+        let int = b.add_int("int", 4, btf::format::BTF_INT_SIGNED);
+        b.add_ptr(int);
     }
-    btf
+    b.finish()
 }
 
 fn btfkit() -> Command {

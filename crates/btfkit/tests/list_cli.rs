@@ -6,7 +6,8 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Output};
 
-use btf::{Btf, Type, TypeData};
+use btf::builder::{Builder, Field, Linkage};
+use btf::Btf;
 
 fn btfkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_btfkit"))
@@ -16,31 +17,10 @@ fn btfkit(args: &[&str]) -> Output {
 }
 
 /// `struct s { int a; }` and `int`: a map's key and value types.
-fn small_btf() -> Btf {
-    let mut b = Btf::new();
-    let n = b.add_str("int");
-    let int = b.add_type(Type::new(
-        n,
-        TypeData::Int {
-            size: 4,
-            encoding: 1,
-            offset: 0,
-            bits: 32,
-        },
-    ));
-    let (s, a) = (b.add_str("s"), b.add_str("a"));
-    b.add_type(Type::new(
-        s,
-        TypeData::Struct {
-            size: 4,
-            members: vec![btf::Member {
-                name_off: a,
-                ty: int,
-                offset: 0,
-            }]
-            .into(),
-        },
-    ));
+fn small_btf() -> Builder {
+    let mut b = Builder::new();
+    let int = b.add_int("int", 4, btf::format::BTF_INT_SIGNED);
+    b.add_struct("s", 4, &[Field::new("a", int, 0)]);
     b
 }
 
@@ -84,7 +64,7 @@ fn list_and_dump_id_match_bpftool_btf_list_and_dump_id() {
     if !testkit::is_root() {
         return testkit::skip("reading the kernel's BTF objects needs root");
     }
-    let btf_fd = btf::kernel::load(&small_btf().to_bytes()).expect("BPF_BTF_LOAD");
+    let btf_fd = btf::kernel::load(&small_btf().finish().to_bytes()).expect("BPF_BTF_LOAD");
     let (m1, m2) = (
         array_map(&btf_fd, "btfkit_t1"),
         array_map(&btf_fd, "btfkit_t2"),
@@ -171,16 +151,9 @@ fn list_and_dump_id_match_bpftool_btf_list_and_dump_id() {
 /// `int f(void)` for a program's func_info, after the types of [`small_btf`].
 fn btf_with_func() -> (Btf, u32) {
     let mut b = small_btf();
-    let proto = b.add_type(Type::new(
-        0,
-        TypeData::FuncProto {
-            ret: 1,
-            params: Vec::new().into(),
-        },
-    ));
-    let n = b.add_str("btfkit_prog");
-    let func = b.add_type(Type::new(n, TypeData::Func { proto, linkage: 1 }));
-    (b, func)
+    let proto = b.add_func_proto(1, &[]);
+    let func = b.add_func("btfkit_prog", proto, Linkage::Global);
+    (b.finish(), func)
 }
 
 /// A socket filter `r0 = 0; exit` whose func_info names FUNC `func` of

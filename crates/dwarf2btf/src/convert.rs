@@ -14,8 +14,8 @@
 //! Nothing of the DWARF tree is kept: a DIE is read once, its attributes are
 //! copied into a small fixed struct and the BTF record is written at once.
 
+use btf::encoder_hooks::ZeroedWords;
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
-use btf::hugepages::ZeroedWords;
 use btf::{Arena, Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 

@@ -137,7 +137,9 @@ fn on_encode_threads<R>(
     if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
         let b = Arc::clone(b);
         // Without a thread to spare, the dedup prepares the base itself.
-        if let Ok(t) = std::thread::Builder::new().spawn(move || btf::dedup::prepare_base(&b)) {
+        if let Ok(t) =
+            std::thread::Builder::new().spawn(move || btf::encoder_hooks::prepare_dedup_base(&b))
+        {
             threads.push(t);
         }
     }
@@ -831,7 +833,7 @@ impl Sink {
         };
         // The strings' index goes along: the policy's `finish` adds names.
         let (strings, index) = self.strings.into_indexed();
-        btf.set_built_contents(self.types, strings, index, self.max_ref);
+        btf::encoder_hooks::set_built_contents(&mut btf, self.types, strings, index, self.max_ref);
         btf
     }
 }

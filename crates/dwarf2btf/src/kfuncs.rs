@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 
@@ -121,11 +122,11 @@ pub fn tag_kfuncs(
             }
         }
     }
-    let kfunc = btf.add_own_str(KFUNC_TAG);
+    let kfunc = add_own_str(btf, KFUNC_TAG);
     let fastcall = funcs
         .iter()
         .any(|&(_, f)| f & KF_FASTCALL != 0)
-        .then(|| btf.add_own_str(FASTCALL_TAG));
+        .then(|| add_own_str(btf, FASTCALL_TAG));
     for &(id, flags) in &funcs {
         let tags = [Some(kfunc), fastcall.filter(|_| flags & KF_FASTCALL != 0)];
         for tag in tags.into_iter().flatten() {
@@ -174,7 +175,7 @@ fn arena_pointers(btf: &mut Btf, func: TypeId, flags: u32) -> Result<(), &'stati
             targets.push((Some(i), ty));
         }
     }
-    let attr = btf.add_own_str(ARENA_ATTR);
+    let attr = add_own_str(btf, ARENA_ATTR);
     for (slot, ty) in targets {
         let mut tag = Type::new(attr, TypeData::TypeTag { ty });
         tag.kind_flag = true;

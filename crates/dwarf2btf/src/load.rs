@@ -386,7 +386,7 @@ impl<'o, 'a> Relocator<'o, 'a> {
         }
         // Each page of the copy is written: huge pages spare the faults of
         // a section that is tens of MB in a large module.
-        let mut out = btf::hugepages::vec(data.len());
+        let mut out = btf::encoder_hooks::huge_page_vec(data.len());
         out.extend_from_slice(&data);
         for rela in tables.into_iter().flatten() {
             let offset = rela.r_offset(endian);

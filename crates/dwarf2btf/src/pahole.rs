@@ -16,6 +16,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, UnitOffset};
 
@@ -258,7 +259,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
                     .params(c)
                     .iter()
                     .map(|&(n, t)| Param {
-                        name_off: btf.add_own_str(cands.str(n)),
+                        name_off: add_own_str(btf, cands.str(n)),
                         ty: remap.type_id(t),
                     })
                     .collect();
@@ -272,7 +273,7 @@ impl FuncPolicy for PaholeFuncs<'_> {
                         params: params.into(),
                     },
                 ));
-                let name_off = btf.add_own_str(name);
+                let name_off = add_own_str(btf, name);
                 btf.add_type(func_type(name_off, proto));
             }
         }

@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use btf::{Btf, StringIndex};
+use btf::encoder_hooks::StringIndex;
+use btf::Btf;
 use rustc_hash::FxHashMap;
 
 pub struct Strings {

@@ -7,6 +7,7 @@
 //! per ELF section, entries sorted by offset and not overlapping (the first
 //! variable at an offset wins), size = end of the last entry, as pahole.
 
+use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Type, TypeData, TypeId, VarSecinfo};
 
 use crate::convert::{UnitBuilder, UnitVar};
@@ -188,7 +189,7 @@ pub fn add_datasecs(btf: &mut Btf, info: &ElfInfo<'_>, mut entries: Vec<SecEntry
             .section(section)
             .map_or("", |s| s.name.as_str())
             .to_owned();
-        let name_off = btf.add_own_str(&name);
+        let name_off = add_own_str(btf, &name);
         btf.add_type(Type::new(
             name_off,
             TypeData::Datasec {

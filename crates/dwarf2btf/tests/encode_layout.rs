@@ -48,7 +48,7 @@ fn encode_layout_base_has_layout_section_split_has_none_as_pahole() {
     assert_eq!(str_off, layout_off + layout_len);
     assert_eq!(
         layout_len as usize,
-        BTF_LAYOUT_LEN * (BTF_KIND_MAX as usize + 1)
+        BTF_LAYOUT_LEN * (usize::from(BTF_KIND_MAX) + 1)
     );
     let parsed = Btf::parse(&b).expect("parse");
     assert_eq!(parsed.to_bytes(), b);

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use btf::addr_tag;
 use btf::{Btf, TypeData};
 use dwarf2btf::encode::{encode_with, AddrTags, EncodeOptions, NoProgress};
-use dwarf2btf::funcs::emit::{ExactFuncs, ADDR_TAG_PREFIX};
+use dwarf2btf::funcs::emit::ExactFuncs;
 use dwarf2btf::funcs::{verify, FuncModel, Status};
 use dwarf2btf::load::ElfFile;
 
@@ -38,13 +39,10 @@ fn funcs(btf: &Btf) -> BTreeMap<String, Vec<(String, Vec<u64>)>> {
         } = t.data
         {
             let name = btf.name_of(t).expect("tag name");
-            if let Some(hex) = name
-                .strip_prefix(ADDR_TAG_PREFIX)
-                .and_then(|h| h.strip_prefix("0x"))
-            {
+            if addr_tag::has_prefix(name.as_bytes()) {
                 tags.entry(ty)
                     .or_default()
-                    .push(u64::from_str_radix(hex, 16).expect("hex"));
+                    .push(addr_tag::parse(name).expect("addr=0x<hex>"));
             }
         }
     }
@@ -94,7 +92,7 @@ fn tag_bytes(btf: &Btf) -> usize {
     for (_, t) in btf.iter() {
         if let TypeData::DeclTag { .. } = t.data {
             let name = btf.name_of(t).expect("tag name");
-            if name.starts_with(ADDR_TAG_PREFIX) {
+            if addr_tag::has_prefix(name.as_bytes()) {
                 n += t.encoded_len() + name.len() + 1;
             }
         }

@@ -8,95 +8,28 @@ use rustc_hash::FxHashMap;
 pub const INT_SIGNED: u8 = 1;
 pub const INT_CHAR: u8 = 2;
 pub const INT_BOOL: u8 = 4;
-/// Typedef chains longer than this are taken for a cycle.
-const MAX_CHAIN: usize = 32;
+/// A member found by name: its offset in bits from the start of the
+/// outer type, its type, and its bitfield size (0: not a bitfield).
+pub use btf::query::FoundMember as Found;
 
 /// The type under typedefs, qualifiers and type tags (id 0 stays void).
-pub fn resolve(btf: &Btf, mut id: TypeId) -> TypeId {
-    for _ in 0..MAX_CHAIN {
-        match btf.type_by_id(id).map(|t| &t.data) {
-            Some(
-                TypeData::Typedef { ty }
-                | TypeData::Const { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::TypeTag { ty },
-            ) => id = *ty,
-            _ => return id,
-        }
-    }
-    id
+pub fn resolve(btf: &Btf, id: TypeId) -> TypeId {
+    btf.skip_mods_and_typedefs(id)
 }
 
+/// What the type under typedefs, qualifiers and type tags is.
 pub fn data(btf: &Btf, id: TypeId) -> Option<&TypeData> {
-    btf.type_by_id(resolve(btf, id)).map(|t| &t.data)
+    btf.resolved_type(id).map(|t| &t.data)
 }
 
 /// Bytes a value of the type takes; `None` for void, functions and unknown ids.
 pub fn size_of(btf: &Btf, id: TypeId) -> Option<u64> {
-    let mut id = resolve(btf, id);
-    let mut mult = 1u64;
-    for _ in 0..MAX_CHAIN {
-        let n = match &btf.type_by_id(id)?.data {
-            TypeData::Int { size, .. }
-            | TypeData::Struct { size, .. }
-            | TypeData::Union { size, .. }
-            | TypeData::Enum { size, .. }
-            | TypeData::Enum64 { size, .. }
-            | TypeData::Float { size }
-            | TypeData::Datasec { size, .. } => u64::from(*size),
-            TypeData::Ptr { .. } => 8,
-            TypeData::Array(a) => {
-                mult = mult.checked_mul(u64::from(a.nelems))?;
-                id = resolve(btf, a.elem);
-                continue;
-            }
-            _ => return None,
-        };
-        return mult.checked_mul(n);
-    }
-    None
-}
-
-/// A member found by name: its offset in bits from the start of the
-/// outer type, its type, and its bitfield size (0: not a bitfield).
-#[derive(Clone, Copy, Debug)]
-pub struct Found {
-    pub bit_offset: u64,
-    pub ty: TypeId,
-    pub bits: u32,
+    btf.resolve_size(id)
 }
 
 /// Looks `name` up in a struct or union, descending into anonymous members.
 pub fn member(btf: &Btf, id: TypeId, name: &str) -> Option<Found> {
-    member_at(btf, id, name, 0)
-}
-
-fn member_at(btf: &Btf, id: TypeId, name: &str, depth: usize) -> Option<Found> {
-    if depth > MAX_CHAIN {
-        return None;
-    }
-    let t = btf.type_by_id(resolve(btf, id))?;
-    for m in t.members() {
-        let off = u64::from(m.bit_offset(t.kind_flag));
-        let mname = btf.str_at(m.name_off).unwrap_or("");
-        if mname == name {
-            return Some(Found {
-                bit_offset: off,
-                ty: m.ty,
-                bits: m.bitfield_size(t.kind_flag),
-            });
-        }
-        if mname.is_empty() {
-            if let Some(f) = member_at(btf, m.ty, name, depth + 1) {
-                return Some(Found {
-                    bit_offset: off + f.bit_offset,
-                    ..f
-                });
-            }
-        }
-    }
-    None
+    btf.find_member(id, name)
 }
 
 /// A member path `a.b.c` from a type.
@@ -243,16 +176,9 @@ pub fn is_char(btf: &Btf, id: TypeId) -> bool {
 /// Whether the type is a char type as written (`char`, `signed char`,
 /// `unsigned char`, qualifiers aside, typedefs not looked through): drgn
 /// shows the string such a pointer points at, not a `u8 *`'s.
-pub fn is_plain_char(btf: &Btf, mut id: TypeId) -> bool {
-    for _ in 0..MAX_CHAIN {
-        match btf.type_by_id(id) {
-            Some(t) if t.is_modifier() => id = t.ref_type().unwrap_or(0),
-            Some(t) => {
-                return matches!(t.data, TypeData::Int { size: 1, .. })
-                    && btf.name_of(t).is_ok_and(|n| n.contains("char"))
-            }
-            None => return false,
-        }
-    }
-    false
+pub fn is_plain_char(btf: &Btf, id: TypeId) -> bool {
+    btf.type_by_id(btf.skip_mods(id)).is_some_and(|t| {
+        matches!(t.data, TypeData::Int { size: 1, .. })
+            && btf.name_of(t).is_ok_and(|n| n.contains("char"))
+    })
 }

@@ -13,9 +13,6 @@ use rustc_hash::FxHashMap;
 
 use crate::{Symbol, SymbolKind, Table};
 
-/// The prefix of an address tag's name.
-pub const ADDR_TAG_PREFIX: &str = "addr=0x";
-
 /// How a function symbol was matched to a BTF FUNC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FuncMatch {
@@ -73,7 +70,9 @@ impl<'a> BtfIndex<'a> {
         let mut funcs: FxHashMap<&str, Vec<TypeId>> = FxHashMap::default();
         let mut vars: FxHashMap<&str, Vec<TypeId>> = FxHashMap::default();
         let mut var_sections = FxHashMap::default();
-        let mut addr_tags = Vec::new();
+        let mut addr_tags: Vec<(u64, TypeId)> = btf::addr_tag::func_tags(btf)
+            .map(|t| (t.address, t.func))
+            .collect();
         for (id, t) in btf.iter() {
             match &t.data {
                 TypeData::Func { .. } => {
@@ -90,23 +89,6 @@ impl<'a> BtfIndex<'a> {
                     let name = btf.name_of(t).unwrap_or("");
                     for v in secinfo {
                         var_sections.insert(v.ty, name);
-                    }
-                }
-                TypeData::DeclTag {
-                    ty,
-                    component_idx: -1,
-                } => {
-                    let addr = btf
-                        .name_of(t)
-                        .ok()
-                        .and_then(|n| n.strip_prefix(ADDR_TAG_PREFIX))
-                        .and_then(|h| u64::from_str_radix(h, 16).ok());
-                    let is_func = matches!(
-                        btf.type_by_id(*ty).map(|f| &f.data),
-                        Some(TypeData::Func { .. })
-                    );
-                    if let (Some(addr), true) = (addr, is_func) {
-                        addr_tags.push((addr, *ty));
                     }
                 }
                 _ => {}

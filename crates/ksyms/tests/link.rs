@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use btf::{Btf, Param, Type, TypeData};
+use btf::addr_tag;
+use btf::builder::{Builder, Linkage};
+use btf::Btf;
 use ksyms::kallsyms::{self, Hidden};
 use ksyms::{BtfIndex, FuncMatch, Table};
 
@@ -11,58 +13,21 @@ use ksyms::{BtfIndex, FuncMatch, Table};
 /// kernel (kernel/irq/irqdesc.c, drivers/base/power/sysfs.c), and
 /// `jiffies` as a VAR.
 fn btf(tags: bool) -> (Btf, u32, u32) {
-    let mut b = Btf::new();
-    let int = b.add_str("int");
-    let int = b.add_type(Type::new(
-        int,
-        TypeData::Int {
-            size: 4,
-            encoding: 1,
-            offset: 0,
-            bits: 32,
-        },
-    ));
-    let func = |b: &mut Btf, param: &str| {
-        let p = b.add_str(param);
-        let proto = b.add_type(Type::new(
-            0,
-            TypeData::FuncProto {
-                ret: int,
-                params: vec![Param {
-                    name_off: p,
-                    ty: int,
-                }]
-                .into(),
-            },
-        ));
-        let name = b.add_str("wakeup_show");
-        b.add_type(Type::new(name, TypeData::Func { proto, linkage: 0 }))
+    let mut b = Builder::new();
+    let int = b.add_int("int", 4, btf::format::BTF_INT_SIGNED);
+    let func = |b: &mut Builder, param: &str| {
+        let proto = b.add_func_proto(int, &[(param, int)]);
+        b.add_func("wakeup_show", proto, Linkage::Static)
     };
     let (a, c) = (func(&mut b, "a"), func(&mut b, "c"));
     if tags {
-        for (addr, f) in [
-            ("addr=0xffffffff81000250", c),
-            ("addr=0xffffffff81000110", a),
-        ] {
-            let name = b.add_str(addr);
-            b.add_type(Type::new(
-                name,
-                TypeData::DeclTag {
-                    ty: f,
-                    component_idx: -1,
-                },
-            ));
+        for (addr, f) in [(0xffffffff81000250, c), (0xffffffff81000110, a)] {
+            let name = addr_tag::format(addr, &mut [0; addr_tag::MAX_LEN]).to_owned();
+            b.add_decl_tag(&name, f, None);
         }
     }
-    let name = b.add_str("jiffies");
-    b.add_type(Type::new(
-        name,
-        TypeData::Var {
-            ty: int,
-            linkage: 1,
-        },
-    ));
-    (b, a, c)
+    b.add_var("jiffies", int, Linkage::Global);
+    (b.finish(), a, c)
 }
 
 /// The same kernel moved by KASLR: every address 0x1d200000 higher.

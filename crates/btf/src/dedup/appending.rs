@@ -98,7 +98,7 @@ impl Appending {
 }
 
 /// Kinds that passes 2 to 4 skip or make canonical without looking.
-fn may_come_late(kind: u8) -> bool {
+fn may_come_late(kind: Kind) -> bool {
     matches!(
         kind,
         BTF_KIND_PTR

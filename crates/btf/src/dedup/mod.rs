@@ -158,7 +158,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::*;
 use crate::types::*;
-use crate::{Btf, Error, Result};
+use crate::{addr_tag, Btf, Error, Result};
 use table::{BaseEntries, CandTable};
 
 pub use appending::Appending;
@@ -199,9 +199,6 @@ pub struct DedupStats {
     pub strings_in: u32,
     pub strings_out: u32,
 }
-
-/// The name prefix of the DECL_TAGs that tie a FUNC to an address.
-pub const ADDR_TAG_PREFIX: &str = "addr=";
 
 /// Deduplicates `btf`'s own types in place (its base, if any, is left alone
 /// and types equal to base types are replaced by them).
@@ -378,7 +375,7 @@ fn base_table(base: &Btf) -> Arc<BaseEntries> {
 /// Builds what a dedup of split BTF over `base` needs of it, if that does
 /// not depend on the split BTF (see `base_table`): for a caller with a core
 /// to spare before its dedup.
-pub fn prepare_base(base: &Btf) {
+pub(crate) fn prepare_base(base: &Btf) {
     if base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags) {
         base_table(base);
     }
@@ -408,7 +405,7 @@ fn combine(h: i64, v: u32) -> i64 {
     h.wrapping_mul(31).wrapping_add(i64::from(v))
 }
 
-fn kind_of(t: Option<&Type>) -> u8 {
+fn kind_of(t: Option<&Type>) -> Kind {
     t.map_or(BTF_KIND_UNKN, Type::kind)
 }
 
@@ -520,8 +517,8 @@ fn shallow_equal_struct(a: &Type, b: &Type) -> bool {
             .all(|(x, y)| x.name_off == y.name_off && x.offset == y.offset)
 }
 
-fn is_struct_or_fwd(kind: u8) -> bool {
-    matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_FWD)
+fn is_struct_or_fwd(kind: Kind) -> bool {
+    kind.is_struct_or_fwd()
 }
 
 fn array_of(t: &Type) -> Option<&Array> {
@@ -575,7 +572,7 @@ fn compat_fnproto(a: &Type, b: &Type) -> bool {
 }
 
 /// The struct or union kind a FWD stands for.
-fn fwd_kind(t: &Type) -> u8 {
+fn fwd_kind(t: &Type) -> Kind {
     if t.kind_flag {
         BTF_KIND_UNION
     } else {
@@ -803,16 +800,14 @@ impl<'a> Dedup<'a> {
     /// offset, which pass 1 has made unique per string; `strings` is the new
     /// own string section (own types already point into it).
     fn collect_func_tags(&mut self, btf: &Btf, strings: &[u8]) {
-        let prefix = ADDR_TAG_PREFIX.as_bytes();
         let is_addr_tag = |off: u32| -> bool {
             if off < btf.start_str_off {
-                btf.str_bytes(off).is_ok_and(|s| s.starts_with(prefix))
+                btf.str_bytes(off).is_ok_and(addr_tag::has_prefix)
             } else {
-                // The prefix holds no NUL, so the bytes after a shorter
-                // string cannot match it: no need to find the end.
+                // No need to find the string's end: see `has_prefix`.
                 strings
                     .get((off - btf.start_str_off) as usize..)
-                    .is_some_and(|s| s.starts_with(prefix))
+                    .is_some_and(addr_tag::has_prefix)
             }
         };
         let mut tags: Vec<(TypeId, u32)> = Vec::new();
@@ -898,7 +893,7 @@ impl<'a> Dedup<'a> {
 
     /// Whether pass 3 deduplicates this kind: structs and unions, and with
     /// libbpf 1.8's rules typedefs.
-    fn in_struct_pass(&self, kind: u8) -> bool {
+    fn in_struct_pass(&self, kind: Kind) -> bool {
         matches!(kind, BTF_KIND_STRUCT | BTF_KIND_UNION)
             || (kind == BTF_KIND_TYPEDEF && self.rules == Rules::Libbpf1_8)
     }
@@ -1657,7 +1652,7 @@ mod tests {
             b.add_type(Type::new(a, TypeData::Struct { size: 24, members }));
         }
         dedup(&mut b, &DedupOptions::default()).unwrap();
-        let kinds: Vec<u8> = (1..b.type_count())
+        let kinds: Vec<Kind> = (1..b.type_count())
             .map(|id| b.type_by_id(id).unwrap().kind())
             .collect();
         assert_eq!(

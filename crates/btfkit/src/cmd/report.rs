@@ -103,7 +103,7 @@ fn btf_report(path: &Path, btf: &Btf, index: &BtfIndex<'_>) -> BtfReport {
             .enumerate()
             .filter(|&(_, &n)| n > 0)
             .map(|(k, &count)| KindCount {
-                kind: kind_name(k as u8),
+                kind: kind_name(btf::Kind::new(k as u8)),
                 count,
             })
             .collect(),

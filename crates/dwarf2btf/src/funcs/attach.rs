@@ -15,7 +15,7 @@ use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use super::lookup::{parse_unreachable_name, KernelLookup, Picks};
-use super::verify::{addr_tags, prototype_matches, skip_modifiers, Compare};
+use super::verify::{addr_tags, prototype_matches, Compare};
 use super::{FuncModel, Status};
 
 /// One symbol of the kernel image (System.map, /proc/kallsyms, ELF).
@@ -367,7 +367,7 @@ fn type_size(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
     if id == 0 {
         return Some((0, false));
     }
-    Some(match skip_modifiers(btf, id)? {
+    Some(match &btf.resolved_type(id)?.data {
         TypeData::Ptr { .. } => (8, false),
         TypeData::Int { size, .. }
         | TypeData::Enum { size, .. }

@@ -29,6 +29,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
@@ -42,9 +43,6 @@ use crate::error::{Error, Result};
 use crate::load::ElfFile;
 use crate::options::AddrTags;
 use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
-
-/// The prefix of the DECL_TAG names that tie a FUNC to an address.
-pub use btf::dedup::ADDR_TAG_PREFIX;
 
 /// The `--funcs exact` policy. Symbol names are borrowed from the ELF.
 pub struct ExactFuncs<'a> {
@@ -419,10 +417,13 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
 
 /// A FUNC with its addr tags.
 fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
-    let name = btf.add_own_str(name);
+    let name = add_own_str(btf, name);
     let func = btf.add_type(func_type(name, proto));
     for &a in addrs {
-        let t = btf.add_own_str(addr_tag_name(a, &mut [0; 32]));
+        let t = add_own_str(
+            btf,
+            btf::addr_tag::format(a, &mut [0; btf::addr_tag::MAX_LEN]),
+        );
         btf.add_type(Type::new(
             t,
             TypeData::DeclTag {
@@ -431,22 +432,6 @@ fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
             },
         ));
     }
-}
-
-/// `addr=0x<hex>`, as `format!("{ADDR_TAG_PREFIX}{addr:#x}")` writes it,
-/// in `buf`: without the formatting machinery, which took a third of the
-/// functions' pass with a tag on each of vmlinux's ~70,000 FUNCs.
-fn addr_tag_name(addr: u64, buf: &mut [u8; 32]) -> &str {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let prefix = ADDR_TAG_PREFIX.as_bytes();
-    buf[..prefix.len()].copy_from_slice(prefix);
-    buf[prefix.len()..prefix.len() + 2].copy_from_slice(b"0x");
-    let start = prefix.len() + 2;
-    let digits = (16 - addr.leading_zeros() as usize / 4).max(1);
-    for (i, b) in buf[start..start + digits].iter_mut().enumerate() {
-        *b = HEX[(addr >> (4 * (digits - 1 - i)) & 0xf) as usize];
-    }
-    std::str::from_utf8(&buf[..start + digits]).unwrap_or_default()
 }
 
 /// A symbol that kallsyms would list.
@@ -488,25 +473,4 @@ pub fn kernel_lookup<'a>(obj: &object::File<'a>) -> KernelLookup<'a> {
 fn lookup_over<'a>(obj: &object::File<'a>, listed: &[Listed<'a>]) -> KernelLookup<'a> {
     let relocatable = obj.kind() == object::ObjectKind::Relocatable;
     KernelLookup::new(listed.iter().map(|s| (s.name, s.address)), relocatable)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addr_tag_names_are_what_format_writes() {
-        for a in [
-            0,
-            1,
-            0xf,
-            0x10,
-            0xffffffff81000000,
-            u64::MAX,
-            0x1234_5678_9abc,
-        ] {
-            let expected = format!("{ADDR_TAG_PREFIX}{a:#x}");
-            assert_eq!(addr_tag_name(a, &mut [0; 32]), expected);
-        }
-    }
 }

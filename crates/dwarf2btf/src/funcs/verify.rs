@@ -13,7 +13,6 @@ use rustc_hash::FxHashMap;
 
 use super::abi::{expected_slots, reg_name, Slot, ARG_REGS};
 use super::ctype::TypeInfo;
-use super::emit::ADDR_TAG_PREFIX;
 use super::location::EntryLoc;
 use super::lookup::parse_unreachable_name;
 use super::{FuncModel, Instance, Signature, Status};
@@ -26,38 +25,19 @@ pub struct AddrTag {
     pub name: String,
 }
 
-/// Every addr tag on a FUNC, in type id order.
+/// Every addr tag on a FUNC, in type id order ([`btf::addr_tag::func_tags`]).
 pub fn addr_tags(btf: &Btf) -> Vec<AddrTag> {
-    let mut out = Vec::new();
-    for (_, t) in btf.iter() {
-        let TypeData::DeclTag {
-            ty,
-            component_idx: -1,
-        } = t.data
-        else {
-            continue;
-        };
-        let Ok(tag) = btf.name_of(t) else { continue };
-        let Some(address) = tag
-            .strip_prefix(ADDR_TAG_PREFIX)
-            .and_then(|h| h.strip_prefix("0x"))
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-        else {
-            continue;
-        };
-        let Some(func) = btf.type_by_id(ty) else {
-            continue;
-        };
-        if !matches!(func.data, TypeData::Func { .. }) {
-            continue;
-        }
-        out.push(AddrTag {
-            address,
-            func: ty,
-            name: btf.name_of(func).unwrap_or("").to_owned(),
-        });
-    }
-    out
+    btf::addr_tag::func_tags(btf)
+        .map(|t| AddrTag {
+            address: t.address,
+            func: t.func,
+            name: btf
+                .type_by_id(t.func)
+                .and_then(|f| btf.name_of(f).ok())
+                .unwrap_or("")
+                .to_owned(),
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -289,7 +269,7 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     if model.pointer || model.aggregate || id == 0 {
         return false;
     }
-    match skip_modifiers(btf, id) {
+    match btf.resolved_type(id).map(|t| &t.data) {
         Some(
             TypeData::Int { size, .. }
             | TypeData::Enum { size, .. }
@@ -299,25 +279,9 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     }
 }
 
-/// The type under typedefs and qualifiers; None for void or a bad id.
-pub(crate) fn skip_modifiers(btf: &Btf, mut id: TypeId) -> Option<&TypeData> {
-    for _ in 0..64 {
-        let t = btf.type_by_id(id)?;
-        match &t.data {
-            TypeData::Typedef { ty }
-            | TypeData::Const { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => id = *ty,
-            d => return Some(d),
-        }
-    }
-    None
-}
-
 /// Size of a BTF type, through typedefs and modifiers.
 fn size_of(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
-    Some(match skip_modifiers(btf, id)? {
+    Some(match &btf.resolved_type(id)?.data {
         TypeData::Int { size, .. }
         | TypeData::Enum { size, .. }
         | TypeData::Enum64 { size, .. }
@@ -341,18 +305,8 @@ fn regs_for(btf: &Btf, id: TypeId) -> Option<usize> {
 }
 
 fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
-    let mut id = ret;
-    for _ in 0..64 {
-        let Some(t) = btf.type_by_id(id) else {
-            return false;
-        };
-        match &t.data {
-            TypeData::Struct { size, .. } | TypeData::Union { size, .. } => return *size > 16,
-            TypeData::Typedef { ty } | TypeData::Const { ty } | TypeData::Volatile { ty } => {
-                id = *ty
-            }
-            _ => return false,
-        }
-    }
-    false
+    matches!(
+        btf.resolved_type(ret).map(|t| &t.data),
+        Some(TypeData::Struct { size, .. } | TypeData::Union { size, .. }) if *size > 16
+    )
 }

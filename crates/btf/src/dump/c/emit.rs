@@ -219,7 +219,7 @@ impl<'a> Dumper<'a> {
                 off = m_off + i64::from(bits);
                 prev_bitfield = true;
             } else {
-                let bytes = self.resolve_size(m.ty).unwrap_or(0);
+                let bytes = self.btf.resolve_size_with(m.ty, self.ptr_sz).unwrap_or(0);
                 off = m_off + bytes as i64 * 8;
                 prev_bitfield = false;
             }

@@ -5,9 +5,6 @@
 use super::{Dumper, MAX_DEPTH};
 use crate::{Member, Type, TypeData, TypeId};
 
-/// libbpf's bound on typedef/modifier/array chains when resolving a size.
-const MAX_RESOLVE_DEPTH: usize = 32;
-
 /// Round `x` up to a multiple of `y`; a non-positive `y` (an alignment
 /// that could not be computed) leaves `x` alone.
 fn roundup(x: i64, y: i64) -> i64 {
@@ -94,59 +91,6 @@ impl Dumper<'_> {
             max_align = max_align.max(align);
         }
         size % max_align != 0
-    }
-
-    /// The size of a type in bytes, `None` if it has none (void, a forward
-    /// declaration, a function, a chain longer than libbpf follows, or an
-    /// array whose size overflows 32 bits).
-    pub(super) fn resolve_size(&self, mut id: TypeId) -> Option<u64> {
-        let mut nelems: u64 = 1;
-        let mut size = None;
-        for _ in 0..MAX_RESOLVE_DEPTH {
-            let t = self.get(id)?;
-            match &t.data {
-                TypeData::Fwd => return None,
-                TypeData::Int { size: s, .. }
-                | TypeData::Struct { size: s, .. }
-                | TypeData::Union { size: s, .. }
-                | TypeData::Enum { size: s, .. }
-                | TypeData::Enum64 { size: s, .. }
-                | TypeData::Datasec { size: s, .. }
-                | TypeData::Float { size: s } => {
-                    size = Some(u64::from(*s));
-                    break;
-                }
-                TypeData::Ptr { .. } => {
-                    size = Some(u64::from(self.ptr_sz));
-                    break;
-                }
-                TypeData::Typedef { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::Var { ty, .. }
-                | TypeData::DeclTag { ty, .. }
-                | TypeData::TypeTag { ty } => id = *ty,
-                TypeData::Array(a) => {
-                    if nelems != 0 && u64::from(a.nelems) > u64::from(u32::MAX) / nelems {
-                        return None;
-                    }
-                    nelems *= u64::from(a.nelems);
-                    id = a.elem;
-                }
-                TypeData::Func { .. }
-                | TypeData::FuncProto { .. }
-                | TypeData::LocParam { .. }
-                | TypeData::LocProto { .. }
-                | TypeData::Locsec { .. }
-                | TypeData::Unknown { .. } => return None,
-            }
-        }
-        let size = size?;
-        if nelems != 0 && size > u64::from(u32::MAX) / nelems {
-            return None;
-        }
-        Some(nelems * size)
     }
 
     /// Fills the gap from bit `cur` to bit `next` with anonymous bitfields so

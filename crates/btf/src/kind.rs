@@ -1,0 +1,197 @@
+//! [`Kind`], the `BTF_KIND_*` number of a type, and what each kind is.
+//!
+//! A newtype over the 7-bit number of `info` rather than an enum: BTF from
+//! a newer writer has kinds this crate does not know (read through the
+//! layout section), and those must stay representable so that validation
+//! can report them with their offset instead of failing to read them.
+
+use std::fmt;
+
+/// The kind of a BTF type: the `BTF_KIND_*` number in bits 24-30 of `info`.
+///
+/// The known kinds are associated constants ([`Kind::STRUCT`]); any other
+/// number is a kind from a newer writer ([`Kind::is_known`] is false).
+/// It displays as its number, as the kernel's and libbpf's messages print
+/// it; [`Kind::name`] is the name bpftool prints.
+///
+/// ```
+/// use btf::Kind;
+/// assert!(Kind::CONST.is_modifier());
+/// assert!(!Kind::TYPEDEF.is_modifier() && Kind::TYPEDEF.is_modifier_or_typedef());
+/// assert_eq!(Kind::from(4), Kind::STRUCT);
+/// assert_eq!(Kind::STRUCT.name(), "STRUCT");
+/// assert_eq!(Kind::from(40).name(), "UNKNOWN_KIND_40");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Kind(u8);
+
+impl Kind {
+    /// Kind 0: not a type; id 0 (`void`) has it.
+    pub const UNKN: Kind = Kind(0);
+    /// An integer: size, encoding, bit offset and bits.
+    pub const INT: Kind = Kind(1);
+    /// A pointer to a type.
+    pub const PTR: Kind = Kind(2);
+    /// An array: element type, index type, element count.
+    pub const ARRAY: Kind = Kind(3);
+    /// A struct with its members.
+    pub const STRUCT: Kind = Kind(4);
+    /// A union with its members.
+    pub const UNION: Kind = Kind(5);
+    /// An enum of 32-bit values.
+    pub const ENUM: Kind = Kind(6);
+    /// A forward declaration of a struct or (kind_flag) union.
+    pub const FWD: Kind = Kind(7);
+    /// A typedef.
+    pub const TYPEDEF: Kind = Kind(8);
+    /// The `volatile` qualifier.
+    pub const VOLATILE: Kind = Kind(9);
+    /// The `const` qualifier.
+    pub const CONST: Kind = Kind(10);
+    /// The `restrict` qualifier.
+    pub const RESTRICT: Kind = Kind(11);
+    /// A function: its name, prototype and linkage.
+    pub const FUNC: Kind = Kind(12);
+    /// A function prototype: return type and parameters.
+    pub const FUNC_PROTO: Kind = Kind(13);
+    /// A variable.
+    pub const VAR: Kind = Kind(14);
+    /// A data section's variables.
+    pub const DATASEC: Kind = Kind(15);
+    /// A floating-point type.
+    pub const FLOAT: Kind = Kind(16);
+    /// A tag (`btf_decl_tag`) on a declaration, member or parameter.
+    pub const DECL_TAG: Kind = Kind(17);
+    /// A tag (`btf_type_tag`) on a type, such as `__user`.
+    pub const TYPE_TAG: Kind = Kind(18);
+    /// An enum of 64-bit values.
+    pub const ENUM64: Kind = Kind(19);
+    /// Where one parameter of an inlined function is found (bpf-next).
+    pub const LOC_PARAM: Kind = Kind(20);
+    /// The locations of an inline site's parameters (bpf-next).
+    pub const LOC_PROTO: Kind = Kind(21);
+    /// The inline sites of one ELF section (bpf-next).
+    pub const LOCSEC: Kind = Kind(22);
+    /// The last kind this crate knows.
+    pub const MAX_KNOWN: Kind = Kind::LOCSEC;
+    /// The last kind the Linux 6.18 verifier knows.
+    pub const MAX_6_18: Kind = Kind::ENUM64;
+    /// The largest number `info`'s 7 kind bits hold (`BTF_MAX_KIND`).
+    pub const MAX: Kind = Kind(0x7f);
+
+    /// The kind numbered `n`; any number is representable.
+    pub const fn new(n: u8) -> Kind {
+        Kind(n)
+    }
+
+    /// The `BTF_KIND_*` number.
+    pub const fn as_u8(self) -> u8 {
+        self.0
+    }
+
+    /// Whether this crate knows this kind's records (it is at most
+    /// [`Kind::MAX_KNOWN`]).
+    pub const fn is_known(self) -> bool {
+        self.0 <= Kind::MAX_KNOWN.0
+    }
+
+    /// A qualifier or type tag: VOLATILE, CONST, RESTRICT, TYPE_TAG
+    /// (libbpf's `btf_is_mod`). TYPEDEF is not one: it names its type.
+    pub const fn is_modifier(self) -> bool {
+        matches!(
+            self,
+            Kind::VOLATILE | Kind::CONST | Kind::RESTRICT | Kind::TYPE_TAG
+        )
+    }
+
+    /// A modifier or TYPEDEF: a kind that refers through `type` and has no
+    /// size of its own (the kernel's `btf_type_is_modifier`).
+    pub const fn is_modifier_or_typedef(self) -> bool {
+        self.is_modifier() || matches!(self, Kind::TYPEDEF)
+    }
+
+    /// STRUCT or UNION: a kind with members.
+    pub const fn is_struct_or_union(self) -> bool {
+        matches!(self, Kind::STRUCT | Kind::UNION)
+    }
+
+    /// STRUCT, UNION or FWD: what a forward declaration can resolve to,
+    /// and the FWD itself.
+    pub const fn is_struct_or_fwd(self) -> bool {
+        self.is_struct_or_union() || self.is_fwd()
+    }
+
+    /// FWD: a forward declaration.
+    pub const fn is_fwd(self) -> bool {
+        matches!(self, Kind::FWD)
+    }
+
+    /// ENUM or ENUM64.
+    pub const fn is_enum(self) -> bool {
+        matches!(self, Kind::ENUM | Kind::ENUM64)
+    }
+
+    /// The name bpftool prints for this kind ("STRUCT"); kinds this crate
+    /// does not know are `UNKNOWN_KIND_<n>` up to 127, "UNKNOWN" past it.
+    pub const fn name(self) -> &'static str {
+        crate::format::kind_name(self)
+    }
+}
+
+impl From<u8> for Kind {
+    fn from(n: u8) -> Kind {
+        Kind(n)
+    }
+}
+
+impl From<Kind> for u8 {
+    fn from(k: Kind) -> u8 {
+        k.0
+    }
+}
+
+impl From<Kind> for usize {
+    /// The number as an index, as into the layout section's records.
+    fn from(k: Kind) -> usize {
+        usize::from(k.0)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicates_partition_the_known_kinds() {
+        let modifiers: Vec<Kind> = (0..=127)
+            .map(Kind::new)
+            .filter(|k| k.is_modifier())
+            .collect();
+        assert_eq!(
+            modifiers,
+            [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT, Kind::TYPE_TAG]
+        );
+        assert!(Kind::TYPEDEF.is_modifier_or_typedef());
+        assert!(!Kind::PTR.is_modifier_or_typedef());
+        assert!(Kind::UNION.is_struct_or_union() && Kind::FWD.is_struct_or_fwd());
+        assert!(!Kind::FWD.is_struct_or_union() && !Kind::ENUM.is_struct_or_fwd());
+        assert!(Kind::ENUM64.is_enum() && !Kind::INT.is_enum());
+    }
+
+    #[test]
+    fn unknown_kinds_stay_representable() {
+        let k = Kind::from(23);
+        assert!(!k.is_known() && Kind::LOCSEC.is_known());
+        assert_eq!(u8::from(k), 23);
+        assert_eq!(k.to_string(), "23");
+        assert_eq!(k.name(), "UNKNOWN_KIND_23");
+        assert_eq!(Kind::from(200).name(), "UNKNOWN");
+        assert!(k > Kind::MAX_KNOWN);
+    }
+}
