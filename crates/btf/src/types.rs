@@ -196,6 +196,9 @@ pub struct VarSecinfo {
     pub size: u32,
 }
 
+// Read in place from a mapped type section (see records.rs).
+crate::records::record!(Member, EnumValue, Param, VarSecinfo);
+
 impl Type {
     pub fn new(name_off: u32, data: TypeData) -> Type {
         Type {

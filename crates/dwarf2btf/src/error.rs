@@ -34,4 +34,7 @@ pub enum Error {
     },
     #[error("{path}: {msg}")]
     Encode { path: PathBuf, msg: String },
+    /// The BTF made from the DWARF does not deduplicate.
+    #[error("{path}: dedup: {error}")]
+    Dedup { path: PathBuf, error: btf::Error },
 }

@@ -43,8 +43,14 @@ pub enum Error {
     Vmcoreinfo(String),
     #[error("kallsyms tables in memory: {0}")]
     Kallsyms(String),
-    #[error("BTF in memory: {0}")]
-    Btf(String),
+    /// `__start_BTF` and `__stop_BTF` that bound no BTF section.
+    #[error(
+        "BTF in memory: __start_BTF {start:#x} and __stop_BTF {stop:#x} do not make a BTF section"
+    )]
+    BtfBounds { start: u64, stop: u64 },
+    /// The kernel's BTF, read from memory at `addr`, that does not parse.
+    #[error("BTF in memory: at {addr:#x}: {error}")]
+    Btf { addr: u64, error: btf::Error },
     #[error("{what} at {addr:#x}: {error}")]
     At {
         what: &'static str,
