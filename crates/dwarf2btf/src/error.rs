@@ -16,6 +16,12 @@ pub enum Error {
     },
     #[error("{path}: not a valid ELF file: {msg}")]
     Elf { path: PathBuf, msg: String },
+    /// ELF headers that the object crate does not read.
+    #[error("{path}: not a valid ELF file: {error}")]
+    Object {
+        path: PathBuf,
+        error: object::read::Error,
+    },
     #[error("{path}: unsupported: {what}")]
     Unsupported { path: PathBuf, what: String },
     #[error("{path}: has no DWARF (.debug_info is missing or empty): build with -g")]

@@ -33,12 +33,43 @@ pub enum Error {
     PhysExcluded(u64),
     #[error("virtual address {addr:#x} is not mapped: {reason}")]
     Unmapped { addr: u64, reason: String },
-    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {reason}")]
+    /// A stored page that does not decompress (or, recompressing, compress).
+    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {error}")]
     BadPage {
         paddr: u64,
         offset: u64,
-        reason: String,
+        error: Box<Error>,
     },
+    /// Compressing a page (to write a dump) failed.
+    #[error("compressing: {error}")]
+    Compressing { error: Box<Error> },
+    /// A zlib or zstd stream that does not read.
+    #[error("{codec}: {error}")]
+    Stream {
+        codec: &'static str,
+        error: std::io::Error,
+    },
+    /// An LZO stream that kmem's decoder refuses: why.
+    #[error("lzo: {0}")]
+    Lzo(String),
+    /// LZO compression failed.
+    #[error("{0}")]
+    LzoCompress(lzokay_native::Error),
+    /// A snappy stream that does not decode.
+    #[error("snappy: {0}")]
+    Snappy(snap::Error),
+    /// A snappy stream whose length is not a page's.
+    #[error("snappy: page of {got} bytes, expected {expected}")]
+    SnappyLength { got: usize, expected: usize },
+    /// A zstd frame whose header does not read.
+    #[error("zstd: {0}")]
+    Zstd(ruzstd::decoding::errors::FrameDecoderError),
+    /// Page flags that name several codecs.
+    #[error("page flags {0:#x} name more than one codec")]
+    Codecs(u32),
+    /// A page that decompresses to other than a page.
+    #[error("page decompresses to {got} bytes, expected {expected}")]
+    PageLength { got: usize, expected: usize },
     #[error("VMCOREINFO: {0}")]
     Vmcoreinfo(String),
     #[error("kallsyms tables in memory: {0}")]

@@ -33,6 +33,13 @@ pub enum Error {
     },
     #[error("{path}: not an ELF file with a symbol table: {reason}")]
     Elf { path: PathBuf, reason: String },
+    /// ELF that the object crate does not read (`section`: where, if in one).
+    #[error("{path}: not an ELF file with a symbol table: {}{error}", section.as_deref().map(|s| format!("{s}: ")).unwrap_or_default())]
+    Object {
+        path: PathBuf,
+        section: Option<String>,
+        error: object::read::Error,
+    },
     #[error(
         "cannot compute the KASLR offset: neither _stext nor _text is in both {linked} and {live}"
     )]
