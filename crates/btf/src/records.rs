@@ -41,19 +41,17 @@ use crate::bytes::Bytes;
 /// on disk, whose words are its fields in order.
 pub(crate) unsafe trait Record: Copy {}
 
+/// Makes record types of the types named, which their module defines
+/// (types.rs) so that this container knows none of them.
 macro_rules! record {
     ($($t:ty),*) => {$(
-        // SAFETY: each is `#[repr(C)]` of `u32` fields in the order of the
-        // words of its record on disk (types.rs; checked by the test below).
-        unsafe impl Record for $t {}
+        // SAFETY: each type named is `#[repr(C)]` of `u32` fields in the
+        // order of the words of its record on disk (checked by the test
+        // `record_sizes_are_those_on_disk` below).
+        unsafe impl $crate::records::Record for $t {}
     )*};
 }
-record!(
-    crate::types::Member,
-    crate::types::EnumValue,
-    crate::types::Param,
-    crate::types::VarSecinfo
-);
+pub(crate) use record;
 
 /// What the records of a [`Records`] that is not a boxed slice of its own
 /// lie in, kept alive by the lists that point into it.

@@ -276,6 +276,9 @@ pub struct VarSecinfo {
     pub size: u32,
 }
 
+// Read in place from a mapped type section (see records.rs).
+crate::records::record!(Member, EnumValue, Param, VarSecinfo);
+
 impl Type {
     /// A type with this name offset and data, `kind_flag` clear.
     pub fn new(name_off: u32, data: TypeData) -> Type {

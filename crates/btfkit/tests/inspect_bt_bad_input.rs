@@ -71,7 +71,7 @@ fn open_with_notes(dump: &Path, patches: Vec<(u64, Vec<u8>)>, notes: Option<Vec<
 }
 
 fn run(prog: &mut Program, line: &str) -> Json {
-    inspect::command::run_line(prog, line).unwrap().json
+    inspect::commands::run_line(prog, line).unwrap().json
 }
 
 fn tasks(bt: &Json) -> Vec<Json> {
@@ -189,7 +189,7 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
             assert_eq!(a, b);
         }
     }
-    let text = inspect::command::run_line(&mut bad, "foreach bt")
+    let text = inspect::commands::run_line(&mut bad, "foreach bt")
         .unwrap()
         .text;
     assert!(
@@ -266,7 +266,7 @@ fn bt_at_a_function_entry_shows_argument_registers_by_btf_prototype() {
         f0["arguments"],
         serde_json::json!({ "t": "0xffff888012345678", "mode": "0x1" })
     );
-    let text = inspect::command::run_line(&mut prog, "bt -c 1")
+    let text = inspect::commands::run_line(&mut prog, "bt -c 1")
         .unwrap()
         .text;
     assert!(text.contains("(t=0xffff888012345678, mode=0x1)"), "{text}");

@@ -10,7 +10,7 @@
 #[path = "../../kmem/tests/support/mod.rs"]
 mod support;
 
-use inspect::command::run_line;
+use inspect::commands::run_line;
 use inspect::kernel::layout::Struct;
 use inspect::kernel::module::for_each_module;
 use inspect::kernel::printk::{read_log, ring, Ring};

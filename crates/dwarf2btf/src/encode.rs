@@ -690,10 +690,10 @@ fn dedup_options(keep_strings: bool) -> DedupOptions {
     }
 }
 
-fn dedup_error(path: &std::path::Path, e: btf::Error) -> Error {
-    Error::Encode {
+fn dedup_error(path: &std::path::Path, error: btf::Error) -> Error {
+    Error::Dedup {
         path: path.to_owned(),
-        msg: format!("dedup: {e}"),
+        error,
     }
 }
 

@@ -16,6 +16,12 @@ pub enum Error {
     },
     #[error("{path}: not a valid ELF file: {msg}")]
     Elf { path: PathBuf, msg: String },
+    /// ELF headers that the object crate does not read.
+    #[error("{path}: not a valid ELF file: {error}")]
+    Object {
+        path: PathBuf,
+        error: object::read::Error,
+    },
     #[error("{path}: unsupported: {what}")]
     Unsupported { path: PathBuf, what: String },
     #[error("{path}: has no DWARF (.debug_info is missing or empty): build with -g")]
@@ -34,4 +40,7 @@ pub enum Error {
     },
     #[error("{path}: {msg}")]
     Encode { path: PathBuf, msg: String },
+    /// The BTF made from the DWARF does not deduplicate.
+    #[error("{path}: dedup: {error}")]
+    Dedup { path: PathBuf, error: btf::Error },
 }

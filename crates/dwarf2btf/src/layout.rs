@@ -611,9 +611,9 @@ pub fn has_dwarf(path: &Path) -> Result<bool> {
         return Ok(false);
     }
     let elf = ElfFile::open(path)?;
-    let obj = object::File::parse(elf.data()).map_err(|e| Error::Elf {
+    let obj = object::File::parse(elf.data()).map_err(|error| Error::Object {
         path: path.to_owned(),
-        msg: e.to_string(),
+        error,
     })?;
     Ok(obj
         .section_by_name(".debug_info")

@@ -132,9 +132,9 @@ impl ElfFile {
     /// supported: BTF function signatures depend on the x86-64 calling
     /// convention, so anything else is refused with a clear message.
     pub fn object(&self) -> Result<object::File<'_>> {
-        let obj = object::File::parse(self.data()).map_err(|e| Error::Elf {
+        let obj = object::File::parse(self.data()).map_err(|error| Error::Object {
             path: self.path.clone(),
-            msg: e.to_string(),
+            error,
         })?;
         if !obj.is_64() || !obj.is_little_endian() {
             return Err(Error::Unsupported {

@@ -1,25 +1,130 @@
-//! Errors of expressions: where in the expression (column, from 1), and
-//! what went wrong there.
+//! The one error of inspect: an expression's (where in it, from column 1,
+//! and what went wrong there), opening a kernel's (a file, its memory, its
+//! BTF or its symbols), or a kernel structure's that a command reads.
+//!
+//! A cause from another crate is kept as its own type. Each message says
+//! its cause's message once: a variant that adds words to its cause shows
+//! it in its text and does not chain it as `source()`, so anyhow's `{:#}`
+//! (which prints every source after the error) does not say it twice; a
+//! variant that adds nothing is `transparent`.
+
+use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The expression does not parse there.
     #[error("column {col}: {msg}")]
     Syntax { col: usize, msg: String },
+    /// The expression parses but cannot be evaluated there.
     #[error("column {col}: {msg}")]
     Eval { col: usize, msg: String },
+    /// Memory the expression reads there does not read.
     #[error("column {col}: {error}")]
     Memory { col: usize, error: kmem::Error },
-    #[error("{0}")]
-    Setup(String),
+    /// A command's argument at a column fails for a reason of its own (a
+    /// kernel structure the command needs does not read).
+    #[error("column {col}: {error}")]
+    At { col: usize, error: Box<Error> },
     /// A line that reads as a command this program does not have.
     #[error("unknown command {0:?}: `help` lists the commands")]
     UnknownCommand(String),
     /// A command's arguments are wrong: its usage.
     #[error("usage: {0}")]
     Usage(String),
-    /// A kernel structure a command reads (modules, the log) does not read.
+
+    /// BTF that does not load.
     #[error(transparent)]
-    Kernel(#[from] crate::kernel::layout::KernelError),
+    Btf(#[from] btf::LoadError),
+    /// Kernel memory (the live kernel, or the kernel's tables in a dump)
+    /// that does not read.
+    #[error(transparent)]
+    Kmem(#[from] kmem::Error),
+    /// Symbols (kallsyms text, a System.map) that do not parse.
+    #[error(transparent)]
+    Ksyms(#[from] ksyms::Error),
+    /// A file given that does not read.
+    #[error("{}: {error}", path.display())]
+    File {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A file given as a dump that is no regular file: `kind` says what it is.
+    #[error("{}: {kind}, not a crash dump (the live kernel is read without one)", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// A file given as a dump that is in no dump format.
+    #[error("{}: cannot be read as a crash dump: {}", path.display(), dump_reason(path, error))]
+    NotADump { path: PathBuf, error: kmem::Error },
+    /// A symbol that finding the kernel's BTF in memory needs.
+    #[error("no {0} symbol: give --btf")]
+    NoBtfSymbol(&'static str),
+    /// A module's BTF file given for a module the kernel has not loaded.
+    #[error("{}: no module {module} is loaded", path.display())]
+    NoModule { path: PathBuf, module: String },
+    /// A module's BTF file that is no split BTF over the program's BTF.
+    #[error("{}: {error}", path.display())]
+    ModuleBtf { path: PathBuf, error: btf::Error },
+    /// The terminal of the prompt. (rustyline's error chains the I/O
+    /// error it shows, so it is not chained again.)
+    #[error("{0}")]
+    Readline(rustyline::error::ReadlineError),
+    /// Standard output that cannot be written.
+    #[error("stdout: {0}")]
+    Stdout(std::io::Error),
+
+    /// A type a kernel structure needs that the BTF lacks.
+    #[error("no {0} in the BTF")]
+    NoType(String),
+    /// A member a kernel structure needs that the BTF's type lacks.
+    #[error("{ty} has no member {member} in the BTF")]
+    NoMember { ty: String, member: String },
+    /// A member the task readers need that the BTF's `ty` lacks.
+    #[error("the BTF has no {ty} member {member}")]
+    NoTaskMember { ty: &'static str, member: String },
+    /// A symbol a kernel structure starts at.
+    #[error("no symbol {0}")]
+    NoSymbol(String),
+    /// A symbol the task readers need.
+    #[error("no {0} symbol")]
+    NoTaskSymbol(&'static str),
+    /// Neither symbol that says which task a CPU runs.
+    #[error("neither current_task nor pcpu_hot is a symbol")]
+    NoCurrentTask,
+    /// A variable the task readers need that does not read.
+    #[error("{0} unreadable")]
+    Unreadable(&'static str),
+    /// A kernel structure (`what`) whose memory does not read.
+    #[error("{what} at {addr:#x}: {error}")]
+    Read {
+        what: String,
+        addr: u64,
+        error: kmem::Error,
+    },
+    /// A word of a task (or of what it points to) that does not read.
+    #[error("reading {addr:#x}: {error}")]
+    Reading { addr: u64, error: kmem::Error },
+    /// A task's name that does not read.
+    #[error("task {addr:#x}: {error}")]
+    TaskName { addr: u64, error: kmem::Error },
+    /// The thread list of the process led by `leader` that does not read.
+    #[error("threads of {leader:#x}: {error}")]
+    Threads { leader: u64, error: Box<Error> },
+    /// The thread list of the process led by `leader` that loops.
+    #[error("thread list of {leader:#x} loops at {node:#x}")]
+    ThreadsLoop { leader: u64, node: u64 },
+    /// A kernel structure whose contents make no sense.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+/// Why a file is no dump: kmem's error without the file name, which the
+/// message has already said.
+fn dump_reason(path: &std::path::Path, error: &kmem::Error) -> String {
+    let text = error.to_string();
+    let prefix = format!("{}: ", path.display());
+    match text.strip_prefix(&prefix) {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    }
 }
 
 impl Error {
@@ -35,8 +140,16 @@ impl Error {
             msg: msg.into(),
         }
     }
+    /// An error of a command's argument at `col`.
+    pub fn at(col: usize, error: Error) -> Error {
+        Error::At {
+            col,
+            error: Box::new(error),
+        }
+    }
     /// The same error with its column counted `by` bytes further right:
-    /// for an expression that is part of a longer line.
+    /// for an expression that is part of a longer line. Errors without a
+    /// column stay as they are.
     pub fn shifted(self, by: usize) -> Error {
         match self {
             Error::Syntax { col, msg } => Error::Syntax { col: col + by, msg },
@@ -45,10 +158,11 @@ impl Error {
                 col: col + by,
                 error,
             },
-            e @ (Error::Setup(_)
-            | Error::Usage(_)
-            | Error::UnknownCommand(_)
-            | Error::Kernel(_)) => e,
+            Error::At { col, error } => Error::At {
+                col: col + by,
+                error,
+            },
+            e => e,
         }
     }
 }

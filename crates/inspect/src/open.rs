@@ -23,28 +23,21 @@ pub struct Options {
     pub btf_modules: Vec<(String, PathBuf)>,
 }
 
-fn setup(e: impl std::fmt::Display) -> Error {
-    Error::Setup(e.to_string())
-}
-
 pub fn open(opts: &Options) -> Result<Program> {
     let kernel = match &opts.vmcore {
         Some(p) => open_dump(p)?,
-        None => Kernel::live().map_err(setup)?,
+        None => Kernel::live()?,
     };
     let syms = symbols(&kernel, opts)?;
     let btf = match &opts.btf {
-        Some(p) => btf::load_file(p, None).map_err(setup)?,
+        Some(p) => btf::load_file(p, None)?,
         None if opts.vmcore.is_none() && Path::new(btf::SYSFS_VMLINUX).exists() => {
-            btf::load_file(Path::new(btf::SYSFS_VMLINUX), None).map_err(setup)?
+            btf::load_file(Path::new(btf::SYSFS_VMLINUX), None)?
         }
         None => {
-            let find = |n: &str| {
-                syms.kernel_addr(n)
-                    .ok_or_else(|| Error::Setup(format!("no {n} symbol: give --btf")))
-            };
+            let find = |n: &'static str| syms.kernel_addr(n).ok_or(Error::NoBtfSymbol(n));
             let (start, stop) = (find("__start_BTF")?, find("__stop_BTF")?);
-            kmem::btf::read(&kernel, start, stop).map_err(setup)?
+            kmem::btf::read(&kernel, start, stop)?
         }
     };
     let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
@@ -53,7 +46,7 @@ pub fn open(opts: &Options) -> Result<Program> {
     crate::kernel::module::load_symbols(&mut prog, syms);
     let mut given = Vec::new();
     for (module, path) in &opts.btf_modules {
-        crate::kernel::module_btf::load_file(&mut prog, module, path).map_err(Error::Setup)?;
+        crate::kernel::module_btf::load_file(&mut prog, module, path)?;
         given.push(module.clone());
     }
     crate::kernel::module_btf::load(&mut prog, &given);
@@ -63,8 +56,10 @@ pub fn open(opts: &Options) -> Result<Program> {
 /// A dump, or why the file is none: missing, not a regular file (a
 /// mistyped path, /dev/null), or not in a dump format.
 fn open_dump(path: &Path) -> Result<Kernel> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| Error::Setup(format!("{shown}: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|error| Error::File {
+        path: path.to_owned(),
+        error,
+    })?;
     let ft = meta.file_type();
     let kind = if ft.is_dir() {
         Some("a directory")
@@ -80,22 +75,24 @@ fn open_dump(path: &Path) -> Result<Kernel> {
         None
     };
     if let Some(kind) = kind {
-        return Err(Error::Setup(format!(
-            "{shown}: {kind}, not a crash dump (the live kernel is read without one)"
-        )));
+        return Err(Error::NotAFile {
+            path: path.to_owned(),
+            kind,
+        });
     }
-    Kernel::open(path).map_err(|e| {
-        let e = e.to_string();
-        let prefix = format!("{shown}: ");
-        let why = e.strip_prefix(&prefix).unwrap_or(&e);
-        Error::Setup(format!("{shown}: cannot be read as a crash dump: {why}"))
+    Kernel::open(path).map_err(|error| Error::NotADump {
+        path: path.to_owned(),
+        error,
     })
 }
 
 fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
     use ksyms::kallsyms::Hidden;
     if let Some(p) = &opts.kallsyms {
-        let text = std::fs::read(p).map_err(|e| Error::Setup(format!("{}: {e}", p.display())))?;
+        let text = std::fs::read(p).map_err(|error| Error::File {
+            path: p.clone(),
+            error,
+        })?;
         // A System.map holds link-time addresses: moved by KERNELOFFSET.
         let is_map = p
             .file_name()
@@ -103,9 +100,9 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
         let syms = if is_map {
             let off = kernel.vmcoreinfo().kernel_offset().unwrap_or(0);
             let moved = relocate_system_map(&text, off);
-            ksyms::kallsyms::parse(moved, p, Hidden::Error).map_err(setup)?
+            ksyms::kallsyms::parse(moved, p, Hidden::Error)?
         } else {
-            ksyms::kallsyms::parse(text, p, Hidden::Error).map_err(setup)?
+            ksyms::kallsyms::parse(text, p, Hidden::Error)?
         };
         return Ok(syms);
     }
@@ -115,12 +112,14 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
             return Ok(s);
         }
     }
-    let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(setup)?;
-    let list = kmem::kallsyms::read(kernel, &tables).map_err(setup)?;
+    let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo())?;
+    let list = kmem::kallsyms::read(kernel, &tables)?;
     let source = kernel.path().join("kallsyms");
-    let syms = ksyms::kallsyms::parse(kmem::kallsyms::to_text(&list), &source, Hidden::Allow)
-        .map_err(setup)?;
-    Ok(syms)
+    Ok(ksyms::kallsyms::parse(
+        kmem::kallsyms::to_text(&list),
+        &source,
+        Hidden::Allow,
+    )?)
 }
 
 /// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols

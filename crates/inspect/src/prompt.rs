@@ -207,16 +207,16 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
         ]
         .map(str::to_owned),
     );
-    names.extend(crate::command::COMMANDS.iter().map(|c| c.name.to_owned()));
-    names.extend(crate::command::QUIT.iter().map(|q| (*q).to_owned()));
+    names.extend(crate::commands::COMMANDS.iter().map(|c| c.name.to_owned()));
+    names.extend(crate::commands::QUIT.iter().map(|q| (*q).to_owned()));
     let cell = RefCell::new(prog);
     let config = Config::builder()
         .completion_type(CompletionType::List)
         .max_history_size(HISTORY_LINES)
-        .map_err(|e| Error::Setup(e.to_string()))?
+        .map_err(Error::Readline)?
         .build();
     let mut ed: Editor<Complete<'_>, rustyline::history::DefaultHistory> =
-        Editor::with_config(config).map_err(|e| Error::Setup(e.to_string()))?;
+        Editor::with_config(config).map_err(Error::Readline)?;
     ed.set_helper(Some(Complete {
         prog: &cell,
         names,
@@ -250,11 +250,11 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
                         history_failed = true;
                     }
                 }
-                if crate::command::is_quit(line) {
+                if crate::commands::is_quit(line) {
                     return Ok(());
                 }
                 let mut p = cell.borrow_mut();
-                let shown = match crate::command::run_line(&mut p, line) {
+                let shown = match crate::commands::run_line(&mut p, line) {
                     Ok(r) if json => crate::pager::print(&r.json.to_string()),
                     Ok(r) => crate::pager::print(&r.text),
                     Err(e) => {
@@ -262,11 +262,11 @@ pub fn run(prog: &mut Program, json: bool) -> Result<()> {
                         Ok(())
                     }
                 };
-                shown.map_err(|e| Error::Setup(format!("stdout: {e}")))?;
+                shown.map_err(Error::Stdout)?;
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => return Ok(()),
-            Err(e) => return Err(Error::Setup(e.to_string())),
+            Err(e) => return Err(Error::Readline(e)),
         }
     }
 }

@@ -14,15 +14,11 @@ pub fn read(mem: &dyn Memory, start: u64, stop: u64) -> Result<btf::Btf> {
     let len = stop
         .checked_sub(start)
         .filter(|&l| l > 0 && l <= MAX_BTF)
-        .ok_or_else(|| {
-            Error::Btf(format!(
-                "__start_BTF {start:#x} and __stop_BTF {stop:#x} do not make a BTF section"
-            ))
-        })?;
+        .ok_or(Error::BtfBounds { start, stop })?;
     let data = mem.read_vec(start, len as usize).map_err(|e| Error::At {
         what: "__start_BTF",
         addr: start,
         error: Box::new(e),
     })?;
-    btf::Btf::parse(&data).map_err(|e| Error::Btf(format!("at {start:#x}: {e}")))
+    btf::Btf::parse(&data).map_err(|error| Error::Btf { addr: start, error })
 }

@@ -66,15 +66,60 @@ pub enum Error {
         /// The level that is not present, or why the table could not be read.
         reason: String,
     },
-    /// A stored page of a kdump file does not decompress to one page.
-    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {reason}")]
+    /// A stored page that does not decompress (or, recompressing, compress).
+    #[error("page at physical address {paddr:#x} (file offset {offset:#x}): {error}")]
     BadPage {
         /// The page's physical address.
         paddr: u64,
         /// Where its stored bytes are in the file.
         offset: u64,
-        /// The codec's complaint.
-        reason: String,
+        /// The codec's error.
+        error: Box<Error>,
+    },
+    /// Compressing a page (to write a dump) failed.
+    #[error("compressing: {error}")]
+    Compressing {
+        /// The codec's error.
+        error: Box<Error>,
+    },
+    /// A zlib or zstd stream that does not read.
+    #[error("{codec}: {error}")]
+    Stream {
+        /// "zlib" or "zstd".
+        codec: &'static str,
+        /// The stream reader's error.
+        error: std::io::Error,
+    },
+    /// An LZO stream that kmem's decoder refuses: why.
+    #[error("lzo: {0}")]
+    Lzo(String),
+    /// LZO compression failed.
+    #[error("{0}")]
+    LzoCompress(lzokay_native::Error),
+    /// A snappy stream that does not decode.
+    #[error("snappy: {0}")]
+    Snappy(snap::Error),
+    /// A snappy stream whose length is not a page's.
+    #[error("snappy: page of {got} bytes, expected {expected}")]
+    SnappyLength {
+        /// The decoded length.
+        got: usize,
+        /// The page size.
+        expected: usize,
+    },
+    /// A zstd frame whose header does not read.
+    #[error("zstd: {0}")]
+    Zstd(ruzstd::decoding::errors::FrameDecoderError),
+    /// Page flags that name several codecs.
+    #[error("page flags {0:#x} name more than one codec")]
+    Codecs(u32),
+    /// A page that decompresses to other than a page.
+    #[error("page decompresses to {got} bytes, expected {expected}")]
+    PageLength {
+        /// The decompressed length.
+        got: usize,
+        /// The page size.
+        expected: usize,
     },
     /// VMCOREINFO is missing, or lacks an entry that reading needs
     /// (`SYMBOL(init_top_pgt)`...).
@@ -84,9 +129,24 @@ pub enum Error {
     /// or do not decode (a symbol count no kernel has, an empty name entry).
     #[error("kallsyms tables in memory: {0}")]
     Kallsyms(String),
-    /// The kernel's `.BTF` section could not be located or parsed.
-    #[error("BTF in memory: {0}")]
-    Btf(String),
+    /// `__start_BTF` and `__stop_BTF` that bound no BTF section.
+    #[error(
+        "BTF in memory: __start_BTF {start:#x} and __stop_BTF {stop:#x} do not make a BTF section"
+    )]
+    BtfBounds {
+        /// `__start_BTF`'s address.
+        start: u64,
+        /// `__stop_BTF`'s address.
+        stop: u64,
+    },
+    /// The kernel's BTF, read from memory at `addr`, that does not parse.
+    #[error("BTF in memory: at {addr:#x}: {error}")]
+    Btf {
+        /// Where the BTF starts (`__start_BTF`).
+        addr: u64,
+        /// Why it does not parse.
+        error: btf::Error,
+    },
     /// `error` happened while reading `what` at virtual address `addr`.
     #[error("{what} at {addr:#x}: {error}")]
     At {

@@ -277,11 +277,11 @@ impl KdumpFile {
             });
         };
         let data = self.page_data(&desc)?;
-        let page = decompress(&data, desc.flags, self.block_size as usize).map_err(|reason| {
+        let page = decompress(&data, desc.flags, self.block_size as usize).map_err(|e| {
             Error::BadPage {
                 paddr,
                 offset: desc.offset,
-                reason,
+                error: Box::new(e),
             }
         })?;
         let page = std::sync::Arc::new(page);
@@ -297,7 +297,8 @@ impl KdumpFile {
 
 /// One page's bytes from its stored form: raw (`flags` 0, `block` bytes) or
 /// compressed by the codec `flags` names. Exactly `block` bytes or an error.
-pub fn decompress(data: &[u8], flags: u32, block: usize) -> Result<Vec<u8>, String> {
+pub fn decompress(data: &[u8], flags: u32, block: usize) -> Result<Vec<u8>> {
+    let stream = |codec| move |error| Error::Stream { codec, error };
     let out = match flags & (FLAG_ZLIB | FLAG_LZO | FLAG_SNAPPY | FLAG_ZSTD) {
         0 => data.to_vec(),
         FLAG_ZLIB => {
@@ -305,36 +306,38 @@ pub fn decompress(data: &[u8], flags: u32, block: usize) -> Result<Vec<u8>, Stri
             flate2::read::ZlibDecoder::new(data)
                 .take(block as u64 + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| format!("zlib: {e}"))?;
+                .map_err(stream("zlib"))?;
             out
         }
-        FLAG_LZO => crate::lzo::decompress(data, block).map_err(|e| format!("lzo: {e}"))?,
+        FLAG_LZO => crate::lzo::decompress(data, block).map_err(Error::Lzo)?,
         FLAG_SNAPPY => {
-            let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
+            let n = snap::raw::decompress_len(data).map_err(Error::Snappy)?;
             if n != block {
-                return Err(format!("snappy: page of {n} bytes, expected {block}"));
+                return Err(Error::SnappyLength {
+                    got: n,
+                    expected: block,
+                });
             }
             snap::raw::Decoder::new()
                 .decompress_vec(data)
-                .map_err(|e| format!("snappy: {e}"))?
+                .map_err(Error::Snappy)?
         }
         FLAG_ZSTD => {
             let mut out = Vec::with_capacity(block);
-            let mut dec =
-                ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| format!("zstd: {e}"))?;
+            let mut dec = ruzstd::decoding::StreamingDecoder::new(data).map_err(Error::Zstd)?;
             (&mut dec)
                 .take(block as u64 + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| format!("zstd: {e}"))?;
+                .map_err(stream("zstd"))?;
             out
         }
-        other => return Err(format!("page flags {other:#x} name more than one codec")),
+        other => return Err(Error::Codecs(other)),
     };
     if out.len() != block {
-        return Err(format!(
-            "page decompresses to {} bytes, expected {block}",
-            out.len()
-        ));
+        return Err(Error::PageLength {
+            got: out.len(),
+            expected: block,
+        });
     }
     Ok(out)
 }
@@ -404,20 +407,24 @@ impl Codec {
         }
     }
 
-    /// Compresses one page; the error is the codec's message.
-    pub fn compress(self, page: &[u8]) -> Result<Vec<u8>, String> {
+    /// Compresses one page.
+    pub fn compress(self, page: &[u8]) -> Result<Vec<u8>> {
+        let io = |error: std::io::Error| Error::Stream {
+            codec: "zlib",
+            error,
+        };
         match self {
             Codec::Zlib => {
                 use std::io::Write;
                 let mut e =
                     flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-                e.write_all(page).map_err(|e| e.to_string())?;
-                e.finish().map_err(|e| e.to_string())
+                e.write_all(page).map_err(io)?;
+                e.finish().map_err(io)
             }
-            Codec::Lzo => lzokay_native::compress(page).map_err(|e| e.to_string()),
+            Codec::Lzo => lzokay_native::compress(page).map_err(Error::LzoCompress),
             Codec::Snappy => snap::raw::Encoder::new()
                 .compress_vec(page)
-                .map_err(|e| e.to_string()),
+                .map_err(Error::Snappy),
             Codec::Zstd => Ok(ruzstd::encoding::compress_to_vec(
                 page,
                 ruzstd::encoding::CompressionLevel::Fastest,
@@ -457,18 +464,16 @@ impl KdumpFile {
                 Some(&v) => v,
                 None => {
                     let stored = self.page_data(&d)?;
-                    let page = decompress(&stored, d.flags, self.block_size as usize).map_err(
-                        |reason| Error::BadPage {
-                            paddr: pfn * self.block_size,
-                            offset: d.offset,
-                            reason,
-                        },
-                    )?;
-                    let packed = codec.compress(&page).map_err(|reason| Error::BadPage {
+                    let bad = |e: Error| Error::BadPage {
                         paddr: pfn * self.block_size,
                         offset: d.offset,
-                        reason: format!("compressing: {reason}"),
-                    })?;
+                        error: Box::new(e),
+                    };
+                    let page =
+                        decompress(&stored, d.flags, self.block_size as usize).map_err(bad)?;
+                    let packed = codec
+                        .compress(&page)
+                        .map_err(|e| bad(Error::Compressing { error: Box::new(e) }))?;
                     let (bytes, flags) = if packed.len() < page.len() {
                         (packed, codec.flag())
                     } else {

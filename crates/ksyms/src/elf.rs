@@ -59,7 +59,11 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Symbols> {
         path: path.to_owned(),
         reason,
     };
-    let file = object::File::parse(data).map_err(|e| elf_err(e.to_string()))?;
+    let file = object::File::parse(data).map_err(|error| Error::Object {
+        path: path.to_owned(),
+        section: None,
+        error,
+    })?;
     if file.symbol_table().is_none() {
         return Err(elf_err("no .symtab (stripped?)".to_owned()));
     }

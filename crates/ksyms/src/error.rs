@@ -59,6 +59,16 @@ pub enum Error {
         /// What the ELF reader found wrong.
         reason: String,
     },
+    /// ELF that the object crate does not read (`section`: where, if in one).
+    #[error("{path}: not an ELF file with a symbol table: {}{error}", section.as_deref().map(|s| format!("{s}: ")).unwrap_or_default())]
+    Object {
+        /// The file.
+        path: PathBuf,
+        /// The section being read, if the error is in one.
+        section: Option<String>,
+        /// The object crate's error.
+        error: object::read::Error,
+    },
     /// [`kaslr_offset`](crate::kaslr_offset) found no symbol it can compare:
     /// `_stext` or `_text` must be in both tables.
     #[error(

@@ -26,7 +26,11 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Vec<u64>> {
         path: path.to_owned(),
         reason,
     };
-    let file = object::File::parse(data).map_err(|e| elf_err(e.to_string()))?;
+    let file = object::File::parse(data).map_err(|error| Error::Object {
+        path: path.to_owned(),
+        section: None,
+        error,
+    })?;
     if file.kind() == object::ObjectKind::Relocatable {
         return Err(elf_err(
             "a module's __mcount_loc holds relocations; only a linked vmlinux is read".into(),
@@ -49,7 +53,11 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Vec<u64>> {
         .ok_or_else(|| elf_err("__start_mcount_loc is in no section".into()))?;
     let bytes = section
         .data_range(start.address(), len)
-        .map_err(|e| elf_err(format!("{}: {e}", section.name().unwrap_or("?"))))?
+        .map_err(|error| Error::Object {
+            path: path.to_owned(),
+            section: Some(section.name().unwrap_or("?").to_owned()),
+            error,
+        })?
         .ok_or_else(|| {
             elf_err(format!(
                 "__mcount_loc ({:#x}, {len} bytes) lies outside the data of {}",

@@ -10,7 +10,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use inspect::command;
+use inspect::commands;
 use inspect::open::Options;
 use inspect::Program;
 
@@ -55,7 +55,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed = false;
     if !exprs.is_empty() {
-        for e in exprs.iter().take_while(|e| !command::is_quit(e)) {
+        for e in exprs.iter().take_while(|e| !commands::is_quit(e)) {
             failed |= !show(&mut prog, e, a.json, &mut out)?;
         }
     } else if std::io::stdin().is_terminal() {
@@ -68,7 +68,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
             if line.trim().is_empty() {
                 continue;
             }
-            if command::is_quit(&line) {
+            if commands::is_quit(&line) {
                 break;
             }
             failed |= !show(&mut prog, line.trim(), a.json, &mut out)?;
@@ -124,8 +124,8 @@ fn module_file(s: &str) -> Result<(String, PathBuf), String> {
 /// Prints one line's reply or error; false on an error. In JSON, a
 /// command's object is keyed "command", an expression's "expr".
 fn show(prog: &mut Program, line: &str, json: bool, out: &mut impl Write) -> anyhow::Result<bool> {
-    let r = command::run_line(prog, line);
-    let key = if command::find(line).is_some() {
+    let r = commands::run_line(prog, line);
+    let key = if commands::find(line).is_some() {
         "command"
     } else {
         "expr"

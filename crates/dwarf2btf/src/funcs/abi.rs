@@ -9,22 +9,7 @@
 use super::collect::{Concrete, SrcParam};
 use super::ctype::{ArgClass, TypeInfo};
 use super::location::EntryLoc;
-
-/// Integer argument registers in DWARF numbering: rdi, rsi, rdx, rcx, r8, r9.
-pub const ARG_REGS: [u16; 6] = [5, 4, 1, 2, 8, 9];
-
-/// x86-64 DWARF register names.
-pub fn reg_name(r: u16) -> String {
-    const NAMES: [&str; 17] = [
-        "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
-        "r13", "r14", "r15", "rip",
-    ];
-    match r {
-        0..=16 => NAMES[r as usize].to_owned(),
-        17..=32 => format!("xmm{}", r - 17),
-        _ => format!("reg{r}"),
-    }
-}
+use super::registers::{reg_name, ARG_REGS};
 
 /// Where the source prototype says a parameter arrives.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

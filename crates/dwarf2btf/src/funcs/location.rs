@@ -7,7 +7,7 @@
 
 use gimli::{AttributeValue, Operation};
 
-use super::abi::{reg_name, ARG_REGS};
+use super::registers::{reg_name, ARG_REGS};
 use crate::dies::Loc;
 use crate::load::{Dwarf, Reader};
 

@@ -16,6 +16,7 @@ pub mod ctype;
 pub mod emit;
 pub mod location;
 pub mod lookup;
+pub mod registers;
 pub mod verify;
 
 use std::collections::BTreeMap;

@@ -11,10 +11,11 @@
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
-use super::abi::{expected_slots, reg_name, Slot, ARG_REGS};
+use super::abi::{expected_slots, Slot};
 use super::ctype::TypeInfo;
 use super::location::EntryLoc;
 use super::lookup::parse_unreachable_name;
+use super::registers::{reg_name, ARG_REGS};
 use super::{FuncModel, Instance, Signature, Status};
 
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.

@@ -71,7 +71,7 @@ fn cpu_list(s: &str) -> Result<Vec<usize>> {
 
 fn run_on(prog: &mut Program, which: Which) -> Result<Reply> {
     let prog = &*prog;
-    let u = Unwinder::new(prog).map_err(|e| Error::eval(1, e))?;
+    let u = Unwinder::new(prog).map_err(|e| Error::at(1, e))?;
     let layout = u.layout;
     let mut problems = u.problems.clone();
     let tasks: Vec<u64> = match which {
@@ -80,7 +80,7 @@ fn run_on(prog: &mut Program, which: Which) -> Result<Reply> {
                 problems.push(format!("idle tasks: {e}"));
                 Vec::new()
             });
-            let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
+            let walk = task::for_each_task(prog, &layout).map_err(|e| Error::at(1, e))?;
             problems.extend(walk.problem);
             all.extend(walk.tasks);
             all
@@ -118,7 +118,7 @@ fn run_on(prog: &mut Program, which: Which) -> Result<Reply> {
                 text.push(txt);
                 out.push(js);
             }
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     for p in &problems {
@@ -145,13 +145,13 @@ fn find_task(prog: &Program, layout: &task::Layout, a: &str) -> Result<u64> {
     }
     let pid: u32 = a.parse().map_err(|_| Error::Usage(USAGE.into()))?;
     if pid == 0 {
-        let idle = task::idle_tasks(prog).map_err(|e| Error::eval(1, e))?;
+        let idle = task::idle_tasks(prog).map_err(|e| Error::at(1, e))?;
         return idle
             .first()
             .copied()
             .ok_or_else(|| Error::eval(1, "CPU 0 has no idle task"));
     }
-    let walk = task::for_each_task(prog, layout).map_err(|e| Error::eval(1, e))?;
+    let walk = task::for_each_task(prog, layout).map_err(|e| Error::at(1, e))?;
     task::find_pid(prog, layout, &walk.tasks, pid)
         .ok_or_else(|| Error::eval(1, format!("no task with pid {pid}")))
 }

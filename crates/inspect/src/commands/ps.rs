@@ -17,13 +17,13 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
         return Err(Error::syntax(1, "usage: ps"));
     }
     let prog = &*prog;
-    let layout = Layout::new(prog).map_err(|e| Error::eval(1, e))?;
+    let layout = Layout::new(prog).map_err(|e| Error::at(1, e))?;
     let mut problems = Vec::new();
     let mut tasks = task::idle_tasks(prog).unwrap_or_else(|e| {
         problems.push(format!("idle tasks: {e}"));
         Vec::new()
     });
-    let walk = task::for_each_task(prog, &layout).map_err(|e| Error::eval(1, e))?;
+    let walk = task::for_each_task(prog, &layout).map_err(|e| Error::at(1, e))?;
     tasks.extend(&walk.tasks);
     problems.extend(walk.problem);
     let curr = task::cpu_curr(prog).unwrap_or_default();
@@ -53,7 +53,7 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
                     "running": running,
                 }));
             }
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     for p in &problems {

@@ -6,30 +6,9 @@
 use btf::{TypeData, TypeId};
 use kmem::Memory;
 
+use crate::error::{Error, Result};
 use crate::program::Program;
 use crate::types;
-
-/// What went wrong reading a kernel structure: a type or member the BTF
-/// lacks, memory that does not read, or contents that make no sense.
-#[derive(Debug, thiserror::Error)]
-pub enum KernelError {
-    #[error("no {0} in the BTF")]
-    NoType(String),
-    #[error("{ty} has no member {member} in the BTF")]
-    NoMember { ty: String, member: String },
-    #[error("no symbol {0}")]
-    NoSymbol(String),
-    #[error("{what} at {addr:#x}: {error}")]
-    Memory {
-        what: String,
-        addr: u64,
-        error: kmem::Error,
-    },
-    #[error("{0}")]
-    Corrupt(String),
-}
-
-pub type KResult<T> = std::result::Result<T, KernelError>;
 
 /// A struct type of the kernel's BTF, by its C name (`struct module`).
 #[derive(Clone, Copy)]
@@ -40,7 +19,7 @@ pub struct Struct<'p> {
 }
 
 impl<'p> Struct<'p> {
-    pub fn find(prog: &'p Program, name: &'static str) -> KResult<Struct<'p>> {
+    pub fn find(prog: &'p Program, name: &'static str) -> Result<Struct<'p>> {
         let id = prog
             .types
             .get(name)
@@ -51,7 +30,7 @@ impl<'p> Struct<'p> {
                     Some(TypeData::Struct { .. } | TypeData::Union { .. })
                 )
             })
-            .ok_or_else(|| KernelError::NoType(name.to_owned()))?;
+            .ok_or_else(|| Error::NoType(name.to_owned()))?;
         Ok(Struct { prog, id, name })
     }
 
@@ -63,20 +42,20 @@ impl<'p> Struct<'p> {
         types::member_path(&self.prog.btf, self.id, path).is_some()
     }
 
-    fn found(&self, path: &str) -> KResult<types::Found> {
-        types::member_path(&self.prog.btf, self.id, path).ok_or_else(|| KernelError::NoMember {
+    fn found(&self, path: &str) -> Result<types::Found> {
+        types::member_path(&self.prog.btf, self.id, path).ok_or_else(|| Error::NoMember {
             ty: self.name.to_owned(),
             member: path.to_owned(),
         })
     }
 
     /// The byte offset of a member path (`core_layout.base`, `mem[0].size`).
-    pub fn offset(&self, path: &str) -> KResult<u64> {
+    pub fn offset(&self, path: &str) -> Result<u64> {
         Ok(self.found(path)?.bit_offset / 8)
     }
 
     /// Where a bitfield (or any scalar member) sits: bit offset and width.
-    pub fn bits(&self, path: &str) -> KResult<(u64, u32)> {
+    pub fn bits(&self, path: &str) -> Result<(u64, u32)> {
         let f = self.found(path)?;
         let width = match f.bits {
             0 => (types::size_of(&self.prog.btf, f.ty).unwrap_or(8) * 8) as u32,
@@ -87,17 +66,16 @@ impl<'p> Struct<'p> {
 }
 
 /// Reads `len` bytes for `what`, naming the address when it fails.
-pub fn read(mem: &dyn Memory, what: &str, addr: u64, len: usize) -> KResult<Vec<u8>> {
-    mem.read_vec(addr, len)
-        .map_err(|error| KernelError::Memory {
-            what: what.to_owned(),
-            addr,
-            error,
-        })
+pub fn read(mem: &dyn Memory, what: &str, addr: u64, len: usize) -> Result<Vec<u8>> {
+    mem.read_vec(addr, len).map_err(|error| Error::Read {
+        what: what.to_owned(),
+        addr,
+        error,
+    })
 }
 
-pub fn read_u64(mem: &dyn Memory, what: &str, addr: u64) -> KResult<u64> {
-    mem.read_u64(addr).map_err(|error| KernelError::Memory {
+pub fn read_u64(mem: &dyn Memory, what: &str, addr: u64) -> Result<u64> {
+    mem.read_u64(addr).map_err(|error| Error::Read {
         what: what.to_owned(),
         addr,
         error,

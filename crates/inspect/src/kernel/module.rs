@@ -11,7 +11,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::kernel::layout::{self, KResult, KernelError, Struct};
+use crate::error::{Error, Result};
+use crate::kernel::layout::{self, Struct};
 use crate::kernel::list;
 use crate::program::Program;
 
@@ -59,15 +60,15 @@ pub struct Modules {
 }
 
 /// The address of a kernel-image variable: kallsyms, else the BTF's VAR.
-fn variable(prog: &Program, name: &str) -> KResult<u64> {
+fn variable(prog: &Program, name: &str) -> Result<u64> {
     prog.symbol(name)
         .or_else(|| prog.var(name).map(|v| v.addr))
-        .ok_or_else(|| KernelError::NoSymbol(name.to_owned()))
+        .ok_or_else(|| Error::NoSymbol(name.to_owned()))
 }
 
 /// The modules on the kernel's `modules` list, in its order (newest first),
 /// as drgn's `for_each_module` gives them.
-pub fn for_each_module(prog: &Program) -> KResult<Modules> {
+pub fn for_each_module(prog: &Program) -> Result<Modules> {
     let head = variable(prog, "modules")?;
     let m = Struct::find(prog, "struct module")?;
     let list_off = m.offset("list")?;
@@ -87,11 +88,11 @@ pub fn for_each_module(prog: &Program) -> KResult<Modules> {
                     m.offset(&format!("mem[{i}].size"))?,
                 ))
             })
-            .collect::<KResult<_>>()?
+            .collect::<Result<_>>()?
     };
     let base_off = kinds
         .first()
-        .ok_or_else(|| KernelError::NoMember {
+        .ok_or_else(|| Error::NoMember {
             ty: "struct module".into(),
             member: "core_layout or mem[MOD_TEXT]".into(),
         })?
@@ -154,7 +155,7 @@ fn enum_names(prog: &Program, name: &str) -> FxHashMap<u64, String> {
 /// The kernel's `btf_modules` list (kernel/bpf/btf.c): per module with
 /// BTF, its `struct btf`, by the address of its `struct module`. Empty
 /// when the kernel has no module BTF (no CONFIG_DEBUG_INFO_BTF_MODULES).
-pub fn module_btfs(prog: &Program) -> KResult<FxHashMap<u64, ModuleBtf>> {
+pub fn module_btfs(prog: &Program) -> Result<FxHashMap<u64, ModuleBtf>> {
     let head = variable(prog, "btf_modules")?;
     let bm = Struct::find(prog, "struct btf_module")?;
     let b = Struct::find(prog, "struct btf")?;
@@ -201,7 +202,7 @@ pub struct ModSymbol {
 /// A module's symbols from `mod->kallsyms`: `symtab[num_symtab]`
 /// (Elf64_Sym), names in `strtab`, nm type letters in `typetab`. Like the
 /// kernel's kallsyms, symbols without a name are left out.
-pub fn module_symbols(prog: &Program, module: &Module) -> KResult<Vec<ModSymbol>> {
+pub fn module_symbols(prog: &Program, module: &Module) -> Result<Vec<ModSymbol>> {
     let k = Struct::find(prog, "struct mod_kallsyms")?;
     let mem = prog.memory();
     let raw = layout::read(
@@ -219,7 +220,7 @@ pub fn module_symbols(prog: &Program, module: &Module) -> KResult<Vec<ModSymbol>
         None
     };
     if num > MAX_SYMBOLS {
-        return Err(KernelError::Corrupt(format!(
+        return Err(Error::Corrupt(format!(
             "module {}: mod_kallsyms at {:#x} says {num} symbols",
             module.name, module.kallsyms
         )));
@@ -238,7 +239,7 @@ pub fn module_symbols(prog: &Program, module: &Module) -> KResult<Vec<ModSymbol>
         }
         let name = mem
             .read_cstr(strtab.wrapping_add(st_name), 512)
-            .map_err(|error| KernelError::Memory {
+            .map_err(|error| Error::Read {
                 what: format!("module {} symbol name", module.name),
                 addr: strtab.wrapping_add(st_name),
                 error,

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use btf::{Btf, Type, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
+use crate::error::{Error, Result};
 use crate::kernel::module::{for_each_module, Module};
 use crate::program::{Program, Var};
 
@@ -170,16 +171,22 @@ pub fn load(prog: &mut Program, skip: &[String]) -> Vec<String> {
 /// (variables): made by `btfkit encode --vars all --base BTF MODULE.ko`
 /// where BTF is the program's BTF file (`--btf`), so that its base ids are
 /// the program's. Load it before any other BTF is added to the program.
-pub fn load_file(prog: &mut Program, module: &str, path: &Path) -> Result<(), String> {
-    let mods = for_each_module(prog).map_err(|e| e.to_string())?;
+pub fn load_file(prog: &mut Program, module: &str, path: &Path) -> Result<()> {
+    let mods = for_each_module(prog)?;
     let m = mods
         .modules
         .into_iter()
         .find(|m| m.name == module)
-        .ok_or_else(|| format!("{}: no module {module} is loaded", path.display()))?;
-    let data = btf::read_blob(path).map_err(|e| e.to_string())?;
+        .ok_or_else(|| Error::NoModule {
+            path: path.to_owned(),
+            module: module.to_owned(),
+        })?;
+    let data = btf::read_blob(path)?;
     let base = Arc::new(prog.btf.clone());
-    let split = Btf::parse_split(&data, base).map_err(|e| format!("{}: {e}", path.display()))?;
+    let split = Btf::parse_split(&data, base).map_err(|error| Error::ModuleBtf {
+        path: path.to_owned(),
+        error,
+    })?;
     add_module(prog, &m, &split, true);
     Ok(())
 }

@@ -18,7 +18,8 @@
 //! most `1 << count_bits` of them, so a corrupt ring ends instead of
 //! looping; a record that does not read says why, and the walk goes on.
 
-use crate::kernel::layout::{self, KResult, KernelError, Struct};
+use crate::error::{Error, Result};
+use crate::kernel::layout::{self, Struct};
 use crate::program::Program;
 
 /// `desc_committed` and `desc_finalized` of `enum desc_state`: readable
@@ -90,15 +91,13 @@ pub struct Ring {
 }
 
 /// The kernel's ring (`*prb`) and its layouts.
-pub fn ring(prog: &Program) -> KResult<Ring> {
+pub fn ring(prog: &Program) -> Result<Ring> {
     let mem = prog.memory();
     let prb_sym = prog
         .symbol("prb")
         .or_else(|| prog.var("prb").map(|v| v.addr))
         .ok_or_else(|| {
-            KernelError::NoSymbol(
-                "prb (the kernel log of Linux 5.10+ is a printk_ringbuffer)".into(),
-            )
+            Error::NoSymbol("prb (the kernel log of Linux 5.10+ is a printk_ringbuffer)".into())
         })?;
     let prb = layout::read_u64(mem, "prb", prb_sym)?;
     let rb = Struct::find(prog, "struct printk_ringbuffer")?;
@@ -131,34 +130,41 @@ pub fn ring(prog: &Program) -> KResult<Ring> {
         level: info.bits("level")?,
         caller: info.offset("caller_id")?,
     };
-    check(&r).map_err(|e| KernelError::Corrupt(format!("printk_ringbuffer at {prb:#x}: {e}")))?;
-    Ok(r)
+    match no_ring(&r) {
+        Some(why) => Err(Error::Corrupt(format!(
+            "printk_ringbuffer at {prb:#x}: {why}"
+        ))),
+        None => Ok(r),
+    }
 }
 
-fn check(r: &Ring) -> Result<(), String> {
+/// Why the sizes of a ring make none, if they do not.
+fn no_ring(r: &Ring) -> Option<String> {
     if r.count_bits > MAX_COUNT_BITS || r.size_bits > MAX_SIZE_BITS || r.size_bits < 4 {
-        return Err(format!(
+        return Some(format!(
             "count_bits {} and size_bits {} make no ring",
             r.count_bits, r.size_bits
         ));
     }
     if r.desc_size == 0 || r.info_size == 0 || r.desc_size > 4096 || r.info_size > 4096 {
-        return Err(format!(
+        return Some(format!(
             "descriptors of {} bytes and infos of {} make no ring",
             r.desc_size, r.info_size
         ));
     }
-    Ok(())
+    None
 }
 
 /// The records of the kernel log, oldest first.
-pub fn read_log(prog: &Program) -> KResult<Log> {
+pub fn read_log(prog: &Program) -> Result<Log> {
     read_ring(prog.memory(), &ring(prog)?)
 }
 
 /// The records of a ring in `mem`, oldest first.
-pub fn read_ring(mem: &dyn kmem::Memory, r: &Ring) -> KResult<Log> {
-    check(r).map_err(KernelError::Corrupt)?;
+pub fn read_ring(mem: &dyn kmem::Memory, r: &Ring) -> Result<Log> {
+    if let Some(why) = no_ring(r) {
+        return Err(Error::Corrupt(why));
+    }
     // state_var: the id in the low 62 bits, the state in the top two.
     let flags_shift = 62;
     let id_mask = (1u64 << flags_shift) - 1;
@@ -242,13 +248,13 @@ fn text(
     begin: u64,
     next: u64,
     len: u64,
-) -> KResult<String> {
+) -> Result<String> {
     // Both positions odd: a record without data (an empty line, or text that was lost).
     if begin & 1 == 1 && next & 1 == 1 {
         return if len == 0 {
             Ok(String::new())
         } else {
-            Err(KernelError::Corrupt(format!(
+            Err(Error::Corrupt(format!(
                 "its {len} bytes of text were not stored (lpos {begin:#x})"
             )))
         };
@@ -261,12 +267,12 @@ fn text(
     } else if wraps_b.wrapping_add(1) == wraps_n && next & mask > 0 {
         (0, next & mask)
     } else {
-        return Err(KernelError::Corrupt(format!(
+        return Err(Error::Corrupt(format!(
             "text block [{begin:#x}, {next:#x}) does not fit a ring of {size} bytes"
         )));
     };
     if block < BLOCK_ID || start + block > size {
-        return Err(KernelError::Corrupt(format!(
+        return Err(Error::Corrupt(format!(
             "text block [{begin:#x}, {next:#x}) runs past the ring of {size} bytes"
         )));
     }
@@ -276,7 +282,7 @@ fn text(
     let bytes = layout::read(mem, "text block", at, (BLOCK_ID + n) as usize)?;
     let owner = layout::field(&bytes, 0, 8);
     if owner != id {
-        return Err(KernelError::Corrupt(format!(
+        return Err(Error::Corrupt(format!(
             "text block at {at:#x} belongs to descriptor id {owner}, not {id}"
         )));
     }

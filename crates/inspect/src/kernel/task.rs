@@ -9,6 +9,7 @@
 
 use rustc_hash::FxHashSet;
 
+use crate::error::{Error, Result};
 use crate::program::Program;
 
 /// More tasks than the kernel's PID_MAX_LIMIT (4M) cannot be real.
@@ -34,12 +35,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(prog: &Program) -> Result<Layout, String> {
-        let t = |path: &str| {
-            prog.member_offset("struct task_struct", path)
-                .map(|(o, _)| o)
-                .ok_or_else(|| format!("the BTF has no struct task_struct member {path}"))
-        };
+    pub fn new(prog: &Program) -> Result<Layout> {
+        let t = |path: &str| member(prog, "struct task_struct", path);
         // 5.14 renamed `state` to `__state`; x86 keeps `cpu` in thread_info since 5.16.
         let state = t("__state").or_else(|_| t("state"))?;
         let cpu = t("thread_info.cpu").or_else(|_| t("cpu"))?;
@@ -57,12 +54,19 @@ impl Layout {
             signal: t("signal")?,
             thread_node: t("thread_node")?,
             on_cpu: t("on_cpu")?,
-            thread_head: prog
-                .member_offset("struct signal_struct", "thread_head")
-                .map(|(o, _)| o)
-                .ok_or("the BTF has no struct signal_struct member thread_head")?,
+            thread_head: member(prog, "struct signal_struct", "thread_head")?,
         })
     }
+}
+
+/// The byte offset of a member the task readers need.
+fn member(prog: &Program, ty: &'static str, path: &str) -> Result<u64> {
+    prog.member_offset(ty, path)
+        .map(|(o, _)| o)
+        .ok_or_else(|| Error::NoTaskMember {
+            ty,
+            member: path.to_owned(),
+        })
 }
 
 /// What `ps` shows of a task.
@@ -91,22 +95,24 @@ pub struct Walk {
     pub problem: Option<String>,
 }
 
-fn read_u32(prog: &Program, addr: u64) -> Result<u32, String> {
+fn read_u32(prog: &Program, addr: u64) -> Result<u32> {
     prog.memory()
         .read_u32(addr)
-        .map_err(|e| format!("reading {addr:#x}: {e}"))
+        .map_err(|error| Error::Reading { addr, error })
 }
 
-fn read_u64(prog: &Program, addr: u64) -> Result<u64, String> {
+fn read_u64(prog: &Program, addr: u64) -> Result<u64> {
     prog.memory()
         .read_u64(addr)
-        .map_err(|e| format!("reading {addr:#x}: {e}"))
+        .map_err(|error| Error::Reading { addr, error })
 }
 
 /// Every thread of every process but the idle tasks, in list order, like
 /// the kernel's `for_each_process_thread` and drgn's `for_each_task`.
-pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
-    let init = prog.symbol("init_task").ok_or("no init_task symbol")?;
+pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk> {
+    let init = prog
+        .symbol("init_task")
+        .ok_or(Error::NoTaskSymbol("init_task"))?;
     let mut walk = Walk::default();
     let mut seen = FxHashSet::default();
     let head = init.wrapping_add(l.tasks);
@@ -128,7 +134,7 @@ pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
         }
         let leader = node.wrapping_sub(l.tasks);
         if let Err(e) = threads(prog, l, leader, &mut walk.tasks) {
-            walk.problem = Some(e);
+            walk.problem = Some(e.to_string());
             break;
         }
     }
@@ -136,18 +142,21 @@ pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk, String> {
 }
 
 /// The threads of a process (its leader first, as the kernel lists them).
-fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Result<(), String> {
+fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Result<()> {
     let signal = read_u64(prog, leader.wrapping_add(l.signal))?;
     let head = signal.wrapping_add(l.thread_head);
     let mut node = head;
     let mut seen = FxHashSet::default();
     loop {
-        node = read_u64(prog, node).map_err(|e| format!("threads of {leader:#x}: {e}"))?;
+        node = read_u64(prog, node).map_err(|e| Error::Threads {
+            leader,
+            error: Box::new(e),
+        })?;
         if node == head {
             return Ok(());
         }
         if !seen.insert(node) || out.len() > MAX_TASKS {
-            return Err(format!("thread list of {leader:#x} loops at {node:#x}"));
+            return Err(Error::ThreadsLoop { leader, node });
         }
         out.push(node.wrapping_sub(l.thread_node));
     }
@@ -173,11 +182,11 @@ pub fn state_char(state: u32, exit_state: u32) -> char {
 }
 
 /// Reads what `ps` shows of the task at `addr`.
-pub fn task(prog: &Program, l: &Layout, addr: u64) -> Result<Task, String> {
+pub fn task(prog: &Program, l: &Layout, addr: u64) -> Result<Task> {
     let comm = prog
         .memory()
         .read_cstr(addr.wrapping_add(l.comm), 16)
-        .map_err(|e| format!("task {addr:#x}: {e}"))?;
+        .map_err(|error| Error::TaskName { addr, error })?;
     let parent = read_u64(prog, addr.wrapping_add(l.real_parent))?;
     Ok(Task {
         addr,
@@ -198,47 +207,42 @@ pub fn task(prog: &Program, l: &Layout, addr: u64) -> Result<Task, String> {
 
 /// The task each CPU runs: per-CPU `current_task` (up to 6.1) or
 /// `pcpu_hot.current_task` (6.2+), for CPUs 0 to `nr_cpu_ids - 1`.
-pub fn cpu_curr(prog: &Program) -> Result<Vec<u64>, String> {
+pub fn cpu_curr(prog: &Program) -> Result<Vec<u64>> {
     let var = match prog.symbol("current_task") {
         Some(v) => v,
         None => {
-            let hot = prog
-                .symbol("pcpu_hot")
-                .ok_or("neither current_task nor pcpu_hot is a symbol")?;
-            let (off, _) = prog
-                .member_offset("struct pcpu_hot", "current_task")
-                .ok_or("the BTF has no struct pcpu_hot member current_task")?;
-            hot.wrapping_add(off)
+            let hot = prog.symbol("pcpu_hot").ok_or(Error::NoCurrentTask)?;
+            hot.wrapping_add(member(prog, "struct pcpu_hot", "current_task")?)
         }
     };
     (0..nr_cpu_ids(prog)?)
         .map(|cpu| {
-            let base = prog.per_cpu_offset(cpu, 0).map_err(|e| e.to_string())?;
+            let base = prog.per_cpu_offset(cpu, 0)?;
             read_u64(prog, base.wrapping_add(var))
         })
         .collect()
 }
 
 /// `nr_cpu_ids`: CPUs 0 to this minus one may exist.
-fn nr_cpu_ids(prog: &Program) -> Result<u64, String> {
+fn nr_cpu_ids(prog: &Program) -> Result<u64> {
     let nr = prog
         .symbol("nr_cpu_ids")
-        .ok_or("no nr_cpu_ids symbol")
-        .and_then(|a| read_u32(prog, a).map_err(|_| "nr_cpu_ids unreadable"))?;
+        .ok_or(Error::NoTaskSymbol("nr_cpu_ids"))
+        .and_then(|a| read_u32(prog, a).map_err(|_| Error::Unreadable("nr_cpu_ids")))?;
     Ok(u64::from(nr.min(8192)))
 }
 
 /// Each CPU's idle task (`swapper/N`, pid 0), as drgn's `idle_task`:
 /// per-CPU `runqueues.idle`, for the CPUs that have one (0: CPU 0's is
 /// `init_task`).
-pub fn idle_tasks(prog: &Program) -> Result<Vec<u64>, String> {
-    let rq = prog.symbol("runqueues").ok_or("no runqueues symbol")?;
-    let (off, _) = prog
-        .member_offset("struct rq", "idle")
-        .ok_or("the BTF has no struct rq member idle")?;
+pub fn idle_tasks(prog: &Program) -> Result<Vec<u64>> {
+    let rq = prog
+        .symbol("runqueues")
+        .ok_or(Error::NoTaskSymbol("runqueues"))?;
+    let off = member(prog, "struct rq", "idle")?;
     let mut out = Vec::new();
     for cpu in 0..nr_cpu_ids(prog)? {
-        let base = prog.per_cpu_offset(cpu, 0).map_err(|e| e.to_string())?;
+        let base = prog.per_cpu_offset(cpu, 0)?;
         match read_u64(prog, base.wrapping_add(rq).wrapping_add(off))? {
             0 => break,
             t => out.push(t),

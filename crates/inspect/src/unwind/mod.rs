@@ -20,6 +20,7 @@ pub mod registers;
 
 use kmem::prstatus::CpuRegs;
 
+use crate::error::Result;
 use crate::kernel::task::{self, Layout, Task};
 use crate::program::Program;
 use orc::{Found, Kind};
@@ -100,7 +101,7 @@ pub struct Unwinder {
 }
 
 impl Unwinder {
-    pub fn new(prog: &Program) -> Result<Unwinder, String> {
+    pub fn new(prog: &Program) -> Result<Unwinder> {
         let layout = Layout::new(prog)?;
         let mut problems = Vec::new();
         let release = kernel_release(prog);
