@@ -114,6 +114,10 @@
 //! 7. Remapping: every id in a kept type is replaced by the new id of its
 //!    canonical type (following FWD resolutions).
 //!
+//! Each pass has its file: `strings.rs` (1), `primitives.rs` (2), `equiv.rs`
+//! and `structs.rs` (3, 4), `references.rs` (5), `compaction.rs` (6, 7); the
+//! hashes and equalities that compare types are in `signature.rs`.
+//!
 //! Split BTF: the base's types are entered first as candidates that are
 //!    already canonical (`map[id] = id`), so a split type equal to a base type
 //!    maps to the base id, and the base's ids and strings are never changed.

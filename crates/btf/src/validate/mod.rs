@@ -9,6 +9,11 @@
 //! and the 32-deep stack included, so that a blob is accepted here exactly when
 //! the kernel accepts it.
 //!
+//! One file per pass: `header.rs` and `blob.rs` (header, sections, raw
+//! records), `meta.rs` with `names.rs` (per-type metadata, one check per
+//! kind), `resolve.rs` with `members.rs` and `func_proto.rs` (the resolve
+//! pass), `type_tags.rs`, and `locations.rs` (bpf-next's location kinds).
+//!
 //! The kernel stops at the first error; this module goes on and reports them
 //! all. A type with a problem is marked bad and whatever refers to it is
 //! skipped silently, so that one broken type gives one problem, not a cascade.
