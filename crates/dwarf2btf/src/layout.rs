@@ -545,11 +545,8 @@ fn cache_member_sizes(model: &mut Model<'_>, dwarf4: &FxHashSet<(TypeId, usize)>
                     m.bitfield_offset = 0;
                 }
             }
-            if let Some(Node::Class(c)) = model.nodes.get_mut(id as usize).and_then(|n| n.as_mut())
-            {
-                if let Some(slot) = c.members.get_mut(i) {
-                    *slot = m;
-                }
+            if let Some(slot) = model.class_mut(id).and_then(|c| c.members.get_mut(i)) {
+                *slot = m;
             }
         }
     }
@@ -563,22 +560,12 @@ fn fix_bitfield(m: &mut Member<'_>, dwarf4: bool) {
         // DW_AT_bit_offset counts from the unit's high bit (little endian).
         let bfo = m.bit_size as i32 - m.bitfield_offset as i32 - m.bitfield_size as i32;
         m.bitfield_offset = bfo as i8;
-        m.bit_offset = m
-            .byte_offset
-            .wrapping_mul(8)
-            .wrapping_add(m.bitfield_offset as i32 as u32);
+        m.sync_bit_offset();
     } else {
         m.byte_offset = m.bit_offset / 8;
         m.bitfield_offset = (m.bit_offset - m.byte_offset * 8) as i8;
     }
-    if m.bitfield_offset < 0 {
-        m.bitfield_offset = (m.bitfield_offset as i32 + m.bit_size as i32) as i8;
-        m.byte_offset = m.byte_offset.wrapping_sub(byte_size);
-        m.bit_offset = m
-            .byte_offset
-            .wrapping_mul(8)
-            .wrapping_add(m.bitfield_offset as i32 as u32);
-    }
+    m.wrap_negative_bitfield();
     let add = m
         .byte_offset
         .checked_rem(byte_size)

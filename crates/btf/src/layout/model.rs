@@ -140,6 +140,26 @@ pub struct Member<'a> {
     pub bit_hole: u8,
 }
 
+impl Member<'_> {
+    /// `bit_offset` from `byte_offset` and the bitfield offset in it.
+    pub fn sync_bit_offset(&mut self) {
+        self.bit_offset = self
+            .byte_offset
+            .wrapping_mul(8)
+            .wrapping_add(self.bitfield_offset as i32 as u32);
+    }
+
+    /// A bitfield offset that came out negative lies in the storage unit
+    /// (`byte_size` bytes) before: both of pahole's loaders move it there.
+    pub fn wrap_negative_bitfield(&mut self) {
+        if self.bitfield_offset < 0 {
+            self.bitfield_offset = (self.bitfield_offset as i32 + self.bit_size as i32) as i8;
+            self.byte_offset = self.byte_offset.wrapping_sub(self.byte_size as u32);
+            self.sync_bit_offset();
+        }
+    }
+}
+
 pub struct Model<'a> {
     pub nodes: Vec<Option<Node<'a>>>,
     pub addr_size: u32,
@@ -189,7 +209,8 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn class_mut(&mut self, id: TypeId) -> Option<&mut Class<'a>> {
+    /// The struct or union `id`, to change it (a loader's fixups).
+    pub fn class_mut(&mut self, id: TypeId) -> Option<&mut Class<'a>> {
         match self.nodes.get_mut(id as usize)?.as_mut()? {
             Node::Class(c) => Some(c),
             _ => None,
@@ -379,14 +400,7 @@ impl<'a> Model<'a> {
                     let bfo = m.bit_offset.wrapping_sub(m.byte_offset.wrapping_mul(8)) as i32;
                     // pahole stores it in an int8_t.
                     m.bitfield_offset = bfo as i8;
-                    if m.bitfield_offset < 0 {
-                        m.bitfield_offset = (m.bitfield_offset as i32 + m.bit_size as i32) as i8;
-                        m.byte_offset = m.byte_offset.wrapping_sub(byte_size as u32);
-                        m.bit_offset = m
-                            .byte_offset
-                            .wrapping_mul(8)
-                            .wrapping_add(m.bitfield_offset as i32 as u32);
-                    }
+                    m.wrap_negative_bitfield();
                 } else {
                     m.byte_offset = m.bit_offset / 8;
                 }

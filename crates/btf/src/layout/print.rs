@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::fmt::Write;
 use std::rc::Rc;
 
-use super::model::{Class, Model, Node};
+use super::model::{Class, Member, Model, Node};
 use crate::TypeId;
 
 /// `struct member_types_holes`: what a struct's member types have of
@@ -27,6 +27,19 @@ struct MemberTypesHoles {
     nr_embedded_flexible_array_members: u16,
     sum_paddings: u32,
     sum_bit_paddings: u32,
+}
+
+/// What `class` adds up over a struct's members for its statistics.
+#[derive(Default)]
+struct ClassSums {
+    sum_bytes: u32,
+    sum_bits: u32,
+    sum_holes: u32,
+    sum_bit_holes: u32,
+    member_types: MemberTypesHoles,
+    nr_forced_alignments: u16,
+    nr_forced_alignment_holes: u16,
+    sum_forced_alignment_holes: u32,
 }
 
 /// pahole's `tabs[]`: at most 16 tabs of indentation.
@@ -1036,17 +1049,7 @@ impl<'m, 'a> Printer<'m, 'a> {
         self.out.push_str(" {\n");
 
         let mut newline = 0u32;
-        let mut sum_bytes = 0u32;
-        let mut sum_bits = 0u32;
-        let mut sum_holes = 0u32;
-        let mut sum_bit_holes = 0u32;
-        let mut member_types = MemberTypesHoles::default();
-        let mut nr_forced_alignments = 0u16;
-        let mut nr_forced_alignment_holes = 0u16;
-        let mut sum_forced_alignment_holes = 0u32;
-        let mut last_size: u64 = 0;
-        let mut last: Option<usize> = None;
-
+        let mut sums = ClassSums::default();
         let Some((holes, n)) = self.model.class(id).map(|c| (c.holes, c.members.len())) else {
             return;
         };
@@ -1056,15 +1059,50 @@ impl<'m, 'a> Printer<'m, 'a> {
             self.newline_once(&mut newline);
             self.hole_comment(cconf.indent, holes.pre_bit_hole as u32, "bit");
             self.out.push('\n');
-            sum_bit_holes += holes.pre_bit_hole as u32;
+            sums.sum_bit_holes += holes.pre_bit_hole as u32;
         }
         if holes.pre_hole > 0 {
             self.newline_once(&mut newline);
             self.hole_comment(cconf.indent, holes.pre_hole as u32, "byte");
             self.out.push('\n');
-            sum_holes += holes.pre_hole as u32;
+            sums.sum_holes += holes.pre_hole as u32;
         }
+        let last = self.class_members(id, n, holes.pre_hole, &mut cconf, &mut newline, &mut sums);
 
+        let Some(c) = self.model.class(id).cloned() else {
+            return;
+        };
+        self.force_padding(&c, last, &cconf);
+        if cconf.emit_stats {
+            self.class_stats(id, &c, &cconf, &sums);
+        }
+        tabs(&mut self.out, indent);
+        self.out.push('}');
+        if c.is_packed {
+            self.out.push_str(" __attribute__((__packed__))");
+        }
+        if let Some(s) = &cconf.suffix {
+            let _ = write!(self.out, " {s}");
+        }
+        if c.alignment != 0 && !c.is_packed {
+            let _ = write!(self.out, " __attribute__((__aligned__({})))", c.alignment);
+        }
+    }
+
+    /// The `n` members of struct `id`, each with the notes before it
+    /// (bitfields combined, forced alignment) and the holes after it.
+    /// Returns the index of the last member printed.
+    fn class_members(
+        &mut self,
+        id: TypeId,
+        n: usize,
+        pre_hole: u16,
+        cconf: &mut Conf,
+        newline: &mut u32,
+        sums: &mut ClassSums,
+    ) -> Option<usize> {
+        let mut last_size: u64 = 0;
+        let mut last: Option<usize> = None;
         for i in 0..n {
             let Some(pos) = self.model.class(id).map(|c| c.members[i].clone()) else {
                 break;
@@ -1073,58 +1111,23 @@ impl<'m, 'a> Printer<'m, 'a> {
             if pos.alignment != 0 {
                 let forced_hole = match &lastm {
                     Some(l) => l.hole as u32,
-                    None => holes.pre_hole as u32,
+                    None => pre_hole as u32,
                 };
                 if forced_hole != 0 {
-                    nr_forced_alignment_holes += 1;
-                    sum_forced_alignment_holes += forced_hole;
+                    sums.nr_forced_alignment_holes += 1;
+                    sums.sum_forced_alignment_holes += forced_hole;
                 }
-                nr_forced_alignments += 1;
+                sums.nr_forced_alignments += 1;
             }
             if let Some(l) = &lastm {
-                if last_size != 0 {
-                    if l.bit_hole != 0 && pos.bitfield_size != 0 {
-                        let mut bitfield_size = l.bit_hole;
-                        let Some(pt) = self.ty(pos.ty) else {
-                            tabs(&mut self.out, cconf.indent);
-                            self.not_found("__class__fprintf", 1756, pos.ty);
-                            last = Some(i);
-                            continue;
-                        };
-                        if l.byte_offset != pos.byte_offset {
-                            self.out.push('\n');
-                            tabs(&mut self.out, cconf.indent);
-                            self.out
-                                .push_str("/* Force alignment to the next boundary: */\n");
-                            bitfield_size = 0;
-                        }
-                        tabs(&mut self.out, cconf.indent);
-                        self.type_fprintf(Some(pt), Some(""), &cconf);
-                        let _ = writeln!(self.out, ":{bitfield_size};");
-                    }
-                    if pos.byte_offset < l.byte_offset
-                        || (pos.byte_offset == l.byte_offset
-                            && l.bitfield_size == 0
-                            && pos.bitfield_size != 0)
-                    {
-                        self.newline_once(&mut newline);
-                        tabs(&mut self.out, cconf.indent);
-                        self.out
-                            .push_str("/* Bitfield combined with previous fields */\n");
-                    } else {
-                        let cc_last_size = pos.byte_offset as i64 - l.byte_offset as i64;
-                        if cc_last_size > 0 && (cc_last_size as u64) < last_size {
-                            self.newline_once(&mut newline);
-                            tabs(&mut self.out, cconf.indent);
-                            self.out
-                                .push_str("/* Bitfield combined with next fields */\n");
-                        }
-                    }
+                if last_size != 0 && !self.bitfield_notes(l, &pos, last_size, cconf, newline) {
+                    last = Some(i);
+                    continue;
                 }
             }
-            if newline != 0 {
+            if *newline != 0 {
                 self.out.push('\n');
-                newline = 0;
+                *newline = 0;
             }
             let Some(pt) = self.ty(pos.ty) else {
                 tabs(&mut self.out, cconf.indent);
@@ -1136,34 +1139,18 @@ impl<'m, 'a> Printer<'m, 'a> {
             cconf.first_member = last.is_none();
             let size = pos.byte_size;
             tabs(&mut self.out, cconf.indent);
-            self.member(id, i, false, pt, &cconf);
+            self.member(id, i, false, pt, cconf);
 
             if self.model.is_struct(pt) {
-                self.member_type_holes(pt, &mut member_types, &mut newline, cconf.indent);
+                self.member_type_holes(pt, &mut sums.member_types, newline, cconf.indent);
             }
-            // Holes after this member, as find_holes left them.
-            let (hole, bit_hole) = self
-                .model
-                .class(id)
-                .map_or((0, 0), |c| (c.members[i].hole, c.members[i].bit_hole));
-            if bit_hole != 0 {
-                self.newline_once(&mut newline);
-                self.out.push('\n');
-                self.hole_comment(cconf.indent, bit_hole as u32, "bit");
-                sum_bit_holes += bit_hole as u32;
-            }
-            if hole > 0 {
-                self.newline_once(&mut newline);
-                self.out.push('\n');
-                self.hole_comment(cconf.indent, hole as u32, "byte");
-                sum_holes += hole as u32;
-            }
+            self.holes_after(id, i, cconf.indent, newline, sums);
             self.out.push('\n');
 
             if pos.bitfield_size != 0 {
-                sum_bits += pos.bitfield_size as u32;
+                sums.sum_bits += pos.bitfield_size as u32;
             } else {
-                sum_bytes = sum_bytes.wrapping_add(pos.byte_size as u32);
+                sums.sum_bytes = sums.sum_bytes.wrapping_add(pos.byte_size as u32);
             }
             // The size of the storage the next member may share: reset on
             // the first member, after a zero-sized one, at a new offset, and
@@ -1181,10 +1168,87 @@ impl<'m, 'a> Printer<'m, 'a> {
             }
             last = Some(i);
         }
+        last
+    }
 
-        let Some(c) = self.model.class(id).cloned() else {
-            return;
-        };
+    /// Before member `pos` when member `l` before it shares its storage
+    /// (`last_size` bytes): the bits left unused by `l` spelled as an
+    /// anonymous bitfield, and whether the two bitfields are combined.
+    /// False when `pos`'s type is missing (reported).
+    fn bitfield_notes(
+        &mut self,
+        l: &Member,
+        pos: &Member,
+        last_size: u64,
+        cconf: &Conf,
+        newline: &mut u32,
+    ) -> bool {
+        if l.bit_hole != 0 && pos.bitfield_size != 0 {
+            let mut bitfield_size = l.bit_hole;
+            let Some(pt) = self.ty(pos.ty) else {
+                tabs(&mut self.out, cconf.indent);
+                self.not_found("__class__fprintf", 1756, pos.ty);
+                return false;
+            };
+            if l.byte_offset != pos.byte_offset {
+                self.out.push('\n');
+                tabs(&mut self.out, cconf.indent);
+                self.out
+                    .push_str("/* Force alignment to the next boundary: */\n");
+                bitfield_size = 0;
+            }
+            tabs(&mut self.out, cconf.indent);
+            self.type_fprintf(Some(pt), Some(""), cconf);
+            let _ = writeln!(self.out, ":{bitfield_size};");
+        }
+        if pos.byte_offset < l.byte_offset
+            || (pos.byte_offset == l.byte_offset && l.bitfield_size == 0 && pos.bitfield_size != 0)
+        {
+            self.newline_once(newline);
+            tabs(&mut self.out, cconf.indent);
+            self.out
+                .push_str("/* Bitfield combined with previous fields */\n");
+        } else {
+            let cc_last_size = pos.byte_offset as i64 - l.byte_offset as i64;
+            if cc_last_size > 0 && (cc_last_size as u64) < last_size {
+                self.newline_once(newline);
+                tabs(&mut self.out, cconf.indent);
+                self.out
+                    .push_str("/* Bitfield combined with next fields */\n");
+            }
+        }
+        true
+    }
+
+    /// The holes after member `i` of struct `id`, as find_holes left them.
+    fn holes_after(
+        &mut self,
+        id: TypeId,
+        i: usize,
+        indent: i32,
+        newline: &mut u32,
+        sums: &mut ClassSums,
+    ) {
+        let (hole, bit_hole) = self
+            .model
+            .class(id)
+            .map_or((0, 0), |c| (c.members[i].hole, c.members[i].bit_hole));
+        if bit_hole != 0 {
+            self.newline_once(newline);
+            self.out.push('\n');
+            self.hole_comment(indent, bit_hole as u32, "bit");
+            sums.sum_bit_holes += bit_hole as u32;
+        }
+        if hole > 0 {
+            self.newline_once(newline);
+            self.out.push('\n');
+            self.hole_comment(indent, hole as u32, "byte");
+            sums.sum_holes += hole as u32;
+        }
+    }
+
+    /// Trailing padding spelled as bitfields of the last member's type.
+    fn force_padding(&mut self, c: &Class, last: Option<usize>, cconf: &Conf) {
         let holes = c.holes;
         // Only DWARF says which alignments were forced: with it, pahole
         // spells trailing padding after a power-of-two-sized member as
@@ -1210,158 +1274,177 @@ impl<'m, 'a> Printer<'m, 'a> {
                     let mut added = 0u64;
                     while added < holes.padding as u64 {
                         tabs(&mut self.out, cconf.indent);
-                        self.type_fprintf(self.ty(lty), Some(""), &cconf);
+                        self.type_fprintf(self.ty(lty), Some(""), cconf);
                         let _ = writeln!(self.out, ":{bit_size};");
                         added += size;
                     }
                 }
             }
         }
+    }
 
-        if cconf.emit_stats {
-            let cachelines = self.model.size(id).div_ceil(self.cacheline_size as u64);
+    /// The statistics after a top-level struct: size, sums, holes and
+    /// paddings, then what its member types have of them.
+    fn class_stats(&mut self, id: TypeId, c: &Class, cconf: &Conf, sums: &ClassSums) {
+        let holes = c.holes;
+        let ClassSums {
+            sum_bytes,
+            sum_bits,
+            sum_holes,
+            sum_bit_holes,
+            ..
+        } = *sums;
+        let cachelines = self.model.size(id).div_ceil(self.cacheline_size as u64);
+        self.out.push('\n');
+        tabs(&mut self.out, cconf.indent);
+        let _ = writeln!(
+            self.out,
+            "/* size: {}, cachelines: {cachelines}, members: {} */",
+            c.size as i32,
+            c.members.len() as u16
+        );
+        if sum_holes > 0 || sum_bit_holes > 0 {
+            if sum_bytes > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = write!(self.out, "/* sum members: {sum_bytes}");
+                if sum_holes > 0 {
+                    let _ = write!(
+                        self.out,
+                        ", holes: {}, sum holes: {sum_holes}",
+                        holes.nr_holes
+                    );
+                }
+                self.out.push_str(" */\n");
+            }
+            if sum_bits > 0 {
+                tabs(&mut self.out, cconf.indent);
+                let _ = write!(self.out, "/* sum bitfield members: {sum_bits} bits");
+                if sum_bit_holes > 0 {
+                    let _ = write!(
+                        self.out,
+                        ", bit holes: {}, sum bit holes: {sum_bit_holes} bits",
+                        holes.nr_bit_holes
+                    );
+                } else {
+                    let _ = write!(self.out, " ({} bytes)", sum_bits / 8);
+                }
+                self.out.push_str(" */\n");
+            }
+        }
+        if holes.padding > 0 {
+            tabs(&mut self.out, cconf.indent);
+            let _ = writeln!(self.out, "/* padding: {} */", holes.padding);
+        }
+        self.member_types_stats(&sums.member_types, cconf.indent);
+        if holes.bit_padding > 0 {
+            tabs(&mut self.out, cconf.indent);
+            let _ = writeln!(self.out, "/* bit_padding: {} bits */", holes.bit_padding);
+        }
+        self.forced_alignment_stats(sums, cconf.indent);
+        self.flexible_array_stats(&sums.member_types, cconf.indent);
+        let last_cacheline = cconf.base_offset.wrapping_add(c.size) % self.cacheline_size;
+        if last_cacheline != 0 {
+            tabs(&mut self.out, cconf.indent);
+            let _ = writeln!(self.out, "/* last cacheline: {last_cacheline} bytes */");
+        }
+        let size_diff = (c.size as i64) * 8
+            - (sum_bytes as i64 * 8
+                + sum_bits as i64
+                + sum_holes as i64 * 8
+                + sum_bit_holes as i64
+                + holes.padding as i64 * 8
+                + holes.bit_padding as i64);
+        let size_diff = size_diff as i32;
+        if size_diff != 0 && !c.members.is_empty() {
             self.out.push('\n');
             tabs(&mut self.out, cconf.indent);
             let _ = writeln!(
                 self.out,
-                "/* size: {}, cachelines: {cachelines}, members: {} */",
-                c.size as i32,
-                c.members.len() as u16
+                "/* BRAIN FART ALERT! {} bytes != {sum_bytes} (member bytes) + {sum_bits} (member bits) + {sum_holes} (byte holes) + {sum_bit_holes} (bit holes), diff = {size_diff} bits */",
+                c.size as i32
             );
-            if sum_holes > 0 || sum_bit_holes > 0 {
-                if sum_bytes > 0 {
-                    tabs(&mut self.out, cconf.indent);
-                    let _ = write!(self.out, "/* sum members: {sum_bytes}");
-                    if sum_holes > 0 {
-                        let _ = write!(
-                            self.out,
-                            ", holes: {}, sum holes: {sum_holes}",
-                            holes.nr_holes
-                        );
-                    }
-                    self.out.push_str(" */\n");
-                }
-                if sum_bits > 0 {
-                    tabs(&mut self.out, cconf.indent);
-                    let _ = write!(self.out, "/* sum bitfield members: {sum_bits} bits");
-                    if sum_bit_holes > 0 {
-                        let _ = write!(
-                            self.out,
-                            ", bit holes: {}, sum bit holes: {sum_bit_holes} bits",
-                            holes.nr_bit_holes
-                        );
+        }
+    }
+
+    /// What the member types have of holes, bit holes and paddings.
+    fn member_types_stats(&mut self, mt: &MemberTypesHoles, indent: i32) {
+        if mt.nr_with_holes > 0 || mt.nr_with_bit_holes > 0 || mt.nr_with_bit_paddings > 0 {
+            tabs(&mut self.out, indent);
+            let mut parts = Vec::new();
+            if mt.nr_with_holes > 0 {
+                parts.push(format!(
+                    "holes: {}, total: {}",
+                    mt.nr_with_holes, mt.total_nr_holes
+                ));
+            }
+            if mt.nr_with_bit_holes > 0 {
+                parts.push(format!(
+                    "bit holes: {}, total: {}",
+                    mt.nr_with_bit_holes, mt.total_nr_bit_holes
+                ));
+            }
+            if mt.nr_with_bit_paddings > 0 {
+                parts.push(format!(
+                    "bit paddings: {}, total: {} bit{}",
+                    mt.nr_with_bit_paddings,
+                    mt.sum_bit_paddings,
+                    if mt.sum_bit_paddings > 1 { "s" } else { "" }
+                ));
+            }
+            let _ = writeln!(self.out, "/* member types with {} */", parts.join(", "));
+        }
+        if mt.nr_paddings > 0 {
+            tabs(&mut self.out, indent);
+            let _ = writeln!(
+                self.out,
+                "/* paddings: {}, sum paddings: {} */",
+                mt.nr_paddings, mt.sum_paddings
+            );
+        }
+    }
+
+    /// Members whose alignment was forced, and the holes that made.
+    fn forced_alignment_stats(&mut self, sums: &ClassSums, indent: i32) {
+        let ClassSums {
+            nr_forced_alignments,
+            nr_forced_alignment_holes,
+            sum_forced_alignment_holes,
+            ..
+        } = *sums;
+        if nr_forced_alignments != 0 {
+            tabs(&mut self.out, indent);
+            let _ = write!(self.out, "/* forced alignments: {nr_forced_alignments}");
+            if nr_forced_alignment_holes != 0 {
+                let _ = write!(
+                    self.out,
+                    ", forced holes: {nr_forced_alignment_holes}, sum forced holes: {sum_forced_alignment_holes}"
+                );
+            }
+            self.out.push_str(" */\n");
+        }
+    }
+
+    /// Member types with a flexible array at their end or inside.
+    fn flexible_array_stats(&mut self, mt: &MemberTypesHoles, indent: i32) {
+        if mt.nr_flexible_array_members > 0 || mt.nr_embedded_flexible_array_members > 0 {
+            tabs(&mut self.out, indent);
+            self.out.push_str("/* flexible array members: ");
+            if mt.nr_flexible_array_members > 0 {
+                let _ = write!(self.out, "end: {}", mt.nr_flexible_array_members);
+            }
+            if mt.nr_embedded_flexible_array_members > 0 {
+                let _ = write!(
+                    self.out,
+                    "{}middle: {}",
+                    if mt.nr_flexible_array_members > 0 {
+                        ", "
                     } else {
-                        let _ = write!(self.out, " ({} bytes)", sum_bits / 8);
-                    }
-                    self.out.push_str(" */\n");
-                }
-            }
-            if holes.padding > 0 {
-                tabs(&mut self.out, cconf.indent);
-                let _ = writeln!(self.out, "/* padding: {} */", holes.padding);
-            }
-            let mt = &member_types;
-            if mt.nr_with_holes > 0 || mt.nr_with_bit_holes > 0 || mt.nr_with_bit_paddings > 0 {
-                tabs(&mut self.out, cconf.indent);
-                let mut parts = Vec::new();
-                if mt.nr_with_holes > 0 {
-                    parts.push(format!(
-                        "holes: {}, total: {}",
-                        mt.nr_with_holes, mt.total_nr_holes
-                    ));
-                }
-                if mt.nr_with_bit_holes > 0 {
-                    parts.push(format!(
-                        "bit holes: {}, total: {}",
-                        mt.nr_with_bit_holes, mt.total_nr_bit_holes
-                    ));
-                }
-                if mt.nr_with_bit_paddings > 0 {
-                    parts.push(format!(
-                        "bit paddings: {}, total: {} bit{}",
-                        mt.nr_with_bit_paddings,
-                        mt.sum_bit_paddings,
-                        if mt.sum_bit_paddings > 1 { "s" } else { "" }
-                    ));
-                }
-                let _ = writeln!(self.out, "/* member types with {} */", parts.join(", "));
-            }
-            if mt.nr_paddings > 0 {
-                tabs(&mut self.out, cconf.indent);
-                let _ = writeln!(
-                    self.out,
-                    "/* paddings: {}, sum paddings: {} */",
-                    mt.nr_paddings, mt.sum_paddings
+                        ""
+                    },
+                    mt.nr_embedded_flexible_array_members
                 );
             }
-            if holes.bit_padding > 0 {
-                tabs(&mut self.out, cconf.indent);
-                let _ = writeln!(self.out, "/* bit_padding: {} bits */", holes.bit_padding);
-            }
-            if nr_forced_alignments != 0 {
-                tabs(&mut self.out, cconf.indent);
-                let _ = write!(self.out, "/* forced alignments: {nr_forced_alignments}");
-                if nr_forced_alignment_holes != 0 {
-                    let _ = write!(
-                        self.out,
-                        ", forced holes: {nr_forced_alignment_holes}, sum forced holes: {sum_forced_alignment_holes}"
-                    );
-                }
-                self.out.push_str(" */\n");
-            }
-            if mt.nr_flexible_array_members > 0 || mt.nr_embedded_flexible_array_members > 0 {
-                tabs(&mut self.out, cconf.indent);
-                self.out.push_str("/* flexible array members: ");
-                if mt.nr_flexible_array_members > 0 {
-                    let _ = write!(self.out, "end: {}", mt.nr_flexible_array_members);
-                }
-                if mt.nr_embedded_flexible_array_members > 0 {
-                    let _ = write!(
-                        self.out,
-                        "{}middle: {}",
-                        if mt.nr_flexible_array_members > 0 {
-                            ", "
-                        } else {
-                            ""
-                        },
-                        mt.nr_embedded_flexible_array_members
-                    );
-                }
-                self.out.push_str(" */\n");
-            }
-            let last_cacheline = cconf.base_offset.wrapping_add(c.size) % self.cacheline_size;
-            if last_cacheline != 0 {
-                tabs(&mut self.out, cconf.indent);
-                let _ = writeln!(self.out, "/* last cacheline: {last_cacheline} bytes */");
-            }
-            let size_diff = (c.size as i64) * 8
-                - (sum_bytes as i64 * 8
-                    + sum_bits as i64
-                    + sum_holes as i64 * 8
-                    + sum_bit_holes as i64
-                    + holes.padding as i64 * 8
-                    + holes.bit_padding as i64);
-            let size_diff = size_diff as i32;
-            if size_diff != 0 && !c.members.is_empty() {
-                self.out.push('\n');
-                tabs(&mut self.out, cconf.indent);
-                let _ = writeln!(
-                    self.out,
-                    "/* BRAIN FART ALERT! {} bytes != {sum_bytes} (member bytes) + {sum_bits} (member bits) + {sum_holes} (byte holes) + {sum_bit_holes} (bit holes), diff = {size_diff} bits */",
-                    c.size as i32
-                );
-            }
-        }
-        tabs(&mut self.out, indent);
-        self.out.push('}');
-        if c.is_packed {
-            self.out.push_str(" __attribute__((__packed__))");
-        }
-        if let Some(s) = &cconf.suffix {
-            let _ = write!(self.out, " {s}");
-        }
-        if c.alignment != 0 && !c.is_packed {
-            let _ = write!(self.out, " __attribute__((__aligned__({})))", c.alignment);
+            self.out.push_str(" */\n");
         }
     }
 }
