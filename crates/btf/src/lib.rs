@@ -20,6 +20,9 @@
 //!
 //! [`encoder_hooks`] is for btfkit's DWARF encoder only.
 
+// Other projects use this crate: every public item says what it is.
+#![warn(missing_docs)]
+
 // Library code handles bytes from files: a panic there is a bug.
 
 pub mod addr_tag;

@@ -204,9 +204,11 @@ pub enum Rules {
 pub struct DedupStats {
     /// Own types before and after.
     pub types_in: u32,
+    /// Own types after.
     pub types_out: u32,
     /// Own string section bytes before and after.
     pub strings_in: u32,
+    /// Own string section bytes after.
     pub strings_out: u32,
 }
 

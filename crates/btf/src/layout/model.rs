@@ -18,64 +18,112 @@ use crate::{Btf, TypeData, TypeId};
 pub enum Node<'a> {
     /// `DW_TAG_base_type`: BTF INT or FLOAT.
     Base {
+        /// The type's name (`int`, `unsigned char`); `None` when anonymous.
         name: Option<&'a str>,
+        /// Size in bits: a BTF INT's value bits (`BTF_INT_BITS`), 8 × a FLOAT's
+        /// size in bytes, 8 × DW_AT_byte_size from DWARF. [`Model::size`] is
+        /// `bits / 8` bytes.
         bits: u32,
+        /// pahole's `base_type.is_bool`: the name prints as `bool NAME`.
+        /// pahole's BTF loader never sets it (it keeps `BTF_INT_BOOL` in a
+        /// one-bit field), nor does btfkit's DWARF loader.
         is_bool: bool,
+        /// A BTF FLOAT: pahole's `__tag__name` prints its name as
+        /// `single NAME`.
         is_float: bool,
     },
+    /// A pointer to the type id (0: `void *`); [`Model::addr_size`] bytes.
     Pointer(TypeId),
+    /// `const` of the type id (0: `void`).
     Const(TypeId),
+    /// `volatile` of the type id (0: `void`).
     Volatile(TypeId),
+    /// `restrict` of the type id (0: `void`).
     Restrict(TypeId),
+    /// A typedef (`DW_TAG_typedef`, BTF TYPEDEF).
     Typedef {
+        /// The typedef's name.
         name: Option<&'a str>,
+        /// The type it names (0: `void`).
         ty: TypeId,
     },
     /// BTF has one dimension per array type; DWARF keeps them together.
     Array {
+        /// The element type, under all the dimensions.
         elem: TypeId,
+        /// Element counts, outermost first (`int m[2][3]` has `[2, 3]`); a 0 is
+        /// a flexible or zero-length array.
         dims: Vec<u32>,
     },
     /// A struct, union or forward declaration of one.
     Class(Class<'a>),
+    /// An enumeration (`DW_TAG_enumeration_type`, BTF ENUM or ENUM64).
     Enum {
+        /// The enum's tag name; `None` when anonymous.
         name: Option<&'a str>,
         /// Size in bits (pahole keeps enum sizes in bits).
         bits: u32,
-        /// Values print as signed (DWARF says so; pahole's BTF loader never does).
+        /// Values print as signed: the enum's base type is signed (DWARF), or
+        /// its kind_flag is set (BTF; pahole's BTF loader reads it from 1.26 on).
         signed: bool,
+        /// The enumerators in order, each a name and its value's 64 bits (a
+        /// signed 32-bit value sign-extended); read as signed when `signed`.
         values: Vec<(Option<&'a str>, u64)>,
     },
+    /// A function prototype (`DW_TAG_subroutine_type`, BTF FUNC_PROTO).
     FuncProto {
+        /// The return type (0: `void`).
         ret: TypeId,
+        /// The parameters in order, each a name (`None` when unnamed) and a
+        /// type, without the trailing `...`.
         params: Vec<(Option<&'a str>, TypeId)>,
         /// A trailing `...`.
         unspec: bool,
     },
+    /// A function (BTF FUNC, `DW_TAG_subprogram`): kept so that its id
+    /// resolves; the layout view prints none.
     Func {
+        /// The function's name.
         name: Option<&'a str>,
     },
+    /// A variable (BTF VAR, `DW_TAG_variable`): kept so that its id
+    /// resolves; the layout view prints none.
     Variable {
+        /// The variable's name.
         name: Option<&'a str>,
     },
 }
 
+/// pahole's `struct class` (with its `struct type`): a struct, a union or a
+/// forward declaration of one, with what pahole derives from it: holes, natural
+/// alignment, `__packed__`.
 #[derive(Clone, Debug)]
 pub struct Class<'a> {
+    /// The tag name; `None` when anonymous.
     pub name: Option<&'a str>,
+    /// A union (or a forward declaration of one); otherwise a struct.
     pub is_union: bool,
+    /// A forward declaration (BTF FWD, DW_AT_declaration): no size, no members.
     pub declaration: bool,
     /// Defined at the top of its unit, not inside a function or another
     /// type: pahole lists only those when printing every struct.
     pub top_level: bool,
+    /// Size in bytes (BTF's `size`, DW_AT_byte_size); 0 for a declaration.
     pub size: u32,
+    /// The members in declaration order.
     pub members: Vec<Member<'a>>,
     /// `__aligned__` of the type itself: inferred for BTF, DW_AT_alignment for DWARF.
     pub alignment: u32,
     /// Holes found by [`Model::find_holes`]; valid once `holes_searched`.
     pub holes: Holes,
+    /// [`Model::find_holes`] has run: `holes` and the members' `hole` and
+    /// `bit_hole` are valid.
     pub holes_searched: bool,
+    /// Printed with `__attribute__((__packed__))`: guessed by
+    /// [`Model::infer_packed`], or marked by a struct or union that holds this
+    /// one at an offset its alignment forbids (see the module doc).
     pub is_packed: bool,
+    /// `is_packed` is settled (guessed or marked) and is not guessed again.
     pub packed_inferred: bool,
     /// 0 until computed (pahole's `type->natural_alignment`).
     pub natural_alignment: u32,
@@ -116,27 +164,65 @@ impl<'a> Class<'a> {
 /// counters wrap as pahole's do.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Holes {
+    /// How many byte holes the struct has, the one before the first member
+    /// included (the `holes: N` of pahole's `/* sum members: ... */` line).
     pub nr_holes: u8,
+    /// How many bit holes the struct has: unused bits of a bitfield's storage
+    /// unit before the next member (the `bit holes: N` of
+    /// `/* sum bitfield members: ... */`).
     pub nr_bit_holes: u8,
+    /// Bytes of hole before the first member
+    /// (`/* XXX N bytes hole, try to pack */` above it).
     pub pre_hole: u16,
+    /// Bits of hole before the first member
+    /// (`/* XXX N bits hole, try to pack */` above it).
     pub pre_bit_hole: u8,
+    /// Bytes from the end of the last member to the struct's size (pahole's
+    /// `/* padding: N */`).
     pub padding: u16,
+    /// Unused bits at the end of a trailing bitfield's storage unit (pahole's
+    /// `/* bit_padding: N bits */`).
     pub bit_padding: u8,
 }
 
 /// pahole's `struct class_member`, after its loader's fixups.
 #[derive(Clone, Debug)]
 pub struct Member<'a> {
+    /// The member's name; `None` for an anonymous struct or union member.
     pub name: Option<&'a str>,
+    /// The member's type id.
     pub ty: TypeId,
+    /// Offset in bits from the start of the containing struct or union (BTF's
+    /// member offset, DW_AT_data_bit_offset, or 8 ×
+    /// DW_AT_data_member_location).
     pub bit_offset: u32,
+    /// Size in bits of the member's type, 8 × `byte_size`: for a bitfield, its
+    /// storage unit's size, not its width (that is `bitfield_size`). 0 until a
+    /// loader's fixups set it.
     pub bit_size: u32,
+    /// Offset in bytes of the member, or of a bitfield's storage unit, from the
+    /// start of the containing struct or union: the offset pahole prints.
     pub byte_offset: u32,
+    /// Size in bytes of the member's type, or of a bitfield's storage unit
+    /// (`tag__size`): the size pahole prints. 0 until a loader's fixups set it.
     pub byte_size: u64,
+    /// Where a bitfield starts in its storage unit at `byte_offset`, in bits
+    /// from the unit's first bit: the `:N` after the offset pahole prints. 0
+    /// for other members; negative means the unit before (see
+    /// [`Member::wrap_negative_bitfield`]). An `int8_t`, as in pahole.
     pub bitfield_offset: i8,
+    /// Width in bits of a bitfield (`int x:3` has 3); 0 for a member that is
+    /// not one.
     pub bitfield_size: u8,
+    /// `__aligned__` value in bytes printed after the member, 0 for none:
+    /// DW_AT_alignment from DWARF, guessed by [`infer_alignment`] from BTF
+    /// offsets.
     pub alignment: u32,
+    /// Bytes of hole after this member, before the next
+    /// (`/* XXX N bytes hole, try to pack */`); set by [`Model::find_holes`].
     pub hole: u16,
+    /// Bits of hole after this member, before the next
+    /// (`/* XXX N bits hole, try to pack */`); set by [`Model::find_holes`].
     pub bit_hole: u8,
 }
 
@@ -160,8 +246,14 @@ impl Member<'_> {
     }
 }
 
+/// pahole's view of every type of one BTF object (or of what a DWARF loader
+/// read), by type id, with the state pahole's guesses leave behind (see the
+/// module doc).
 pub struct Model<'a> {
+    /// One node per type id: index 0 (`void`) and the kinds pahole does not
+    /// load (DATASEC, DECL_TAG, TYPE_TAG, ...) are `None`.
     pub nodes: Vec<Option<Node<'a>>>,
+    /// The size of a pointer in bytes ([`Model::new`] takes 8).
     pub addr_size: u32,
 }
 
@@ -198,10 +290,13 @@ impl<'a> Model<'a> {
         model
     }
 
+    /// The node of type `id`; `None` for `void`, an id out of range or a kind
+    /// pahole does not load.
     pub fn get(&self, id: TypeId) -> Option<&Node<'a>> {
         self.nodes.get(id as usize)?.as_ref()
     }
 
+    /// The struct or union (or forward declaration of one) `id`, if it is one.
     pub fn class(&self, id: TypeId) -> Option<&Class<'a>> {
         match self.get(id)? {
             Node::Class(c) => Some(c),
@@ -217,14 +312,19 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// Whether `id` itself (no typedef followed) is a struct or a forward
+    /// declaration of one.
     pub fn is_struct(&self, id: TypeId) -> bool {
         self.class(id).is_some_and(|c| !c.is_union)
     }
 
+    /// Whether `id` itself (no typedef followed) is a union or a forward
+    /// declaration of one.
     pub fn is_union(&self, id: TypeId) -> bool {
         self.class(id).is_some_and(|c| c.is_union)
     }
 
+    /// Whether `id` itself (no typedef followed) is an enum.
     pub fn is_enum(&self, id: TypeId) -> bool {
         matches!(self.get(id), Some(Node::Enum { .. }))
     }

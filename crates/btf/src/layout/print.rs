@@ -61,15 +61,37 @@ pub struct Conf {
     /// `typedef` before an anonymous struct or union printed under its
     /// typedef's name (pahole's `conf.prefix`, top level only).
     pub typedef_prefix: bool,
+    /// What follows a struct, union or enum body (` name;`): the member's or
+    /// typedef's name, `* name` for a pointer to an anonymous one. At the top level
+    /// only a typedef's name under `-a`.
     pub suffix: Option<String>,
+    /// Tabs before each line of the body (pahole prints at most 16).
     pub indent: i32,
+    /// Width in characters of a member line's type column: 26 at the top level,
+    /// narrowed by what a `const ` or pointer prefix already took.
     pub type_spacing: i32,
+    /// Width in characters of a member line's name column: with `type_spacing`,
+    /// where the `/* offset size */` comment starts (23 for a struct, 21 for a
+    /// union, 55 with `-E`).
     pub name_spacing: i32,
+    /// Print the statistics after the body
+    /// (`/* size: N, cachelines: N, members: N */`, holes, paddings): for the
+    /// top-level type, not for inline ones.
     pub emit_stats: bool,
+    /// Offsets from this type's own start rather than the top-level type's: set
+    /// for an anonymous struct reached through a pointer, which is not laid out
+    /// inside the outer one.
     pub rel_offset: bool,
+    /// Byte offset of this inline struct or union within the top-level type,
+    /// added to its member offsets unless `rel_offset`.
     pub base_offset: u32,
+    /// The members being printed are a union's: a zero-length array among
+    /// them prints `[0]`, never `[]`.
     pub union_member: bool,
+    /// The member being printed is the first of its struct.
     pub first_member: bool,
+    /// The member being printed is the last of its struct: a zero-length array
+    /// there prints `[]` (a flexible array), unless it is also the first.
     pub last_member: bool,
     /// Index of the shared "current cache line" counter (`cachelinep`).
     pub cacheline: Option<usize>,
@@ -101,12 +123,21 @@ impl Conf {
     }
 }
 
+/// Prints pahole's layout view of a [`Model`]'s types into `out`, one top-level
+/// type per [`Printer::top_level`] call.
 pub struct Printer<'m, 'a> {
+    /// The types; printing runs pahole's guesses (holes, `__packed__`) on them,
+    /// so they change as types are printed, as in pahole.
     pub model: &'m mut Model<'a>,
+    /// The text printed so far.
     pub out: String,
+    /// Cache line size in bytes (at least 1), for the
+    /// `/* --- cacheline N boundary (M bytes) --- */` lines and the
+    /// `cachelines:` count.
     pub cacheline_size: u32,
     /// DWARF has alignment attributes: pahole then prints forced paddings.
     pub has_alignment_info: bool,
+    /// pahole's view flags (`--hex`, `-E`).
     pub view: View,
     /// Where the top-level type being printed starts in `out`.
     type_start: usize,
@@ -194,6 +225,9 @@ fn plural(n: u32) -> &'static str {
 }
 
 impl<'m, 'a> Printer<'m, 'a> {
+    /// A printer with no text yet and default [`View`] flags. `cacheline_size`
+    /// is in bytes (0 counts as 1); `has_alignment_info` when the model came
+    /// from DWARF.
     pub fn new(model: &'m mut Model<'a>, cacheline_size: u32, has_alignment_info: bool) -> Self {
         Printer {
             model,

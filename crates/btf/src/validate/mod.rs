@@ -134,6 +134,8 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// The rule's short name (`kind-flag`, `type-id`), as
+    /// [`Display`](fmt::Display) prints it.
     pub fn as_str(self) -> &'static str {
         match self {
             Rule::Header => "header",
@@ -170,12 +172,16 @@ impl fmt::Display for Rule {
 /// One broken rule: which type (0 for the blob as a whole), which rule, and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// The type at fault; 0 for the blob as a whole (header, sections,
+    /// strings).
     pub id: TypeId,
     /// The type's kind ("STRUCT"), empty for the blob as a whole.
     pub kind: &'static str,
     /// The type's name, empty when anonymous.
     pub name: String,
+    /// The rule broken.
     pub rule: Rule,
+    /// What is wrong, in words.
     pub detail: String,
 }
 
