@@ -4,6 +4,8 @@
 
 use std::io::{Read, Write};
 
+use crate::Error;
+
 /// The most bytes a compressed file may decompress to: more than any
 /// vmlinux with DWARF (~600 MB), less than a corrupt stream could claim.
 const MAX_SIZE: u64 = 4 << 30;
@@ -44,26 +46,29 @@ impl Codec {
 
 /// `data` decompressed, if it is a compressed file (`None` otherwise). The
 /// error says which codec failed and why.
-pub fn decompress(data: &[u8]) -> Option<Result<Vec<u8>, String>> {
+pub fn decompress(data: &[u8]) -> Option<Result<Vec<u8>, Error>> {
+    type Cause = Box<dyn std::error::Error + Send + Sync>;
     let codec = Codec::of(data)?;
     let mut out = Capped(Vec::new());
-    let result = match codec {
-        Codec::Xz => lzma_rs::xz_decompress(&mut &data[..], &mut out).map_err(|e| e.to_string()),
+    let result: Result<(), Cause> = match codec {
+        Codec::Xz => lzma_rs::xz_decompress(&mut &data[..], &mut out).map_err(Cause::from),
         Codec::Zstd => ruzstd::decoding::StreamingDecoder::new(data)
-            .map_err(|e| e.to_string())
+            .map_err(Cause::from)
             .and_then(|mut d| copy(&mut d, &mut out)),
         // Multi-member, as gzip(1) writes and reads concatenated files.
         Codec::Gzip => copy(&mut flate2::read::MultiGzDecoder::new(data), &mut out),
     };
-    Some(
-        result
-            .map(|()| out.0)
-            .map_err(|e| format!("{}-compressed file: {e}", codec.name())),
-    )
+    Some(result.map(|()| out.0).map_err(|error| Error::Decompress {
+        codec: codec.name(),
+        error,
+    }))
 }
 
-fn copy(from: &mut impl Read, to: &mut Capped) -> Result<(), String> {
-    std::io::copy(from, to).map(drop).map_err(|e| e.to_string())
+fn copy(
+    from: &mut impl Read,
+    to: &mut Capped,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    std::io::copy(from, to).map(drop).map_err(Into::into)
 }
 
 /// A `Vec` that refuses to grow past [`MAX_SIZE`].
@@ -109,7 +114,10 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&[7u8; 4096]).unwrap();
         let gz = gz.finish().unwrap();
-        let err = decompress(&gz[..gz.len() / 2]).unwrap().unwrap_err();
+        let err = decompress(&gz[..gz.len() / 2])
+            .unwrap()
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("gzip-compressed file"), "{err}");
     }
 }

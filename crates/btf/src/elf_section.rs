@@ -13,6 +13,8 @@ use std::borrow::Cow;
 
 use object::{CompressionFormat, ObjectSection};
 
+use crate::Error;
+
 /// Most bytes one compressed byte of `format` decodes to; `None` for a
 /// format object does not decompress (it says so itself).
 fn max_ratio(format: CompressionFormat) -> Option<u64> {
@@ -23,19 +25,14 @@ fn max_ratio(format: CompressionFormat) -> Option<u64> {
     }
 }
 
-/// The bytes of `section`, decompressed if need be. The error says what is
-/// wrong in the section, for a message that names the file and section.
-pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, String> {
+/// The bytes of `section`, decompressed if need be.
+pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Error> {
     let compressed = section.compressed_data().map_err(|e| {
         // object says "Invalid compressed data size or offset" of any
         // section whose bytes are not in the file: say where they were.
         match section.file_range().filter(|_| section.data().is_err()) {
-            Some((offset, size)) => {
-                format!(
-                    "data at file offset {offset:#x} ({size} bytes) lies past the end of the file"
-                )
-            }
-            None => e.to_string(),
+            Some((offset, size)) => Error::SectionPastEnd { offset, size },
+            None => Error::Elf(e),
         }
     })?;
     if compressed.format == CompressionFormat::None {
@@ -45,12 +42,12 @@ pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Strin
     if max_ratio(compressed.format)
         .is_some_and(|r| compressed.uncompressed_size > len.saturating_mul(r))
     {
-        return Err(format!(
-            "compressed section claims {} bytes, more than its {} compressed bytes can hold",
-            compressed.uncompressed_size, len
-        ));
+        return Err(Error::CompressedClaim {
+            claimed: compressed.uncompressed_size,
+            compressed: len,
+        });
     }
-    compressed.decompress().map_err(|e| e.to_string())
+    compressed.decompress().map_err(Error::Elf)
 }
 
 #[cfg(test)]

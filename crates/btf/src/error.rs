@@ -107,10 +107,94 @@ pub enum Error {
     /// version returns it.
     #[error("too many types (more than {0})")]
     TooManyTypes(u32),
-    /// The file is not a readable ELF file, or its `.BTF` section cannot be
-    /// read (compressed with an unknown codec, past the end of the file).
+    /// The file is not an ELF file the object crate reads, or a section of
+    /// it cannot be read (compressed with an unknown codec, say).
     #[error("ELF: {0}")]
-    Elf(String),
+    Elf(object::read::Error),
+    /// A section's bytes lie past the end of the file (a truncated file).
+    #[error("data at file offset {offset:#x} ({size} bytes) lies past the end of the file")]
+    SectionPastEnd {
+        /// The section's file offset.
+        offset: u64,
+        /// Its size in the file, in bytes.
+        size: u64,
+    },
+    /// The `.BTF` section lies past the end of the file.
+    #[error(".BTF at {offset:#x} ({size} bytes) is past the end of the file")]
+    BtfPastEnd {
+        /// The section's file offset.
+        offset: u64,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// A compressed section's header claims more bytes than its data can
+    /// decompress to (a corrupt header; refused before allocating).
+    #[error("compressed section claims {claimed} bytes, more than its {compressed} compressed bytes can hold")]
+    CompressedClaim {
+        /// The uncompressed size the header gives.
+        claimed: u64,
+        /// The compressed bytes there are.
+        compressed: u64,
+    },
+    /// A compressed file (`.ko.xz`, `.ko.zst`, `.ko.gz`) that does not
+    /// decompress.
+    #[error("{codec}-compressed file: {error}")]
+    Decompress {
+        /// "xz", "zstd" or "gzip".
+        codec: &'static str,
+        /// The decoder's error.
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file could not be opened or read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the operating system said.
+        error: std::io::Error,
+    },
+    /// A file was read, but what it holds is not BTF that parses.
+    #[error("{path}: {error}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong in it.
+        error: Box<Error>,
+    },
+    /// `bpf(BPF_BTF_LOAD)` failed with EPERM or EACCES: the process lacks
+    /// CAP_BPF (or CAP_SYS_ADMIN), or unprivileged BPF is disabled.
+    #[error("loading BTF into the kernel needs root or CAP_BPF: {0}")]
+    KernelPermission(std::io::Error),
+    /// The blob is larger than [`MAX_BTF_SIZE`](crate::kernel::MAX_BTF_SIZE);
+    /// it was not offered to the kernel.
+    #[error("the BTF is {size} bytes; BPF_BTF_LOAD takes at most {max}", max = crate::kernel::MAX_BTF_SIZE)]
+    KernelTooBig {
+        /// The blob's size in bytes.
+        size: usize,
+    },
+    /// `bpf()` failed with EPERM or EACCES while walking or reading the
+    /// kernel's BTF objects, which needs CAP_SYS_ADMIN.
+    #[error("reading the kernel's BTF objects needs root or CAP_SYS_ADMIN: {0}")]
+    LoadedPermission(std::io::Error),
+    /// No BTF object has this id (it was never loaded, or was freed since).
+    #[error("no BTF object with id {0} is loaded")]
+    NoSuchBtfId(u32),
+    /// Another `bpf()` command failed.
+    #[error("{what}: {error}")]
+    Bpf {
+        /// The command (`"BPF_BTF_GET_NEXT_ID"`...).
+        what: &'static str,
+        /// Its error.
+        error: std::io::Error,
+    },
+    /// The kernel's verifier refused the blob.
+    #[error("the kernel rejected the BTF: {error}")]
+    KernelRejected {
+        /// The error of the first, log-less load (EINVAL, mostly).
+        error: std::io::Error,
+        /// The verifier's verbose log, which says which type it refused and why.
+        log: String,
+    },
     /// The ELF file has no `.BTF` section (a kernel built without
     /// CONFIG_DEBUG_INFO_BTF, or an object pahole has not run over).
     #[error("ELF has no .BTF section")]

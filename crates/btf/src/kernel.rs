@@ -9,7 +9,7 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use crate::Btf;
+use crate::{Btf, Error};
 
 const BPF_BTF_LOAD: libc::c_long = 18;
 const BPF_LOG_LEVEL1: u32 = 1;
@@ -37,42 +37,19 @@ struct BtfLoadAttr {
     btf_token_fd: i32,
 }
 
-/// Why the kernel did not take a blob.
-#[derive(Debug, thiserror::Error)]
-pub enum KernelError {
-    /// `bpf()` failed with EPERM or EACCES: the process lacks CAP_BPF (or
-    /// CAP_SYS_ADMIN), or unprivileged BPF is disabled.
-    #[error("loading BTF into the kernel needs root or CAP_BPF: {0}")]
-    Permission(io::Error),
-    /// The blob is larger than [`MAX_BTF_SIZE`]; it was not offered.
-    #[error("the BTF is {size} bytes; BPF_BTF_LOAD takes at most {MAX_BTF_SIZE}")]
-    TooBig {
-        /// The blob's size in bytes.
-        size: usize,
-    },
-    /// The verifier refused the blob.
-    #[error("the kernel rejected the BTF: {error}")]
-    Rejected {
-        /// The error of the first, log-less load (EINVAL, mostly).
-        error: io::Error,
-        /// The verifier's verbose log, which says which type it refused and why.
-        log: String,
-    },
-}
-
 /// Loads `blob` with BPF_BTF_LOAD. On success the kernel's BTF object is
 /// kept for as long as the returned fd is open. On rejection, loads it again
 /// with a verbose log (growing the buffer until the whole log fits) and
 /// returns that log.
-pub fn load(blob: &[u8]) -> Result<OwnedFd, KernelError> {
+pub fn load(blob: &[u8]) -> Result<OwnedFd, Error> {
     if blob.len() > MAX_BTF_SIZE {
-        return Err(KernelError::TooBig { size: blob.len() });
+        return Err(Error::KernelTooBig { size: blob.len() });
     }
     // Without a log first: a verbose log of a whole vmlinux runs to tens of
     // megabytes and is only worth its cost when there is an error to explain.
     let error = match btf_load(blob, None) {
         Ok(fd) => return Ok(fd),
-        Err((e, _)) if is_permission(&e) => return Err(KernelError::Permission(e)),
+        Err((e, _)) if is_permission(&e) => return Err(Error::KernelPermission(e)),
         Err((e, _)) => e,
     };
     let mut size = LOG_START;
@@ -87,7 +64,7 @@ pub fn load(blob: &[u8]) -> Result<OwnedFd, KernelError> {
             Err(_) => {
                 let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
                 let log = String::from_utf8_lossy(&buf[..end]).into_owned();
-                return Err(KernelError::Rejected { error, log });
+                return Err(Error::KernelRejected { error, log });
             }
         }
     }

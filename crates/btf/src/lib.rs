@@ -57,9 +57,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use error::{Error, Result};
 pub use kind::Kind;
-pub use load::{
-    default_base, elf_btf_section, load_file, parse_any, read_blob, LoadError, SYSFS_VMLINUX,
-};
+pub use load::{default_base, elf_btf_section, load_file, parse_any, read_blob, SYSFS_VMLINUX};
 use strings::StringIndex;
 pub use types::{
     Arena, Array, Enum64Value, EnumValue, Loc, Member, Param, Records, Type, TypeData, TypeId,

@@ -10,29 +10,6 @@ use crate::{Btf, Error};
 /// The running kernel's BTF.
 pub const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
-/// An error in loading a file: which file, and what went wrong in it. The
-/// cause is part of the message and not also a chained source, so that
-/// `{:#}` (anyhow's chain) says it once.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The file could not be opened or read.
-    #[error("{path}: {error}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        error: std::io::Error,
-    },
-    /// The file was read but holds no BTF that parses (see [`Error`]).
-    #[error("{path}: {error}")]
-    Btf {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with its BTF.
-        error: Error,
-    },
-}
-
 fn is_elf(data: &[u8]) -> bool {
     data.starts_with(b"\x7fELF")
 }
@@ -41,9 +18,9 @@ fn is_elf(data: &[u8]) -> bool {
 /// needed (`SHF_COMPRESSED`). [`Error::Elf`] when `data` is not a readable
 /// ELF file, [`Error::NoBtfSection`] when it has no `.BTF`.
 pub fn elf_btf_section(data: &[u8]) -> Result<Vec<u8>, Error> {
-    let file = object::File::parse(data).map_err(|e| Error::Elf(e.to_string()))?;
+    let file = object::File::parse(data).map_err(Error::Elf)?;
     let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
-    let bytes = crate::elf_section::data(&section).map_err(Error::Elf)?;
+    let bytes = crate::elf_section::data(&section)?;
     Ok(bytes.into_owned())
 }
 
@@ -88,8 +65,8 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// (uncompressed, as every vmlinux has it) is not copied out, and the
 /// string and type sections stay mapped (see `bytes.rs`, `records.rs`).
 ///
-/// [`LoadError::Io`] when `path` (or the base) cannot be read;
-/// [`LoadError::Btf`] when it is not BTF, an ELF file without `.BTF`
+/// [`Error::Io`] when `path` (or the base) cannot be read;
+/// [`Error::File`] when it is not BTF, an ELF file without `.BTF`
 /// ([`Error::NoBtfSection`]), or split BTF without a base ([`Error::NeedsBase`]).
 /// Compressed files (`.ko.xz`) are not decompressed here: see
 /// [`compressed_file`](crate::compressed_file).
@@ -102,17 +79,17 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// let vmlinux = btf::load_file(Path::new(btf::SYSFS_VMLINUX), None)?;
 /// let ext4 = btf::load_file(Path::new("/sys/kernel/btf/ext4"), None)?;
 /// println!("{} + {} types", vmlinux.type_count(), ext4.type_count() - vmlinux.type_count());
-/// # Ok::<(), btf::LoadError>(())
+/// # Ok::<(), btf::Error>(())
 /// ```
-pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, LoadError> {
+pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, Error> {
     let base = match default_base(path, base) {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),
         None => None,
     };
     let data = FileData::open(path)?;
-    let err = |error| LoadError::Btf {
+    let err = |error| Error::File {
         path: path.to_owned(),
-        error,
+        error: Box::new(error),
     };
     match &data {
         FileData::Mapped(map, file) => match btf_range(map).map_err(err)? {
@@ -153,35 +130,33 @@ fn btf_range(data: &[u8]) -> Result<Option<std::ops::Range<usize>>, Error> {
     if !is_elf(data) {
         return Ok(Some(0..data.len()));
     }
-    let file = object::File::parse(data).map_err(|e| Error::Elf(e.to_string()))?;
+    let file = object::File::parse(data).map_err(Error::Elf)?;
     let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
-    let r = section
-        .compressed_file_range()
-        .map_err(|e| Error::Elf(e.to_string()))?;
+    let r = section.compressed_file_range().map_err(Error::Elf)?;
     if r.format != object::CompressionFormat::None {
         return Ok(None);
     }
-    let start = usize::try_from(r.offset).map_err(|e| Error::Elf(e.to_string()))?;
-    let len = usize::try_from(r.compressed_size).map_err(|e| Error::Elf(e.to_string()))?;
+    let past_end = || Error::BtfPastEnd {
+        offset: r.offset,
+        size: r.compressed_size,
+    };
+    let start = usize::try_from(r.offset).map_err(|_| past_end())?;
+    let len = usize::try_from(r.compressed_size).map_err(|_| past_end())?;
     let end = start
         .checked_add(len)
         .filter(|&end| end <= data.len())
-        .ok_or_else(|| {
-            Error::Elf(format!(
-                ".BTF at {start:#x} ({len} bytes) is past the end of the file"
-            ))
-        })?;
+        .ok_or_else(past_end)?;
     Ok(Some(start..end))
 }
 
 /// The BTF bytes of `path` as they are on disk: a raw file, or an ELF's
 /// `.BTF` section. For checks that look below the parsed model.
-pub fn read_blob(path: &Path) -> Result<Vec<u8>, LoadError> {
+pub fn read_blob(path: &Path) -> Result<Vec<u8>, Error> {
     let data = FileData::open(path)?;
     if is_elf(&data) {
-        elf_btf_section(&data).map_err(|error| LoadError::Btf {
+        elf_btf_section(&data).map_err(|error| Error::File {
             path: path.to_owned(),
-            error,
+            error: Box::new(error),
         })
     } else {
         Ok(data.to_vec())
@@ -197,9 +172,9 @@ enum FileData {
 }
 
 impl FileData {
-    fn open(path: &Path) -> Result<FileData, LoadError> {
+    fn open(path: &Path) -> Result<FileData, Error> {
         use std::io::Read;
-        let io = |error| LoadError::Io {
+        let io = |error| Error::Io {
             path: path.to_owned(),
             error,
         };
@@ -218,7 +193,10 @@ impl FileData {
         match crate::compressed_file::decompress(&data) {
             None => Ok(data),
             Some(Ok(bytes)) => Ok(FileData::Read(bytes)),
-            Some(Err(e)) => Err(io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
+            Some(Err(error)) => Err(Error::File {
+                path: path.to_owned(),
+                error: Box::new(error),
+            }),
         }
     }
 }

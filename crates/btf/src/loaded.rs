@@ -10,6 +10,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use crate::Error;
+
 const BPF_PROG_GET_NEXT_ID: libc::c_long = 11;
 const BPF_MAP_GET_NEXT_ID: libc::c_long = 12;
 const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
@@ -131,32 +133,12 @@ pub struct LoadedBtf {
     pub map_ids: Vec<u32>,
 }
 
-/// Why a loaded BTF object cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadedError {
-    /// `bpf()` failed with EPERM or EACCES: walking and reading BTF objects
-    /// needs CAP_SYS_ADMIN.
-    #[error("reading the kernel's BTF objects needs root or CAP_SYS_ADMIN: {0}")]
-    Permission(io::Error),
-    /// No BTF object has this id (it was never loaded, or was freed since).
-    #[error("no BTF object with id {0} is loaded")]
-    NoSuchId(u32),
-    /// Another `bpf()` command failed.
-    #[error("{what}: {error}")]
-    Bpf {
-        /// The command (`"BPF_BTF_GET_NEXT_ID"`...).
-        what: &'static str,
-        /// Its error.
-        error: io::Error,
-    },
-}
-
-fn bpf_err(what: &'static str) -> impl Fn(io::Error) -> LoadedError {
+fn bpf_err(what: &'static str) -> impl Fn(io::Error) -> Error {
     move |error| {
         if matches!(error.raw_os_error(), Some(libc::EPERM | libc::EACCES)) {
-            LoadedError::Permission(error)
+            Error::LoadedPermission(error)
         } else {
-            LoadedError::Bpf { what, error }
+            Error::Bpf { what, error }
         }
     }
 }
@@ -166,7 +148,7 @@ fn owners(
     next: libc::c_long,
     by_id: libc::c_long,
     btf_id_at: usize,
-) -> Result<Vec<(u32, u32)>, LoadedError> {
+) -> Result<Vec<(u32, u32)>, Error> {
     let what = if next == BPF_PROG_GET_NEXT_ID {
         "listing BPF programs"
     } else {
@@ -223,8 +205,8 @@ fn btf_info(fd: &OwnedFd, data: bool) -> io::Result<(BtfInfo, String, Vec<u8>)> 
 }
 
 /// Every BTF object loaded in the kernel, by id, with the programs and
-/// maps that use it. Needs CAP_SYS_ADMIN ([`LoadedError::Permission`]).
-pub fn list() -> Result<Vec<LoadedBtf>, LoadedError> {
+/// maps that use it. Needs CAP_SYS_ADMIN ([`Error::LoadedPermission`]).
+pub fn list() -> Result<Vec<LoadedBtf>, Error> {
     let progs = owners(
         BPF_PROG_GET_NEXT_ID,
         BPF_PROG_GET_FD_BY_ID,
@@ -262,12 +244,12 @@ pub fn list() -> Result<Vec<LoadedBtf>, LoadedError> {
 
 /// The raw bytes of BTF object `id`, its name, and whether it is the
 /// kernel's (vmlinux or a module: a module's is split over vmlinux).
-/// [`LoadedError::NoSuchId`] when no object has that id.
-pub fn read(id: u32) -> Result<(Vec<u8>, String, bool), LoadedError> {
+/// [`Error::NoSuchBtfId`] when no object has that id.
+pub fn read(id: u32) -> Result<(Vec<u8>, String, bool), Error> {
     let what = "reading a BTF object";
     let fd = fd_by_id(BPF_BTF_GET_FD_BY_ID, id)
         .map_err(bpf_err(what))?
-        .ok_or(LoadedError::NoSuchId(id))?;
+        .ok_or(Error::NoSuchBtfId(id))?;
     let (info, name, bytes) = btf_info(&fd, true).map_err(bpf_err(what))?;
     Ok((bytes, name, info.kernel_btf != 0))
 }

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use btf::format::*;
-use btf::kernel::{self, KernelError};
+use btf::kernel;
 use btf::validate::{validate, validate_blob, Rule};
+use btf::Error;
 use btf::*;
 
 fn assert_valid(btf: &Btf, what: &str) {
@@ -101,7 +102,7 @@ fn kernel_accepts(blob: &[u8]) -> Option<Result<(), String>> {
     }
     match kernel::load(blob) {
         Ok(_fd) => Some(Ok(())),
-        Err(KernelError::Rejected { error, log }) => {
+        Err(Error::KernelRejected { error, log }) => {
             let tail: Vec<&str> = log.lines().rev().take(3).collect();
             Some(Err(format!("{error}: {}", tail.join(" | "))))
         }

@@ -17,6 +17,7 @@ use std::path::Path;
 use btf::output_file::Part;
 
 use crate::load::ElfFile;
+use crate::{Error, Result};
 
 const EHDR_SIZE: usize = 64;
 const SHDR_SIZE: usize = 64;
@@ -52,7 +53,7 @@ fn to_usize(v: u64) -> Result<usize, String> {
 }
 
 /// A copy of the 64-bit little-endian ELF `elf` with `.BTF` set to `btf`.
-pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
+pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>> {
     embed_sections(elf, &[(".BTF", btf)])
 }
 
@@ -60,8 +61,8 @@ pub fn embed_btf(elf: &[u8], btf: &[u8]) -> Result<Vec<u8>, String> {
 /// to its bytes (`.BTF`, and `.BTF.base` for a module with a distilled base):
 /// existing sections of those names are pointed at the new bytes, the others
 /// are added as non-allocated PROGBITS sections.
-pub fn embed_sections(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>, String> {
-    let e = plan(elf, sections)?;
+pub fn embed_sections(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>> {
+    let e = plan(elf, sections).map_err(|reason| Error::Embed { reason })?;
     let mut header = [0u8; EHDR_SIZE];
     Ok(pieces(elf, &e, &mut header).concat())
 }
@@ -253,9 +254,9 @@ pub fn write_embedded(
     elf: &ElfFile,
     sections: &[(&str, &[u8])],
     perm: Option<std::fs::Permissions>,
-) -> Result<(), EmbedError> {
+) -> Result<()> {
     let data = elf.data();
-    let e = plan(data, sections).map_err(EmbedError::Elf)?;
+    let e = plan(data, sections).map_err(|reason| Error::Embed { reason })?;
     let mut header = [0u8; EHDR_SIZE];
     let [head, body, tail] = pieces(data, &e, &mut header);
     let body = match elf.file() {
@@ -267,23 +268,8 @@ pub fn write_embedded(
         None => Part::Bytes(body),
     };
     let parts = [Part::Bytes(head), body, Part::Bytes(tail)];
-    btf::output_file::write_parts(path, &parts, perm).map_err(EmbedError::Io)
+    btf::output_file::write_parts(path, &parts, perm).map_err(|error| Error::Write {
+        path: path.to_owned(),
+        error,
+    })
 }
-
-/// Why [`write_embedded`] failed: the input ELF, or writing the output.
-#[derive(Debug)]
-pub enum EmbedError {
-    Elf(String),
-    Io(std::io::Error),
-}
-
-impl std::fmt::Display for EmbedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EmbedError::Elf(e) => f.write_str(e),
-            EmbedError::Io(e) => write!(f, "cannot write: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for EmbedError {}

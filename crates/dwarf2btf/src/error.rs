@@ -1,7 +1,7 @@
 //! Errors of the encoder: each names the file and, where there is one, the
 //! section or DIE offset that caused it. A cause is part of the message
 //! and not also a chained source (fields are not named `source`), so that
-//! anyhow's `{:#}` says it once (as `btf::LoadError`).
+//! anyhow's `{:#}` says it once (as `btf::Error`).
 
 use std::path::PathBuf;
 
@@ -14,8 +14,9 @@ pub enum Error {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{path}: not a valid ELF file: {msg}")]
-    Elf { path: PathBuf, msg: String },
+    /// A compressed file (`.ko.xz`...) that does not decompress.
+    #[error("{path}: not a valid ELF file: {error}")]
+    Elf { path: PathBuf, error: btf::Error },
     /// ELF headers that the object crate does not read.
     #[error("{path}: not a valid ELF file: {error}")]
     Object {
@@ -26,6 +27,14 @@ pub enum Error {
     Unsupported { path: PathBuf, what: String },
     #[error("{path}: has no DWARF (.debug_info is missing or empty): build with -g")]
     NoDwarf { path: PathBuf },
+    /// A section whose bytes cannot be read (past the end of the file, a
+    /// corrupt compression header).
+    #[error("{path}: section {section}: {error}")]
+    SectionData {
+        path: PathBuf,
+        section: &'static str,
+        error: btf::Error,
+    },
     #[error("{path}: section {section}: {msg}")]
     Section {
         path: PathBuf,
@@ -43,4 +52,13 @@ pub enum Error {
     /// The BTF made from the DWARF does not deduplicate.
     #[error("{path}: dedup: {error}")]
     Dedup { path: PathBuf, error: btf::Error },
+    /// The ELF file cannot take the sections to embed: why.
+    #[error("{reason}")]
+    Embed { reason: String },
+    /// Writing the ELF file with the sections embedded failed.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }

@@ -60,9 +60,9 @@ impl ElfFile {
             (&file).read_to_end(&mut data).map_err(io)?;
             let elf = btf::compressed_file::decompress(&data)
                 .unwrap_or(Ok(data))
-                .map_err(|msg| Error::Elf {
+                .map_err(|error| Error::Elf {
                     path: path.to_owned(),
-                    msg,
+                    error,
                 })?;
             return ElfFile::from_bytes(path, &elf);
         }
@@ -220,10 +220,10 @@ impl<'a> DwarfSections<'a> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
             };
-            let data = btf::elf_section::data(&section).map_err(|msg| Error::Section {
+            let data = btf::elf_section::data(&section).map_err(|error| Error::SectionData {
                 path: elf.path.clone(),
                 section: id.name(),
-                msg,
+                error,
             })?;
             match &relocator {
                 Some(r) => r.apply(section.index(), id.name(), data),

@@ -34,7 +34,7 @@ pub enum Error {
 
     /// BTF that does not load.
     #[error(transparent)]
-    Btf(#[from] btf::LoadError),
+    Btf(#[from] btf::Error),
     /// Kernel memory (the live kernel, or the kernel's tables in a dump)
     /// that does not read.
     #[error(transparent)]

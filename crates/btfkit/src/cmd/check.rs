@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use btf::kernel::{self, KernelError};
+use btf::kernel;
 use btf::validate::{Problem, Target};
 use btf::Btf;
 use serde::Serialize;
@@ -253,7 +253,7 @@ fn load_into_kernel(btf: &Btf, blob: &[u8]) -> anyhow::Result<KernelVerdict> {
             error: None,
             log: Vec::new(),
         }),
-        Err(KernelError::Rejected { error, log }) => Ok(KernelVerdict {
+        Err(btf::Error::KernelRejected { error, log }) => Ok(KernelVerdict {
             accepted: false,
             error: Some(error.to_string()),
             log: log.lines().map(str::to_owned).collect(),

@@ -37,7 +37,7 @@ fn parse_category(s: &str) -> Result<Category, String> {
 }
 
 fn load(path: &Path, base: Option<&Path>) -> anyhow::Result<btf::Btf> {
-    // LoadError's message already names the file and the cause; as an
+    // load_file's error already names the file and the cause; as an
     // anyhow source it would print the cause a second time.
     btf::load_file(path, base).map_err(|e| anyhow::anyhow!("cannot load BTF: {e}"))
 }

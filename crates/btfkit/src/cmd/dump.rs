@@ -115,7 +115,7 @@ fn warn_unknown_kinds(name: &str, btf: &btf::Btf) {
 }
 
 pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
-    // LoadError's message already names the file and the cause; as an
+    // load_file's error already names the file and the cause; as an
     // anyhow source it would print the cause a second time.
     let btf = match args.source() {
         Source::File(f) => btf::load_file(&f, args.base.as_deref())

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use dwarf2btf::embed::EmbedError;
 use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, Progress, VarsMode};
 
 #[derive(clap::Args)]
@@ -202,8 +201,8 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         let perm = std::fs::metadata(&args.elf).ok().map(|m| m.permissions());
         match dwarf2btf::embed::write_embedded(out, &elf, &[(".BTF", &bytes)], perm) {
             Ok(()) => {}
-            Err(EmbedError::Elf(e)) => anyhow::bail!("{}: {e}", args.elf.display()),
-            Err(EmbedError::Io(e)) => anyhow::bail!("cannot write {}: {e}", out.display()),
+            Err(e @ dwarf2btf::Error::Embed { .. }) => anyhow::bail!("{}: {e}", args.elf.display()),
+            Err(e) => return Err(e.into()),
         }
     }
     // The process ends here: freeing the BTF and the base's ~100,000 types

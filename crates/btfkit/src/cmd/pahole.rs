@@ -568,8 +568,11 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     // Streamed from the mapped input: no second copy of a vmlinux in memory.
     let perm = std::fs::metadata(file).ok().map(|m| m.permissions());
-    dwarf2btf::embed::write_embedded(file, &elf, &sections, perm)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    match dwarf2btf::embed::write_embedded(file, &elf, &sections, perm) {
+        Ok(()) => {}
+        Err(e @ dwarf2btf::Error::Embed { .. }) => anyhow::bail!("{}: {e}", file.display()),
+        Err(e) => return Err(e.into()),
+    }
     // The process ends here (a kernel build runs one per module): freeing
     // the BTF and the base's ~100,000 types one by one is wasted time.
     std::mem::forget(encoded);
