@@ -23,8 +23,6 @@
 // Other projects use this crate: every public item says what it is.
 #![warn(missing_docs)]
 
-// Library code handles bytes from files: a panic there is a bug.
-
 pub mod addr_tag;
 pub mod builder;
 mod bytes;

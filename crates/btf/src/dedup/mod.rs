@@ -202,11 +202,11 @@ pub enum Rules {
 /// What a deduplication did, for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DedupStats {
-    /// Own types before and after.
+    /// Own types before the dedup.
     pub types_in: u32,
     /// Own types after.
     pub types_out: u32,
-    /// Own string section bytes before and after.
+    /// Own string section bytes before the dedup.
     pub strings_in: u32,
     /// Own string section bytes after.
     pub strings_out: u32,
