@@ -1,7 +1,7 @@
 //! Prints the members of the running kernel's `struct task_struct` with
 //! their offsets, as `pahole -C task_struct` lists them.
 //!
-//! `cargo run --release -p btf --example task_struct [BTF-FILE]`: the BTF
+//! `cargo run --release -p btfkit-btf --example task_struct [BTF-FILE]`: the BTF
 //! of /sys/kernel/btf/vmlinux by default; any raw BTF or ELF file with a
 //! `.BTF` section otherwise.
 
