@@ -45,7 +45,7 @@ pub struct BaseDuplicate {
 /// `name.member.member`) and what differs there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Difference {
-    /// The member path from the root, `task_struct.mm.*.pgd`.
+    /// The member path from the root, `task_struct.mm*.pgd`.
     pub path: String,
     /// What differs there, both sides described.
     pub what: String,
