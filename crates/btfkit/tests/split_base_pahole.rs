@@ -226,6 +226,22 @@ fn check_names_base_types_copied_into_split_btf() {
         "{out}"
     );
     assert!(!out.contains(": OK"), "{out}");
+    // --json lists them, by id and name.
+    let o = Command::new(BTFKIT)
+        .args(["check", "--json", "--base"])
+        .arg(&k.vmlinux)
+        .arg(&path)
+        .output()
+        .expect("btfkit check --json");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names: Vec<&str> = report["base_duplicates"]
+        .as_array()
+        .expect("base_duplicates")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert_eq!(names, ["task_struct", "list_head"], "{report}");
 
     // Deduplicated over its base, only the module's own `struct file` is left.
     let deduped = fx.path("deduped.btf");
