@@ -15,7 +15,8 @@
 //!   members with bit offsets, enumerators) and [`addr_tag`] (btfkit's
 //!   `addr=` tags);
 //! - building: [`builder`];
-//! - checking and transforming: [`validate`], [`dedup`], [`dump`], and
+//! - checking and transforming: [`validate`], [`dedup`],
+//!   [`base_duplicates`] (base types a split BTF re-emits), [`dump`], and
 //!   writing with [`Btf::to_bytes`].
 //!
 //! [`encoder_hooks`] is for btfkit's DWARF encoder only.
@@ -24,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod addr_tag;
+pub mod base_duplicates;
 pub mod builder;
 mod bytes;
 pub mod cdecl;

@@ -12,6 +12,8 @@ impl Dedup<'_> {
         self.hypot_list.clear();
         self.hypot_merge.clear();
         self.hypot_adjust_canon = false;
+        self.hypot_base_rule = false;
+        self.hypot_extra.clear();
         self.hypot_exact = true;
     }
 
@@ -118,6 +120,17 @@ impl Dedup<'_> {
                 {
                     continue;
                 }
+                // A base array paired already with another own array: by
+                // the base's rule, any own nest of the same flat shape.
+                if canon_id < self.start_id {
+                    if let Some((ce, ne)) = self.flat_equal_arrays(cand_id, canon_id) {
+                        self.hypot_base_rule = true;
+                        self.hypot_exact = false;
+                        self.hypot_extra.push((cand_id, canon_id));
+                        stack.push((ce, ne));
+                        continue;
+                    }
+                }
                 return Ok(false);
             }
             self.hypot_map[canon_id as usize] = cand_id;
@@ -167,6 +180,7 @@ impl Dedup<'_> {
             // change.
             if canon_kind == BTF_KIND_FWD && canon_id < self.start_id {
                 self.hypot_adjust_canon = true;
+                self.hypot_base_rule = true;
             }
             self.hypot_exact = false;
             // A side is a FWD: `merge` holds.
@@ -182,6 +196,10 @@ impl Dedup<'_> {
         match self.equiv_fields(cand_id, canon_id, ct, nt, stack)? {
             Fields::Differ => return Ok(false),
             Fields::Inexact => self.hypot_exact = false,
+            Fields::BaseRule => {
+                self.hypot_base_rule = true;
+                self.hypot_exact = false;
+            }
             Fields::Equal => {}
         }
         if merge {
@@ -229,6 +247,15 @@ impl Dedup<'_> {
                 let (Some(ca), Some(na)) = (array_of(ct), array_of(nt)) else {
                     return Ok(Fields::Differ);
                 };
+                if canon_id < self.start_id && self.nested_otherwise(ca, na) {
+                    // The base's nest (or flat array) for ours: equal if
+                    // the same number of the same elements.
+                    let Some((ce, ne)) = self.flat_equal_arrays(cand_id, canon_id) else {
+                        return Ok(Fields::Differ);
+                    };
+                    stack.push((ce, ne));
+                    return Ok(Fields::BaseRule);
+                }
                 if !compat_array(ct, nt) {
                     return Ok(Fields::Differ);
                 }
@@ -278,6 +305,40 @@ impl Dedup<'_> {
         }
         true
     }
+
+    /// Own array `cand` and base array `canon` as flat arrays of the same
+    /// count: their innermost element types, to be compared next.
+    fn flat_equal_arrays(&self, cand: TypeId, canon: TypeId) -> Option<(TypeId, TypeId)> {
+        let ca = *self.ty(cand).and_then(array_of)?;
+        let na = *self.ty(canon).and_then(array_of)?;
+        let ((cn, ce), (nn, ne)) = (self.flat_array(ca), self.flat_array(na));
+        (cn == nn).then_some((ce, ne))
+    }
+
+    /// Whether arrays `a` (own) and `b` (the base's) describe their elements
+    /// with different nests: one's element is an array and the other's is
+    /// not, or their counts differ.
+    fn nested_otherwise(&self, a: &Array, b: &Array) -> bool {
+        let is_array = |id| kind_of(self.ty(id)) == BTF_KIND_ARRAY;
+        a.nelems != b.nelems || is_array(a.elem) != is_array(b.elem)
+    }
+
+    /// An array nest as one flat array: its element count (saturating)
+    /// and its innermost element type. Bounded by the number of types (a
+    /// cycle of arrays in corrupt input ends).
+    fn flat_array(&self, a: Array) -> (u64, TypeId) {
+        let (mut n, mut elem) = (u64::from(a.nelems), a.elem);
+        for _ in 0..self.map.len() {
+            match self.ty(elem).and_then(array_of) {
+                Some(inner) => {
+                    n = n.saturating_mul(u64::from(inner.nelems));
+                    elem = inner.elem;
+                }
+                None => break,
+            }
+        }
+        (n, elem)
+    }
 }
 
 /// What [`Dedup::equiv_fields`] found of a pair.
@@ -288,6 +349,9 @@ enum Fields {
     Equal,
     /// Compatible only through a forward enum: the walk is not exact.
     Inexact,
+    /// An own array and a base array nested otherwise, equal by the base's
+    /// representation (module comment): not exact, and not libbpf's rule.
+    BaseRule,
 }
 
 /// A FWD paired with another kind: equivalent only to the struct or union

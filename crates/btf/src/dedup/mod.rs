@@ -125,6 +125,47 @@
 //! Passes 2 to 4 never look at FUNCs, DECL_TAGs or DATASECs, so an encoder
 //! may run them before it has added those ([`Appending`], `appending.rs`).
 //!
+//! # Where we depart from libbpf: the base's representation
+//!
+//! A module's split BTF is often made by another encoder than its base
+//! (a distribution's vmlinux BTF by pahole 1.24 or 1.32, the module by
+//! btfkit), and two encoders describe one C type differently. libbpf then
+//! re-emits the type in the split part, and with it every type that
+//! reaches it: over a pahole 1.32 base, `struct task_struct` and about 150
+//! other vmlinux types in every module. The verifier matches kfunc and
+//! struct_ops arguments by type, so such a copy is not just bytes. When the
+//! walk of pass 3 compares an own type with a *base* type, two more
+//! equivalences hold, and the own type then takes the base's type,
+//! whatever its representation:
+//!
+//! - An array nest and a flat array of the same number of the same
+//!   elements: `T[a][b]` (pahole >= 1.25: an ARRAY of an ARRAY) against
+//!   `T[a*b]` (pahole 1.24: one ARRAY), or any two nests of one total. The
+//!   invariant: the base's array has the same size (count times element
+//!   size) and puts every element at the same offset, so the struct that
+//!   holds it has the same layout member for member. The index types are
+//!   not compared (they say nothing of the layout). A base array met again
+//!   in the walk, paired already with one own array, takes another own
+//!   array of the same flat shape too (two base structs share the base's
+//!   `T[a*b]` where the module has `T[a][b]` in one and `T[a*b]` in the
+//!   other): by this rule both are the base's array.
+//! - A base FWD against an own full struct or union of its name (libbpf
+//!   sets `hypot_adjust_canon` and refuses, as the base cannot change):
+//!   the base described the struct only by declaration, the module saw its
+//!   definition. A FWD is reached only through pointers (it has no size),
+//!   so the base's type that holds the pointer has the same layout. The own
+//!   definition stays in the split part for the module's types that use it.
+//!
+//! A walk that needed one of these is not exact (it enters no `proven`
+//! class), and when its root is a base type, every own type it paired with
+//! a base type of the same kind takes that base type at once
+//! (`map_to_base`), pointers, typedefs, arrays and prototypes included:
+//! pass 5 would look for an *equal* base type and find none where the
+//! representations differ. Own types paired with a base FWD keep their
+//! definition. A walk between own types, all of a non-split dedup
+//! (vmlinux) and split BTF whose base was made by the same rules are
+//! unchanged, byte for byte (the tests against libbpf).
+//!
 //! # Where we depart from libbpf: FUNCs tied to addresses
 //!
 //! btfkit ties a FUNC to the function instances it describes with DECL_TAGs
@@ -401,8 +442,15 @@ struct Dedup<'a> {
     /// nothing (see `merge_hypot_map`), and most pairs are the pointers,
     /// typedefs and qualifiers between structs.
     hypot_merge: Vec<TypeId>,
-    /// The last equivalence needed a base FWD resolved: not a match.
+    /// The last equivalence needed a base FWD resolved: not a match by
+    /// libbpf's rules, a match by the base's (see the module comment).
     hypot_adjust_canon: bool,
+    /// The walk under way took a base type as equivalent by one of the
+    /// rules libbpf lacks (the base's representation; module comment).
+    hypot_base_rule: bool,
+    /// Own arrays the walk under way took as a base array already paired
+    /// with another own array (the base's rule): (own, base).
+    hypot_extra: Vec<(TypeId, TypeId)>,
     /// Candidate id -> the canonical id it is paired with in the walk under
     /// way (the reverse of `hypot_map`), 0 if none. A walk that pairs a
     /// type with void fails, so 0 is never a partner that counts.
@@ -450,6 +498,8 @@ impl<'a> Dedup<'a> {
             hypot_list: Vec::new(),
             hypot_merge: Vec::new(),
             hypot_adjust_canon: false,
+            hypot_base_rule: false,
+            hypot_extra: Vec::new(),
             hypot_cand: vec![0; count],
             hypot_exact: true,
             proven: vec![0; count],

@@ -11,7 +11,12 @@ impl Dedup<'_> {
     /// other kind to the same kind (INT to INT, enum to enum; reference
     /// types are not mapped yet), so for the other pairs none of the
     /// conditions below holds.
-    fn merge_hypot_map(&mut self) {
+    ///
+    /// A walk rooted at a base type that needed the base's rules (module
+    /// comment) also maps its own types to the base's (`map_to_base`), and
+    /// its base FWDs do not stop the merge.
+    fn merge_hypot_map(&mut self, root: TypeId) {
+        let base_rule = self.hypot_base_rule && root < self.start_id;
         for i in 0..self.hypot_merge.len() {
             let canon_id = self.hypot_merge[i];
             let targ_id = self.hypot_map[canon_id as usize];
@@ -24,7 +29,7 @@ impl Dedup<'_> {
             if t_kind != BTF_KIND_FWD && c_kind == BTF_KIND_FWD {
                 self.map[c_id as usize] = t_id;
             }
-            if self.hypot_adjust_canon {
+            if self.hypot_adjust_canon && !base_rule {
                 continue;
             }
             if t_kind == BTF_KIND_FWD && c_kind != BTF_KIND_FWD {
@@ -36,6 +41,37 @@ impl Dedup<'_> {
                 && !is_mapped(self.map[t_id as usize])
             {
                 self.map[t_id as usize] = c_id;
+            }
+        }
+        if base_rule {
+            self.map_to_base();
+        }
+    }
+
+    /// After a walk to a base type that needed the base's rules: every own
+    /// type it paired with a base type of its kind takes that base type
+    /// (pass 5 would look for an equal one and, where the representations
+    /// differ, find none). A split type paired with a base FWD keeps its
+    /// definition.
+    fn map_to_base(&mut self) {
+        for i in 0..self.hypot_list.len() {
+            let canon_id = self.hypot_list[i];
+            let cand_id = self.hypot_map[canon_id as usize];
+            if canon_id >= self.start_id
+                || cand_id < self.start_id
+                || is_mapped(self.map[cand_id as usize])
+            {
+                continue;
+            }
+            let kind = kind_of(self.ty(canon_id));
+            if kind != BTF_KIND_FWD && kind == kind_of(self.ty(cand_id)) {
+                self.map[cand_id as usize] = canon_id;
+            }
+        }
+        for i in 0..self.hypot_extra.len() {
+            let (cand_id, canon_id) = self.hypot_extra[i];
+            if !is_mapped(self.map[cand_id as usize]) {
+                self.map[cand_id as usize] = canon_id;
             }
         }
     }
@@ -79,8 +115,8 @@ impl Dedup<'_> {
                 if !self.is_equiv(id, c, &mut stack)? {
                     continue;
                 }
-                self.merge_hypot_map();
-                if self.hypot_adjust_canon {
+                self.merge_hypot_map(c);
+                if self.hypot_adjust_canon && c >= self.start_id {
                     continue;
                 }
                 if self.hypot_exact {

@@ -82,6 +82,9 @@ struct Report<'a> {
     types: usize,
     bytes: usize,
     problems: Vec<ProblemJson<'a>>,
+    /// Split BTF: the base's types it re-emits instead of referring to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    base_duplicates: Vec<DuplicateJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel: Option<KernelVerdict>,
 }
@@ -97,6 +100,15 @@ struct ProblemJson<'a> {
     offset: Option<usize>,
     rule: &'static str,
     message: &'a str,
+}
+
+/// A base type the split BTF has again (`btf::base_duplicates`).
+#[derive(Serialize)]
+struct DuplicateJson<'a> {
+    id: u32,
+    base_id: u32,
+    kind: &'a str,
+    name: &'a str,
 }
 
 /// What BPF_BTF_LOAD said.
@@ -171,6 +183,13 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(btf::validate::validate_for(&btf, target));
     problems.sort_by_key(|p| p.id);
     let mut ok = problems.is_empty();
+    // Types of the base that a split BTF has again instead of referring to
+    // (a walk of its graph: only once the ids are known to be valid).
+    let duplicates = if ok {
+        btf::base_duplicates::base_duplicates(&btf)?
+    } else {
+        Vec::new()
+    };
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
@@ -181,7 +200,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         } else {
             None
         };
-        ok &= kernel.as_ref().is_none_or(|k| k.accepted);
+        ok &= kernel.as_ref().is_none_or(|k| k.accepted) && duplicates.is_empty();
         let report = Report {
             file: file.display().to_string(),
             target: target_name(target),
@@ -191,12 +210,21 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|p| problem_json(p, &btf, &offsets))
                 .collect(),
+            base_duplicates: duplicates
+                .iter()
+                .map(|d| DuplicateJson {
+                    id: d.id,
+                    base_id: d.base_id,
+                    kind: d.kind,
+                    name: &d.name,
+                })
+                .collect(),
             kernel,
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        if ok {
+        if ok && duplicates.is_empty() {
             writeln!(
                 out,
                 "{}: OK ({}, {} bytes; {} rules)",
@@ -205,7 +233,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 blob.len(),
                 target_name(target)
             )?;
-        } else {
+        } else if !ok {
             for p in &problems {
                 writeln!(out, "{p} [{}]", p.rule)?;
             }
@@ -216,6 +244,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 count(problems.len(), "problem"),
                 target_name(target)
             )?;
+        }
+        if let Some(line) = btf::base_duplicates::summary(&duplicates) {
+            writeln!(out, "{}: {line}", file.display())?;
+            ok = false;
         }
         if args.kernel {
             if btf.base().is_some() {
