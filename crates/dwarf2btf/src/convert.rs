@@ -17,11 +17,14 @@
 use btf::encoder_hooks::ZeroedWords;
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
 use btf::{Arena, Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
+use std::cell::RefCell;
+
 use gimli::{constants as dw, AttributeValue, UnitOffset};
 
 use crate::dies::{Attrs, Const, Die, DieReader, Fields, Str, DW_AT_GNU_ANNOTATION};
 use crate::error::{Error, Result};
 use crate::load::{Dwarf, Reader};
+use crate::partial_units::{Imports, Known};
 use crate::strings::Strings;
 use crate::subprograms::Subprograms;
 
@@ -140,6 +143,9 @@ pub struct UnitTypes {
     /// Offset of the unit header in .debug_info.
     unit_offset: u64,
     types: DieTypes,
+    /// dwz's partial units read with the unit: where DIE keys past the
+    /// unit's own offsets are.
+    pub partial_units: Known,
 }
 
 impl UnitTypes {
@@ -302,6 +308,9 @@ pub struct ConvertOptions {
     pub keep_rust: bool,
     /// Record the subprograms in the same pass (for the function policy).
     pub subprograms: bool,
+    /// The units of the input and of its alternate file, for dwz's
+    /// partial units.
+    pub units: crate::partial_units::UnitTables,
 }
 
 /// An aggregate whose children are still being read.
@@ -468,7 +477,11 @@ pub fn convert_unit<'a, 'd>(
         Fields::TYPES
     };
     let mut subprograms = Subprograms::default();
-    let mut dies = DieReader::new(unit, fields).map_err(|e| err(e, 0))?;
+    let unit_len = unit.header.length_including_self() as u64;
+    let imports = RefCell::new(Imports::new(dwarf, &opts.units, unit_len));
+    let mut dies = DieReader::new(unit, fields)
+        .map_err(|e| err(e, 0))?
+        .with_imports(&imports, 0, false);
     loop {
         let at = dies.offset();
         let Some(die) = dies.next().map_err(|e| err(e, at))? else {
@@ -482,6 +495,10 @@ pub fn convert_unit<'a, 'd>(
                 && die.tag == dw::DW_TAG_compile_unit
                 && die.attrs.language() == Some(u64::from(dw::DW_LANG_Rust.0))
             {
+                return Ok(None);
+            }
+            // dwz's partial units are read in the units that import them.
+            if die.tag == dw::DW_TAG_partial_unit {
                 return Ok(None);
             }
             continue;
@@ -504,7 +521,91 @@ pub fn convert_unit<'a, 'd>(
     while !conv.stack.is_empty() {
         conv.close();
     }
-    conv.finish(unit_offset, subprograms).map(Some)
+    drop(dies);
+    read_partial_units(&mut conv, &imports, &mut subprograms, fields, path)?;
+    let imports = imports.borrow();
+    if let Some((alt, g)) = imports.bad {
+        let file = if alt { "the dwz alternate file's " } else { "" };
+        return Err(Error::Encode {
+            path: path.to_owned(),
+            msg: format!(
+                "compilation unit at {unit_offset:#x}: a DIE reference to {file}\
+                 .debug_info offset {g:#x} points into no unit"
+            ),
+        });
+    }
+    let (key_end, known) = (imports.key_end(), imports.known());
+    drop(imports);
+    conv.finish(unit_offset, subprograms, key_end, known)
+        .map(Some)
+}
+
+/// Reads into `conv` the partial units that the unit's references reached
+/// (and those their own references reach), each under its keys.
+fn read_partial_units<'a, 'd>(
+    conv: &mut Conv<'a, 'd>,
+    imports: &RefCell<Imports<'_, 'd>>,
+    subprograms: &mut Subprograms<'d>,
+    fields: Fields,
+    path: &std::path::Path,
+) -> Result<()> {
+    let mut done = 0;
+    loop {
+        let Some(span) = imports.borrow().spans.get(done).copied() else {
+            return Ok(());
+        };
+        done += 1;
+        let err = |e: gimli::Error| Error::Dwarf {
+            path: path.to_owned(),
+            offset: span.start,
+            error: e,
+        };
+        let dwarf = if span.alt {
+            conv.dwarf
+                .sup()
+                .ok_or(gimli::Error::NoEntryAtGivenOffset)
+                .map_err(err)?
+        } else {
+            conv.dwarf
+        };
+        let header = dwarf
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(span.start as usize))
+            .map_err(err)?;
+        let pu = gimli::Unit::new(dwarf, header).map_err(err)?;
+        let mut dies = DieReader::new(&pu, fields)
+            .map_err(err)?
+            .with_imports(imports, span.base, span.alt);
+        loop {
+            let Some(die) = dies.next().map_err(err)? else {
+                break;
+            };
+            // Declarations that concrete functions of the unit refer to
+            // (DW_AT_abstract_origin, DW_AT_specification) are recorded
+            // under their keys.
+            if die.depth == 0 {
+                continue;
+            }
+            if conv.opts.subprograms {
+                subprograms.die(die);
+            }
+            while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
+                conv.close();
+            }
+            let skip = die.has_children
+                && matches!(
+                    die.tag,
+                    dw::DW_TAG_inlined_subroutine | dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
+                );
+            conv.die(die);
+            if skip {
+                dies.skip_children().map_err(err)?;
+            }
+        }
+        while !conv.stack.is_empty() {
+            conv.close();
+        }
+    }
 }
 
 impl<'a, 'd> Conv<'a, 'd> {
@@ -957,6 +1058,8 @@ impl<'a, 'd> Conv<'a, 'd> {
         mut self,
         unit_offset: u64,
         subprograms: Subprograms<'d>,
+        key_end: u64,
+        partial_units: Known,
     ) -> Result<ConvertedUnit<'a, 'd>> {
         if self.needs_index && self.int_id.is_none() {
             // pahole adds a signed 32-bit "int" for array indexes when the
@@ -974,6 +1077,8 @@ impl<'a, 'd> Conv<'a, 'd> {
             self.int_id = Some(id);
         }
         // DIEs come in offset order, so `map` is sorted already; aliases too.
+        // Partial units (partial_units.rs) are read after the unit, in the
+        // order of their keys, which come past the unit's.
         debug_assert!(self.map.windows(2).all(|w| w[0].0 < w[1].0));
         let die_types = DieTypes {
             map: std::mem::take(&mut self.map),
@@ -981,7 +1086,7 @@ impl<'a, 'd> Conv<'a, 'd> {
         };
         let mut unresolved = 0u32;
         let mut types = std::mem::take(&mut self.b.types);
-        die_types.resolve_all(self.unit.header.length_including_self(), |index| {
+        die_types.resolve_all(key_end as usize, |index| {
             for t in &mut types {
                 t.for_each_ref_mut(|r| {
                     *r = self.resolve(|off| index.lookup(off), *r, &mut unresolved)
@@ -1065,6 +1170,7 @@ impl<'a, 'd> Conv<'a, 'd> {
             types: UnitTypes {
                 unit_offset,
                 types: die_types,
+                partial_units,
             },
             vars: self.vars,
             subprograms,

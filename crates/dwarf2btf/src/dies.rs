@@ -20,6 +20,7 @@
 use gimli::{constants as dw, AttributeSpecification, AttributeValue, Reader as _, UnitOffset};
 
 use crate::load::{Dwarf, Reader};
+use crate::partial_units::Keys;
 
 /// The attributes the converter uses.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -269,6 +270,9 @@ enum DieRef {
     Unit(u64),
     /// An offset in .debug_info (DW_FORM_ref_addr).
     Info(u64),
+    /// An offset in the alternate file's .debug_info (DW_FORM_GNU_ref_alt,
+    /// DW_FORM_ref_sup4/8).
+    Sup(u64),
 }
 
 /// DW_AT_const_value: enumerator values and btf tag strings.
@@ -582,6 +586,15 @@ struct Cursor<'a, 'd> {
     entries_start: u64,
     entries_len: u64,
     encoding: gimli::Encoding,
+    /// Added to the unit's offsets to make DIE keys (partial_units.rs): 0
+    /// but for a partial unit read into another unit's conversion.
+    base: u64,
+    /// The unit is the alternate file's: its DW_FORM_strp are offsets in
+    /// that file's .debug_str.
+    alt: bool,
+    /// Where references that leave the unit for a partial unit get their
+    /// keys; without it they are foreign (void).
+    imports: Option<&'a dyn Keys>,
 }
 
 /// Abbreviation codes below this are planned in a vector.
@@ -607,6 +620,9 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 entries_len: input.len() as u64,
                 input,
                 encoding: unit.encoding(),
+                base: 0,
+                alt: false,
+                imports: None,
             },
             plans: Plans::default(),
             fields,
@@ -619,6 +635,16 @@ impl<'a, 'd> DieReader<'a, 'd> {
                 attrs: Attrs::default(),
             },
         })
+    }
+
+    /// References that leave the unit get keys from `imports`, and this
+    /// unit's DIEs are keyed from `base`; `alt`: the unit is the alternate
+    /// file's (partial_units.rs).
+    pub fn with_imports(mut self, imports: &'a dyn Keys, base: u64, alt: bool) -> Self {
+        self.cur.imports = Some(imports);
+        self.cur.base = base;
+        self.cur.alt = alt;
+        self
     }
 
     /// Offset in the unit of the next byte to read.
@@ -641,7 +667,7 @@ impl<'a, 'd> DieReader<'a, 'd> {
             let plan = self.plans.get(&self.cur, self.fields, code)?;
             self.die.attrs.present = 0;
             self.cur.run(self.plans.steps(plan), &mut self.die.attrs)?;
-            self.die.offset = offset;
+            self.die.offset = offset + self.cur.base;
             self.die.tag = plan.tag;
             self.die.has_children = plan.has_children;
             self.die.depth = self.depth;
@@ -886,7 +912,8 @@ impl<'d> Cursor<'_, 'd> {
                     self.store_ref(a, f, dw::DW_FORM_ref4, &r);
                 }
                 Step::NameStrp4 => {
-                    a.name = Str::Strp(self.input.read_u32()? as usize);
+                    let o = self.input.read_u32()? as usize;
+                    a.name = self.strp(o);
                     a.present |= Field::Name.bit();
                 }
                 Step::LocOffset => {
@@ -940,7 +967,10 @@ impl<'d> Cursor<'_, 'd> {
         let i = &mut self.input;
         Ok(match spec.form() {
             dw::DW_FORM_ref4 => Value::Ref(DieRef::Unit(u64::from(i.read_u32()?))),
-            dw::DW_FORM_strp => Value::Str(Str::Strp(i.read_offset(self.encoding.format)?)),
+            dw::DW_FORM_strp => {
+                let o = i.read_offset(self.encoding.format)?;
+                Value::Str(self.strp(o))
+            }
             dw::DW_FORM_data1 => Value::U(u64::from(i.read_u8()?)),
             dw::DW_FORM_data2 => Value::U(u64::from(i.read_u16()?)),
             dw::DW_FORM_data4 => Value::U(u64::from(i.read_u32()?)),
@@ -1058,6 +1088,7 @@ impl<'d> Value<'d> {
             AttributeValue::Language(l) => Value::U(u64::from(l.0)),
             AttributeValue::UnitRef(o) => Value::Ref(DieRef::Unit(o.0 as u64)),
             AttributeValue::DebugInfoRef(o) => Value::Ref(DieRef::Info(o.0 as u64)),
+            AttributeValue::DebugInfoRefSup(o) => Value::Ref(DieRef::Sup(o.0 as u64)),
             AttributeValue::DebugStrRef(o) => Value::Str(Str::Strp(o.0)),
             AttributeValue::String(s) => Value::Str(Str::Inline(s.slice())),
             AttributeValue::DebugLineStrRef(o) => Value::Str(Str::LineStrp(o.0)),
@@ -1084,6 +1115,10 @@ impl<'d> Value<'d> {
 impl<'d> Cursor<'_, 'd> {
     /// Stores a decoded attribute in its field.
     fn store(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: Value<'d>) {
+        let v = match v {
+            Value::Str(Str::Strp(o)) => Value::Str(self.strp(o)),
+            v => v,
+        };
         let value = match field {
             Field::Name => {
                 if let Value::Str(s) = v {
@@ -1162,13 +1197,53 @@ impl<'d> Cursor<'_, 'd> {
     /// Stores a reference: a DW_AT_type outside the unit is remembered as
     /// foreign (void), other references are dropped.
     fn store_ref(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: &Value<'d>) {
-        match self.unit_ref(v) {
-            Some(off) => a.set(field, u64::from(off)),
+        let keyed = matches!(
+            field,
+            Field::Type | Field::Specification | Field::AbstractOrigin
+        );
+        let key = match self.unit_ref(v) {
+            // Sibling and annotation chains are followed in this unit's
+            // bytes: they stay offsets. An annotation chain of a partial
+            // unit read into another unit cannot be followed there.
+            Some(off) if !keyed => (self.base == 0).then_some(u64::from(off)),
+            Some(off) => Some(u64::from(off) + self.base),
+            None if keyed => self.foreign_key(v).map(u64::from),
+            None => None,
+        };
+        match key {
+            Some(k) => a.set(field, k),
             None if field == Field::Type => {
                 a.present |= FOREIGN_TYPE;
                 a.foreign_type = form;
             }
             None => {}
+        }
+    }
+
+    /// The key of a DIE of a partial unit that `v` refers to, outside this
+    /// unit (partial_units.rs).
+    fn foreign_key(&self, v: &Value<'d>) -> Option<u32> {
+        let imports = self.imports?;
+        let (alt, g) = match *v {
+            Value::Ref(DieRef::Info(g)) => (self.alt, g),
+            // The alternate file has no alternate file of its own.
+            Value::Ref(DieRef::Sup(g)) if !self.alt => (true, g),
+            Value::Ref(DieRef::Sup(g)) => {
+                imports.bad(true, g);
+                return None;
+            }
+            _ => return None,
+        };
+        imports.key(alt, g)
+    }
+
+    /// A DW_FORM_strp string: in the alternate file's .debug_str for a
+    /// unit of that file.
+    fn strp(&self, o: usize) -> Str<'d> {
+        if self.alt {
+            Str::Sup(o)
+        } else {
+            Str::Strp(o)
         }
     }
 

@@ -189,7 +189,17 @@ where
     progress.stage("reading ELF and DWARF", 0);
     let obj = elf.object()?;
     let sections = DwarfSections::load(elf, &obj)?;
-    let dwarf = sections.dwarf();
+    let mut dwarf = sections.dwarf();
+    // dwz's alternate file: its DIEs and strings are the supplementary
+    // file's that DW_FORM_GNU_ref_alt / _strp_alt refer to.
+    let alt = crate::altfile::open(elf, &obj, opts.dwz_alt.as_deref())?;
+    let alt_sections = match &alt {
+        Some(a) => Some(DwarfSections::load(a, &a.object()?)?),
+        None => None,
+    };
+    if let Some(s) = &alt_sections {
+        dwarf.set_sup(s.dwarf());
+    }
     // Where a section lies in the mapped file, when it is read in place
     // (not compressed, not relocated): segments release their pages.
     let in_place = |name: &str| {
@@ -240,6 +250,7 @@ where
         collect_vars: opts.vars != VarsMode::None,
         keep_rust: opts.keep_rust,
         subprograms: P::SUBPROGRAMS,
+        units: Default::default(),
     };
 
     let (segments, limit, dedup_segments) = cut_segments(&headers);

@@ -25,6 +25,13 @@ pub enum Error {
     },
     #[error("{path}: unsupported: {what}")]
     Unsupported { path: PathBuf, what: String },
+    /// dwz's alternate debug file: missing, another build-id, unreadable.
+    #[error("{path}: dwz alternate file {alt}: {msg}")]
+    AltFile {
+        path: PathBuf,
+        alt: PathBuf,
+        msg: String,
+    },
     #[error("{path}: has no DWARF (.debug_info is missing or empty): build with -g")]
     NoDwarf { path: PathBuf },
     /// A section whose bytes cannot be read (past the end of the file, a

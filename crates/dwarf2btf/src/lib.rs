@@ -2,6 +2,7 @@
 //! pahole throws away: every function instance with its exact address and
 //! true signature, and every global variable.
 
+pub mod altfile;
 pub mod convert;
 pub(crate) mod dies;
 pub mod embed;
@@ -13,6 +14,7 @@ pub mod layout;
 pub mod load;
 pub mod options;
 pub mod pahole;
+pub mod partial_units;
 pub mod policy;
 pub mod strings;
 pub mod subprograms;

@@ -55,4 +55,7 @@ pub struct EncodeOptions {
     /// kfuncs whose `.BTF_ids` flags say so, as pahole's
     /// `--btf_features=attributes` (kfuncs.rs).
     pub attributes: bool,
+    /// dwz's alternate debug file, instead of the one the object's
+    /// `.gnu_debugaltlink` or `.debug_sup` names (altfile.rs).
+    pub dwz_alt: Option<std::path::PathBuf>,
 }

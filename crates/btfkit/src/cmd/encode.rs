@@ -42,6 +42,10 @@ pub struct EncodeArgs {
     /// readers can skip kinds they do not know; not for split BTF (--base)
     #[arg(long)]
     layout: bool,
+    /// dwz's alternate debug file, instead of the one the ELF's
+    /// .gnu_debugaltlink or .debug_sup names
+    #[arg(long, value_name = "FILE")]
+    dwz_alt: Option<std::path::PathBuf>,
     /// Print each stage's duration and the type counts
     #[arg(short, long)]
     verbose: bool,
@@ -169,6 +173,7 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         no_dedup: false,
         layout: args.layout,
         attributes: false,
+        dwz_alt: args.dwz_alt.clone(),
     };
     let elf = dwarf2btf::load::ElfFile::open(&args.elf)?;
     let bar = Bar {

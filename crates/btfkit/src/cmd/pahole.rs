@@ -422,6 +422,7 @@ fn encode_options(o: &Options) -> anyhow::Result<(EncodeOptions, bool)> {
         no_dedup: false,
         layout: has(Effect::Layout),
         attributes: has(Effect::Attributes),
+        dwz_alt: None,
     };
     Ok((opts, distill))
 }

@@ -20,6 +20,7 @@ use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::location::{entry_location, EntryLoc};
 use crate::dies::{DieReader, Fields, Str};
 use crate::load::{Dwarf, Reader};
+use crate::partial_units::Known;
 use crate::subprograms::{RawSub, Subprograms};
 
 /// Chains of abstract origins longer than this are treated as corrupt.
@@ -103,7 +104,14 @@ pub fn collect_unit(
     while let Some(die) = dies.next()? {
         subs.die(die);
     }
-    collect_from_unit(dwarf, &unit, &subs, &|_| Need::Shapes, orphan)
+    collect_from_unit(
+        dwarf,
+        &unit,
+        &subs,
+        &Known::default(),
+        &|_| Need::Shapes,
+        orphan,
+    )
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
@@ -113,6 +121,7 @@ pub fn collect_from_unit<'u>(
     dwarf: &Dwarf<'u>,
     unit: &gimli::Unit<Reader<'u>>,
     subs: &Subprograms<'u>,
+    partial: &Known,
     need: &dyn Fn(u64) -> Need,
     orphan: Orphan<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
@@ -169,7 +178,22 @@ pub fn collect_from_unit<'u>(
         comp_dir,
         files: FxHashMap::default(),
     };
-    let mut namer = TypeNamer::new(dwarf, unit)?;
+    let partial_units = partial
+        .0
+        .iter()
+        .map(|s| {
+            let d = if s.alt {
+                dwarf.sup().ok_or(gimli::Error::NoEntryAtGivenOffset)?
+            } else {
+                dwarf
+            };
+            let h = d
+                .debug_info
+                .header_from_offset(gimli::DebugInfoOffset(s.start as usize))?;
+            gimli::Unit::new(d, h)
+        })
+        .collect::<gimli::Result<Vec<_>>>()?;
+    let mut namer = TypeNamer::new(dwarf, unit, partial, &partial_units)?;
     let mut out = Vec::with_capacity(found.len());
     for (sub, entry, ranges, shapes, bodiless) in found {
         let mut c = ctx.resolve(&mut namer, sub, entry, ranges, &cu_name);

@@ -13,6 +13,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::dies::{Die, DieReader, Fields, Str};
 use crate::load::{Dwarf, Reader};
+use crate::partial_units::Known;
 
 /// Deeper than any sane C declarator; cuts cycles through typedefs.
 const MAX_DEPTH: u32 = 32;
@@ -82,6 +83,12 @@ pub struct TypeNamer<'a, 'u> {
     base: u64,
     /// Reads the DIEs prototypes refer to, each once (`dies`).
     reader: DieReader<'a, 'u>,
+    /// dwz's partial units read with the unit (partial_units.rs): where
+    /// DIE keys past the unit's offsets are, with a reader of each,
+    /// made on first use.
+    partial: &'a Known,
+    partial_units: &'a [gimli::Unit<Reader<'u>>],
+    partial_readers: Vec<Option<DieReader<'a, 'u>>>,
     dies: FxHashMap<u32, Option<TypeDie<'u>>>,
     names: FxHashMap<u32, Rc<str>>,
     /// `text_hash` of the types whose walk was not cut short.
@@ -100,7 +107,14 @@ struct ShapeMember<'u> {
 }
 
 impl<'a, 'u> TypeNamer<'a, 'u> {
-    pub fn new(dwarf: &'a Dwarf<'u>, unit: &'a gimli::Unit<Reader<'u>>) -> gimli::Result<Self> {
+    /// A namer of `unit`'s types; `partial_units` are the units `partial`
+    /// names, in its order.
+    pub fn new(
+        dwarf: &'a Dwarf<'u>,
+        unit: &'a gimli::Unit<Reader<'u>>,
+        partial: &'a Known,
+        partial_units: &'a [gimli::Unit<Reader<'u>>],
+    ) -> gimli::Result<Self> {
         let base = unit
             .header
             .offset()
@@ -111,6 +125,9 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             unit,
             base,
             reader: DieReader::new(unit, Fields::NAMER)?,
+            partial,
+            partial_units,
+            partial_readers: Vec::new(),
             dies: FxHashMap::default(),
             names: FxHashMap::default(),
             text_hashes: FxHashMap::default(),
@@ -125,7 +142,10 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
         if let Some(d) = self.dies.get(&off) {
             return *d;
         }
-        let d = self.reader.die_at(off).ok().flatten().map(|d| TypeDie {
+        let d = self
+            .reader_of(off)
+            .and_then(|(r, local)| r.die_at(local).ok().flatten());
+        let d = d.map(|d| TypeDie {
             tag: d.tag,
             name: d.attrs.name(),
             ty: d.attrs.ty(),
@@ -140,23 +160,50 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
     /// The direct children of the DIE at `off`, in order.
     fn children(&mut self, off: u32) -> Vec<Die<'u>> {
         let mut out = Vec::new();
-        if self.reader.seek(off).is_err() {
+        let Some((reader, local)) = self.reader_of(off) else {
+            return out;
+        };
+        if reader.seek(local).is_err() {
             return out;
         }
-        match self.reader.next() {
+        match reader.next() {
             Ok(Some(d)) if d.has_children => {}
             _ => return out,
         }
-        while let Ok(Some(d)) = self.reader.next() {
+        while let Ok(Some(d)) = reader.next() {
             if d.depth <= 0 {
                 break;
             }
             out.push(*d);
-            if self.reader.skip_children().is_err() {
+            if reader.skip_children().is_err() {
                 break;
             }
         }
         out
+    }
+
+    /// The reader of the unit that holds the DIE keyed `off`, and the
+    /// DIE's offset in that unit.
+    fn reader_of(&mut self, off: u32) -> Option<(&mut DieReader<'a, 'u>, u32)> {
+        if (off as usize) < self.unit.header.length_including_self() {
+            return Some((&mut self.reader, off));
+        }
+        let (i, local) = self.partial.find(off)?;
+        if self.partial_readers.len() <= i {
+            self.partial_readers.resize_with(i + 1, || None);
+        }
+        let slot = self.partial_readers.get_mut(i)?;
+        if slot.is_none() {
+            let span = self.partial.0.get(i)?;
+            let unit = self.partial_units.get(i)?;
+            let reader = DieReader::new(unit, Fields::NAMER).ok()?.with_imports(
+                self.partial,
+                span.base,
+                span.alt,
+            );
+            *slot = Some(reader);
+        }
+        Some((slot.as_mut()?, local))
     }
 
     fn text(&self, s: Str<'u>) -> Option<String> {

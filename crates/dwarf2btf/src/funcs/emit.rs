@@ -305,6 +305,7 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
             cx.dwarf,
             cx.unit,
             cx.subprograms,
+            &cx.types.partial_units,
             &|entry| self.need(entry),
             &|name| unique.get(name).copied(),
         )
