@@ -124,7 +124,7 @@ impl<'a, 'u> TypeNamer<'a, 'u> {
             dwarf,
             unit,
             base,
-            reader: DieReader::new(unit, Fields::NAMER)?,
+            reader: DieReader::new(unit, Fields::NAMER)?.with_imports(partial, 0, false),
             partial,
             partial_units,
             partial_readers: Vec::new(),
