@@ -20,7 +20,11 @@ use crate::load::ElfFile;
 /// What the object says of its alternate file.
 struct AltLink {
     name: PathBuf,
+    /// The build-id (`.gnu_debugaltlink`) or checksum (`.debug_sup`).
     build_id: Vec<u8>,
+    /// Read from `.debug_sup`: the alternate file says its checksum in its
+    /// own `.debug_sup` (dwz --dwarf-5 gives it no build-id note).
+    sup: bool,
 }
 
 const DEBUG_DIR: &str = "/usr/lib/debug";
@@ -33,7 +37,7 @@ pub fn open(
     obj: &object::File<'_>,
     given: Option<&Path>,
 ) -> Result<Option<ElfFile>> {
-    let link = read_link(elf.path(), obj)?;
+    let link = read_link(elf.path(), obj)?.filter(|l| !l.is_supplementary());
     let Some(link) = link else {
         return match given {
             Some(alt) => Err(Error::AltFile {
@@ -56,8 +60,7 @@ pub fn open(
             path: elf.path().to_owned(),
             alt: link.name.clone(),
             msg: format!(
-                "the dwz alternate file (build-id {}) is missing (looked for {}); \
-                 give it with --dwz-alt FILE",
+                "missing (build-id {}; looked for {}); give it with --dwz-alt FILE",
                 hex(&link.build_id),
                 tried.join(", ")
             ),
@@ -65,13 +68,22 @@ pub fn open(
     };
     let alt = ElfFile::open(found)?;
     let alt_obj = alt.object()?;
-    let id = alt_obj.build_id().ok().flatten().unwrap_or(&[]);
+    let id = if link.sup {
+        read_link(found, &alt_obj)?
+            .filter(AltLink::is_supplementary)
+            .map(|l| l.build_id)
+            .unwrap_or_default()
+    } else {
+        alt_obj.build_id().ok().flatten().unwrap_or(&[]).to_vec()
+    };
+    let id = id.as_slice();
     if id != link.build_id.as_slice() {
         return Err(Error::AltFile {
             path: elf.path().to_owned(),
             alt: found.clone(),
             msg: format!(
-                "build-id {} is not the {} that the object's {} asks for",
+                "{} {} is not the {} that the object's {} asks for",
+                if link.sup { "checksum" } else { "build-id" },
                 if id.is_empty() {
                     "(none)".into()
                 } else {
@@ -143,18 +155,15 @@ fn read_link(path: &Path, obj: &object::File<'_>) -> Result<Option<AltLink>> {
         return Ok(Some(AltLink {
             name: os_path(name),
             build_id: id.to_vec(),
+            sup: false,
         }));
     }
     if let Some(s) = obj.section_by_name(".debug_sup") {
         const SECTION: &str = ".debug_sup";
         let d = data(s, SECTION)?;
         let truncated = || bad(SECTION, "truncated");
-        // version (2 bytes), is_supplementary (1 byte): a file that is
-        // itself the supplementary one links to nothing.
+        // version (2 bytes), is_supplementary (1 byte).
         let is_sup = *d.get(2).ok_or_else(truncated)?;
-        if is_sup != 0 {
-            return Ok(None);
-        }
         let rest = d.get(3..).ok_or_else(truncated)?;
         let nul = memchr::memchr(0, rest).ok_or_else(truncated)?;
         let name = &rest[..nul];
@@ -163,11 +172,24 @@ fn read_link(path: &Path, obj: &object::File<'_>) -> Result<Option<AltLink>> {
         let len = usize::try_from(len).map_err(|_| truncated())?;
         let id = r.slice().get(..len).ok_or_else(truncated)?;
         return Ok(Some(AltLink {
-            name: os_path(name),
+            // A supplementary file's own section: its checksum, no link.
+            name: if is_sup != 0 {
+                PathBuf::new()
+            } else {
+                os_path(name)
+            },
             build_id: id.to_vec(),
+            sup: true,
         }));
     }
     Ok(None)
+}
+
+impl AltLink {
+    /// The section is a supplementary file's own `.debug_sup`.
+    fn is_supplementary(&self) -> bool {
+        self.sup && self.name.as_os_str().is_empty()
+    }
 }
 
 fn os_path(b: &[u8]) -> PathBuf {
