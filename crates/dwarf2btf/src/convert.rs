@@ -540,8 +540,11 @@ pub fn convert_unit<'a, 'd>(
         .map(Some)
 }
 
-/// Reads into `conv` the partial units that the unit's references reached
-/// (and those their own references reach), each under its keys.
+/// Reads into `conv` the partial units that the unit imports
+/// (DW_TAG_imported_unit) or refers to, and those that they import or
+/// refer to in turn, each under its keys: after the unit, so that keys
+/// are met in increasing order. (dwz orders the DIEs of partial units its
+/// own way: the order of the unit before dwz is not to be had back.)
 fn read_partial_units<'a, 'd>(
     conv: &mut Conv<'a, 'd>,
     imports: &RefCell<Imports<'_, 'd>>,
@@ -549,12 +552,12 @@ fn read_partial_units<'a, 'd>(
     fields: Fields,
     path: &std::path::Path,
 ) -> Result<()> {
-    let mut done = 0;
+    let mut read = 0;
     loop {
-        let Some(span) = imports.borrow().spans.get(done).copied() else {
+        let Some(span) = imports.borrow().spans.get(read).copied() else {
             return Ok(());
         };
-        done += 1;
+        read += 1;
         let err = |e: gimli::Error| Error::Dwarf {
             path: path.to_owned(),
             offset: span.start,

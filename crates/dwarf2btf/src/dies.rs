@@ -53,6 +53,9 @@ enum Field {
     /// are read with gimli for the few DIEs that need them).
     LowPc,
     Ranges,
+    /// DW_AT_import of a DW_TAG_imported_unit: read for its side effect,
+    /// the partial unit it names joins the conversion (partial_units.rs).
+    Import,
     /// DW_AT_location of a DW_TAG_formal_parameter, as found (an expression
     /// or a location list), in [`Attrs::param_location`].
     ParamLocation,
@@ -91,6 +94,7 @@ impl Fields {
             | Field::Specification.bit()
             | Field::Language.bit()
             | Field::GnuAnnotation.bit()
+            | Field::Import.bit()
             | Field::Sibling.bit(),
     );
     /// What a walk over functions and their parameters reads.
@@ -194,6 +198,7 @@ impl Field {
             dw::DW_AT_calling_convention => Field::CallingConvention,
             dw::DW_AT_low_pc => Field::LowPc,
             dw::DW_AT_ranges => Field::Ranges,
+            dw::DW_AT_import => Field::Import,
             _ => return None,
         })
     }
@@ -842,6 +847,7 @@ impl<'d> Cursor<'_, 'd> {
                 | Field::Sibling
                 | Field::AbstractOrigin
                 | Field::GnuAnnotation
+                | Field::Import
         );
         Some(match form {
             dw::DW_FORM_data1 if plain => Step::U8(f),
@@ -1131,7 +1137,8 @@ impl<'d> Cursor<'_, 'd> {
             | Field::Specification
             | Field::Sibling
             | Field::AbstractOrigin
-            | Field::GnuAnnotation => {
+            | Field::GnuAnnotation
+            | Field::Import => {
                 return self.store_ref(a, field, form, &v);
             }
             Field::ConstValue => {
@@ -1199,7 +1206,7 @@ impl<'d> Cursor<'_, 'd> {
     fn store_ref(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: &Value<'d>) {
         let keyed = matches!(
             field,
-            Field::Type | Field::Specification | Field::AbstractOrigin
+            Field::Type | Field::Specification | Field::AbstractOrigin | Field::Import
         );
         let key = match self.unit_ref(v) {
             // Sibling and annotation chains are followed in this unit's
