@@ -536,6 +536,15 @@ pub fn convert_unit<'a, 'd>(
     }
     let (key_end, known) = (imports.key_end(), imports.known());
     drop(imports);
+    if key_end >= u64::from(LOCAL) {
+        return Err(Error::Encode {
+            path: path.to_owned(),
+            msg: format!(
+                "compilation unit at {unit_offset:#x} with its dwz partial units is larger \
+                 than 2 GiB"
+            ),
+        });
+    }
     conv.finish(unit_offset, subprograms, key_end, known)
         .map(Some)
 }
