@@ -407,6 +407,10 @@ struct Conv<'a, 'd> {
     /// Variable declarations (offset, var index) that a later definition
     /// may complete through DW_AT_specification.
     var_decls: Vec<(u32, UnitVar)>,
+    /// Definitions whose declaration was not read yet (dwz moved it to a
+    /// partial unit, read after the unit): (var index, DW_AT_specification,
+    /// whether the definition has no type of its own).
+    var_specs: Vec<(usize, u32, bool)>,
     warnings: Vec<String>,
     unknown_tags: u32,
     /// The struct member whose btf_decl_tag children are being read:
@@ -467,6 +471,7 @@ pub fn convert_unit<'a, 'd>(
         needs_index: false,
         vars: Vec::new(),
         var_decls: Vec::new(),
+        var_specs: Vec::new(),
         warnings: Vec::new(),
         unknown_tags: 0,
         member_tags_for: None,
@@ -523,6 +528,7 @@ pub fn convert_unit<'a, 'd>(
     }
     drop(dies);
     read_partial_units(&mut conv, &imports, &mut subprograms, fields, path)?;
+    conv.complete_pending_vars();
     let imports = imports.borrow();
     if let Some((alt, g)) = imports.bad {
         let file = if alt { "the dwz alternate file's " } else { "" };
@@ -868,17 +874,10 @@ impl<'a, 'd> Conv<'a, 'd> {
             external: a.external(),
             decl_tags: Vec::new(),
         };
+        let mut pending = None;
         if let Some(spec) = a.specification() {
-            if let Ok(i) = self.var_decls.binary_search_by_key(&spec, |d| d.0) {
-                if let Some((_, decl)) = self.var_decls.get(i) {
-                    if var.name == 0 {
-                        var.name = decl.name;
-                    }
-                    if a.ty().is_none() {
-                        var.ty = decl.ty;
-                    }
-                    var.external |= decl.external;
-                }
+            if !self.complete_var(&mut var, spec, a.ty().is_none()) {
+                pending = Some(spec);
             }
         }
         if a.declaration() {
@@ -888,7 +887,42 @@ impl<'a, 'd> Conv<'a, 'd> {
         let addr = a.location()?;
         var.addr = addr;
         self.vars.push(var);
+        if let Some(spec) = pending {
+            self.var_specs
+                .push((self.vars.len() - 1, spec, a.ty().is_none()));
+        }
         Some(self.vars.len() - 1)
+    }
+
+    /// Completes `var` from the declaration at `spec`, if it was read.
+    fn complete_var(&self, var: &mut UnitVar, spec: u32, typeless: bool) -> bool {
+        let Ok(i) = self.var_decls.binary_search_by_key(&spec, |d| d.0) else {
+            return false;
+        };
+        let Some((_, decl)) = self.var_decls.get(i) else {
+            return false;
+        };
+        if var.name == 0 {
+            var.name = decl.name;
+        }
+        if typeless {
+            var.ty = decl.ty;
+        }
+        var.external |= decl.external;
+        true
+    }
+
+    /// Completes the definitions whose declarations were in partial units.
+    fn complete_pending_vars(&mut self) {
+        for (i, spec, typeless) in std::mem::take(&mut self.var_specs) {
+            let Some(mut var) = self.vars.get(i).cloned() else {
+                continue;
+            };
+            self.complete_var(&mut var, spec, typeless);
+            if let Some(slot) = self.vars.get_mut(i) {
+                *slot = var;
+            }
+        }
     }
 
     fn close(&mut self) {

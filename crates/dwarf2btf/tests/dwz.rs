@@ -16,6 +16,7 @@ use btf::diff::DiffOptions;
 use btf::Btf;
 use dwarf2btf::encode::{EncodeOptions, NoProgress};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::options::VarsMode;
 use testkit::Fixture;
 
 const HEADER: &str = r#"
@@ -58,27 +59,43 @@ shape_t gm; enum color cm;
 int main(void) { return fc(&gm, cm) + gm.next->p[3].x; }
 "#;
 
-fn encode_result(path: &Path, dwz_alt: Option<&Path>) -> Result<Btf, dwarf2btf::Error> {
+fn encode_with(
+    path: &Path,
+    dwz_alt: Option<&Path>,
+    vars: VarsMode,
+) -> Result<Btf, dwarf2btf::Error> {
     let elf = ElfFile::open(path)?;
     let opts = EncodeOptions {
         jobs: 2,
+        vars,
         dwz_alt: dwz_alt.map(Path::to_owned),
         ..EncodeOptions::default()
     };
     dwarf2btf::encode(&elf, None, &opts, &NoProgress).map(|e| e.btf)
 }
 
-fn encode(path: &Path) -> Btf {
-    encode_result(path, None).unwrap_or_else(|e| panic!("encode {}: {e}", path.display()))
+fn encode_result(path: &Path, dwz_alt: Option<&Path>) -> Result<Btf, dwarf2btf::Error> {
+    encode_with(path, dwz_alt, VarsMode::default())
 }
 
-/// The oracle: `after` (dwz'd) encodes to what `before` does.
+/// The oracle: `after` (dwz'd) encodes to what `before` does, with the
+/// default options and with every variable (`--vars all`: dwz moves
+/// `extern` declarations, which definitions complete, to partial units).
 fn assert_same_btf(before: &Path, after: &Path) {
+    for vars in [VarsMode::default(), VarsMode::All] {
+        assert_same_btf_with(before, after, vars);
+    }
+}
+
+fn assert_same_btf_with(before: &Path, after: &Path, vars: VarsMode) {
+    let encode = |p: &Path| {
+        encode_with(p, None, vars).unwrap_or_else(|e| panic!("encode {}: {e}", p.display()))
+    };
     let (b, a) = (encode(before), encode(after));
     let d = btf::diff::diff(&b, &a, &DiffOptions::default());
     assert!(
         d.only_a.is_empty() && d.only_b.is_empty() && d.changed.is_empty() && d.equal > 0,
-        "{}: {} only before dwz, {} only after, {} changed",
+        "{} ({vars:?}): {} only before dwz, {} only after, {} changed",
         after.display(),
         d.only_a.len(),
         d.only_b.len(),
