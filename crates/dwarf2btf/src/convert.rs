@@ -508,18 +508,7 @@ pub fn convert_unit<'a, 'd>(
             }
             continue;
         }
-        while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
-            conv.close();
-        }
-        // An inlined instance or a call site describes code, not types:
-        // its subtree (about a tenth of a kernel's DIEs) is skipped.
-        let skip = die.has_children
-            && matches!(
-                die.tag,
-                dw::DW_TAG_inlined_subroutine | dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
-            );
-        conv.die(die);
-        if skip {
+        if conv.enter(die) {
             dies.skip_children().map_err(|e| err(e, at))?;
         }
     }
@@ -607,16 +596,7 @@ fn read_partial_units<'a, 'd>(
             if conv.opts.subprograms {
                 subprograms.die(die);
             }
-            while conv.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
-                conv.close();
-            }
-            let skip = die.has_children
-                && matches!(
-                    die.tag,
-                    dw::DW_TAG_inlined_subroutine | dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
-                );
-            conv.die(die);
-            if skip {
+            if conv.enter(die) {
                 dies.skip_children().map_err(err)?;
             }
         }
@@ -664,6 +644,23 @@ impl<'a, 'd> Conv<'a, 'd> {
     /// Reads one DIE: a child of the open aggregate, or a DIE of its own
     /// (one method per tag, in `convert/type_dies.rs`), opened for its
     /// children if it may have some.
+    /// Converts `die` after closing the aggregates it is not inside of;
+    /// whether its children are to be skipped: an inlined instance or a
+    /// call site describes code, not types (about a tenth of a kernel's
+    /// DIEs are in such subtrees).
+    fn enter(&mut self, die: &Die<'d>) -> bool {
+        while self.stack.last().is_some_and(|(d, _)| *d >= die.depth) {
+            self.close();
+        }
+        let skip = die.has_children
+            && matches!(
+                die.tag,
+                dw::DW_TAG_inlined_subroutine | dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
+            );
+        self.die(die);
+        skip
+    }
+
     fn die(&mut self, die: &Die<'d>) {
         let depth = die.depth;
         let Ok(off) = u32::try_from(die.offset) else {
