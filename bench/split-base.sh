@@ -43,7 +43,13 @@ case $which in
   *) echo "bench/split-base.sh: 1.24 or 1.32, not $which" >&2; exit 2 ;;
 esac
 
-dups() { "$btfkit" check --base "$base" "$1" 2>&1 | grep -o 'duplicates [0-9]* base types' | grep -o '[0-9]*' || echo 0; }
+# The number of base types `check --base` finds re-emitted (it exits 1 then).
+dups() {
+  local report n
+  report=$("$btfkit" check --base "$base" "$1" 2>&1 || true)
+  n=$(sed -n 's/.*duplicates \([0-9]*\) base types.*/\1/p' <<<"$report")
+  echo "${n:-0}"
+}
 ours_total=0 theirs_total=0 ours_dups=0 theirs_dups=0
 printf '%-24s %10s %10s %6s %10s %10s\n' module btfkit pahole ratio re-emitted "(pahole)"
 for ko in "${modules[@]}"; do
