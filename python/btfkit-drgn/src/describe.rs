@@ -78,22 +78,15 @@ pub fn describe<'py>(py: Python<'py>, btf: &Btf, id: TypeId) -> PyResult<Bound<'
                 .collect::<PyResult<Vec<_>>>()?;
             tuple(py, (kind, opt_name(btf, t.name_off, id)?, *size, list))
         }
-        // An enumerator's value as its signedness reads it: kind_flag set
-        // means signed, 32 or 64 bits wide.
         TypeData::Enum { size, values } => enum_tuple(
             py,
             btf,
             t,
             id,
             *size,
-            values.iter().map(|v| {
-                let val = if t.kind_flag {
-                    i128::from(v.val as i32)
-                } else {
-                    i128::from(v.val)
-                };
-                (v.name_off, val)
-            }),
+            values
+                .iter()
+                .map(|v| (v.name_off, enum_value(t, u64::from(v.val), 32))),
         ),
         TypeData::Enum64 { size, values } => enum_tuple(
             py,
@@ -101,14 +94,9 @@ pub fn describe<'py>(py: Python<'py>, btf: &Btf, id: TypeId) -> PyResult<Bound<'
             t,
             id,
             *size,
-            values.iter().map(|v| {
-                let val = if t.kind_flag {
-                    i128::from(v.val as i64)
-                } else {
-                    i128::from(v.val)
-                };
-                (v.name_off, val)
-            }),
+            values
+                .iter()
+                .map(|v| (v.name_off, enum_value(t, v.val, 64))),
         ),
         TypeData::Fwd => {
             let kind = if t.kind_flag { "union" } else { "struct" };
@@ -143,6 +131,17 @@ fn name_at(btf: &Btf, off: u32, id: TypeId) -> PyResult<String> {
 }
 
 /// `("enum", name, size, signed, [(enumerator, value)])` for ENUM and ENUM64.
+/// An enumerator's value as its signedness reads it: kind_flag set means
+/// signed, `bits` (32 or 64) wide.
+fn enum_value(t: &Type, raw: u64, bits: u32) -> i128 {
+    if t.kind_flag {
+        let shift = 64 - bits;
+        i128::from(((raw << shift) as i64) >> shift)
+    } else {
+        i128::from(raw)
+    }
+}
+
 fn enum_tuple<'py>(
     py: Python<'py>,
     btf: &Btf,
