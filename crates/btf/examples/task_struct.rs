@@ -30,6 +30,13 @@ fn main() -> ExitCode {
         btf.resolve_size(task).unwrap_or(0)
     );
     for m in btf.members(task) {
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("task_struct: {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        };
         let name = if m.name.is_empty() { "(anon)" } else { m.name };
         let ty = btf::cdecl::type_name(&btf, m.ty);
         let size = btf.resolve_size(m.ty).unwrap_or(0);

@@ -276,11 +276,12 @@ fn flat_array(btf: &Btf, mut id: TypeId) -> (u64, TypeId) {
 
 /// The enumerators of ENUM or ENUM64 `id` as (name, value) pairs, in the
 /// same width whatever the kind ([`Btf::enumerators`]).
-fn enumerators(btf: &Btf, id: TypeId) -> Vec<(&str, u64)> {
-    btf.enumerators(id)
+fn enumerators(btf: &Btf, id: TypeId) -> Result<Vec<(&str, u64)>> {
+    Ok(btf
+        .enumerators(id)?
         .iter()
         .map(|e| (e.name, e.raw))
-        .collect()
+        .collect())
 }
 
 /// Compares `a` and `b` shallowly; pushes the pairs to compare next onto
@@ -338,7 +339,7 @@ fn compare(
             TypeData::Enum { .. } | TypeData::Enum64 { .. },
             TypeData::Enum { .. } | TypeData::Enum64 { .. },
         ) => {
-            if size_of(ta) != size_of(tb) || enumerators(btf, a) != enumerators(btf, b) {
+            if size_of(ta) != size_of(tb) || enumerators(btf, a)? != enumerators(btf, b)? {
                 return differ();
             }
             if ka == kb && ta.kind_flag != tb.kind_flag {

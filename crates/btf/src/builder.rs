@@ -360,8 +360,11 @@ mod tests {
         );
         assert_eq!((t(neg).kind(), t(neg).kind_flag), (BTF_KIND_ENUM, true));
         assert_eq!(t(big).kind(), BTF_KIND_ENUM64);
-        assert_eq!(btf.enumerators(neg)[0].value(), -1);
-        assert_eq!(btf.enumerators(small)[1].value(), i128::from(u32::MAX));
+        assert_eq!(btf.enumerators(neg).expect("names")[0].value(), -1);
+        assert_eq!(
+            btf.enumerators(small).expect("names")[1].value(),
+            i128::from(u32::MAX)
+        );
     }
 
     #[test]
@@ -380,6 +383,7 @@ mod tests {
         assert!(btf.type_by_id(s).unwrap().kind_flag);
         let m: Vec<(u32, u32)> = btf
             .members(s)
+            .map(|m| m.expect("member name"))
             .map(|m| (m.bit_offset, m.bitfield_size))
             .collect();
         assert_eq!(m, [(0, 1), (1, 3)]);

@@ -14,6 +14,7 @@
 //! let task = btf.find_by_name_kind("task_struct", Kind::STRUCT).expect("task_struct");
 //! println!("{} bytes", btf.resolve_size(task).unwrap_or(0));
 //! for m in btf.members(task) {
+//!     let m = m?;
 //!     println!("{:>8} {}", m.bit_offset, m.name);
 //! }
 //! # Ok(())
@@ -21,7 +22,7 @@
 //! ```
 
 use crate::types::{Type, TypeData, TypeId};
-use crate::{Btf, Kind};
+use crate::{Btf, Kind, Result};
 
 /// How many typedefs, qualifiers and arrays a walk follows before it
 /// takes the chain for a loop (libbpf's `MAX_RESOLVE_DEPTH`).
@@ -30,7 +31,7 @@ pub const MAX_RESOLVE_DEPTH: usize = 32;
 /// One member of a struct or union, as [`Btf::members`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemberInfo<'a> {
-    /// The member's name, "" when anonymous (or when its name offset is bad).
+    /// The member's name, "" when anonymous.
     pub name: &'a str,
     /// The member's type.
     pub ty: TypeId,
@@ -195,18 +196,21 @@ impl Btf {
 
     /// The members of the STRUCT or UNION `id` is, or is under typedefs
     /// and qualifiers, with their bit offsets and bitfield sizes; none
-    /// for any other type.
-    pub fn members(&self, id: TypeId) -> impl Iterator<Item = MemberInfo<'_>> + '_ {
+    /// for any other type. A member whose name offset is out of range or
+    /// not UTF-8 is that error, never an anonymous member.
+    pub fn members(&self, id: TypeId) -> impl Iterator<Item = Result<MemberInfo<'_>>> + '_ {
         let t = self.resolved_type(id);
         let kind_flag = t.is_some_and(|t| t.kind_flag);
         t.map(Type::members)
             .unwrap_or_default()
             .iter()
-            .map(move |m| MemberInfo {
-                name: self.str_at(m.name_off).unwrap_or(""),
-                ty: m.ty,
-                bit_offset: m.bit_offset(kind_flag),
-                bitfield_size: m.bitfield_size(kind_flag),
+            .map(move |m| {
+                Ok(MemberInfo {
+                    name: self.str_at(m.name_off)?,
+                    ty: m.ty,
+                    bit_offset: m.bit_offset(kind_flag),
+                    bitfield_size: m.bitfield_size(kind_flag),
+                })
             })
     }
 
@@ -221,7 +225,9 @@ impl Btf {
         if depth > MAX_RESOLVE_DEPTH {
             return None;
         }
-        for m in self.members(id) {
+        // A member with a bad name is neither the one looked for nor an
+        // anonymous one to look into.
+        for m in self.members(id).flatten() {
             let off = u64::from(m.bit_offset);
             if m.name == name {
                 return Some(FoundMember {
@@ -243,35 +249,39 @@ impl Btf {
     }
 
     /// The enumerators of the ENUM or ENUM64 `id` is, or is under
-    /// typedefs and qualifiers; none for any other type.
-    pub fn enumerators(&self, id: TypeId) -> Vec<Enumerator<'_>> {
+    /// typedefs and qualifiers; none for any other type. An enumerator
+    /// whose name offset is out of range or not UTF-8 is an error.
+    pub fn enumerators(&self, id: TypeId) -> Result<Vec<Enumerator<'_>>> {
         let Some(t) = self.resolved_type(id) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let signed = t.kind_flag;
-        let name = |off| self.str_at(off).unwrap_or("");
         match &t.data {
             TypeData::Enum { values, .. } => values
                 .iter()
-                .map(|v| Enumerator {
-                    name: name(v.name_off),
-                    raw: if signed {
-                        v.val as i32 as i64 as u64
-                    } else {
-                        u64::from(v.val)
-                    },
-                    signed,
+                .map(|v| {
+                    Ok(Enumerator {
+                        name: self.str_at(v.name_off)?,
+                        raw: if signed {
+                            v.val as i32 as i64 as u64
+                        } else {
+                            u64::from(v.val)
+                        },
+                        signed,
+                    })
                 })
                 .collect(),
             TypeData::Enum64 { values, .. } => values
                 .iter()
-                .map(|v| Enumerator {
-                    name: name(v.name_off),
-                    raw: v.val,
-                    signed,
+                .map(|v| {
+                    Ok(Enumerator {
+                        name: self.str_at(v.name_off)?,
+                        raw: v.val,
+                        signed,
+                    })
                 })
                 .collect(),
-            _ => Vec::new(),
+            _ => Ok(Vec::new()),
         }
     }
 }
@@ -345,6 +355,7 @@ mod tests {
         assert_eq!(b.find_by_name_kind("nothing", Kind::STRUCT), None);
         let m: Vec<(&str, u32, u32)> = b
             .members(t)
+            .map(|m| m.expect("member name"))
             .map(|m| (m.name, m.bit_offset, m.bitfield_size))
             .collect();
         assert_eq!(m, [("a", 0, 0), ("b", 32, 3)]);
@@ -381,7 +392,52 @@ mod tests {
         );
         e.kind_flag = true;
         let id = b.add_type(e);
-        let v = b.enumerators(id);
+        let v = b.enumerators(id).expect("names");
         assert_eq!((v[0].name, v[0].value()), ("minus_one", -1));
+    }
+
+    #[test]
+    fn a_member_with_a_bad_name_is_an_error_not_an_anonymous_member() {
+        let mut b = Btf::new();
+        let int = b.add_str("int");
+        let x = b.add_str("x");
+        let int = b.add_type(Type::new(
+            int,
+            TypeData::Int {
+                size: 4,
+                encoding: 1,
+                offset: 0,
+                bits: 32,
+            },
+        ));
+        // struct inner { int x; }
+        let inner = b.add_type(Type::new(
+            0,
+            TypeData::Struct {
+                size: 4,
+                members: vec![Member {
+                    name_off: x,
+                    ty: int,
+                    offset: 0,
+                }]
+                .into(),
+            },
+        ));
+        // struct outer { struct inner <name past the strings>; }
+        let outer = b.add_type(Type::new(
+            0,
+            TypeData::Struct {
+                size: 4,
+                members: vec![Member {
+                    name_off: 0xffff_fff0,
+                    ty: inner,
+                    offset: 0,
+                }]
+                .into(),
+            },
+        ));
+        assert!(b.members(outer).all(|m| m.is_err()));
+        assert_eq!(b.find_member(inner, "x").map(|f| f.ty), Some(int));
+        assert!(b.find_member(outer, "x").is_none());
     }
 }

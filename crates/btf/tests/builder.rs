@@ -64,6 +64,7 @@ fn builder_output_validates() {
         .expect("task");
     let bits: Vec<(&str, u32, u32)> = reread
         .members(task)
+        .map(|m| m.expect("member name"))
         .map(|m| (m.name, m.bit_offset, m.bitfield_size))
         .collect();
     assert_eq!(

@@ -57,6 +57,7 @@ fn query_members_and_lookups_match_bpftool_json() {
         );
         let ours: Vec<(String, u64, u64, u64)> = btf
             .members(id)
+            .map(|m| m.expect("member name"))
             .map(|m| {
                 (
                     m.name.to_owned(),
