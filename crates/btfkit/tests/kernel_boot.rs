@@ -38,116 +38,77 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use dwarf2btf::funcs::attach::{audit, predict, AuditInput, FuncReach, KernelSymbol, Reach};
+use testkit::kernel::Pahole;
+
+mod common {
+    pub mod split_base;
+}
 use testkit::qemu::{qemu_or_skip, Initramfs, Qemu};
 
 const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// One kernel build or boot at a time: each takes both cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The modules of scripts/kernel/config: file name, module name.
-const MODULES: &[(&str, &str)] = &[("configfs.ko", "configfs"), ("crc-itu-t.ko", "crc_itu_t")];
+/// The modules of a build (scripts/kernel/build.sh): file name, module
+/// name. Two in-tree modules (a filesystem with its own types; a library,
+/// which 7.2 can no longer select by itself) and the out-of-tree module of
+/// scripts/kernel/extmod, built with `make M=`.
+fn modules(version: &str) -> [(&'static str, &'static str); 3] {
+    let library = if version == "7.2" {
+        ("prime_numbers.ko", "prime_numbers")
+    } else {
+        ("crc-itu-t.ko", "crc_itu_t")
+    };
+    [
+        ("configfs.ko", "configfs"),
+        library,
+        ("btfkit_oot.ko", "btfkit_oot"),
+    ]
+}
 
 /// Functions the fentry program loads on: (BTF object, names, whether
 /// ftrace can attach). lib/ is built without ftrace's mcount calls, so
 /// crc_itu_t takes the program (the verifier found its address through the
-/// FUNC's name) but not the attach (EINVAL from ftrace).
-const FENTRY: &[(&str, &[&str], bool)] = &[
-    (
-        "vmlinux",
-        &["vfs_read", "vfs_write", "do_sys_openat2"],
-        true,
-    ),
-    (
-        "configfs",
-        &[
-            "configfs_register_subsystem",
-            "configfs_unregister_subsystem",
-        ],
-        true,
-    ),
-    ("crc_itu_t", &["crc_itu_t"], false),
-];
-
-#[derive(Clone, Copy, PartialEq)]
-enum Pahole {
-    Btfkit,
-    Debian124,
-}
-
-/// A pahole for the build: btfkit through a symlink named `pahole` (at a
-/// fixed path in the cache, so that the kernel's config does not change with
-/// the test binary's location), or Debian's pahole.
-fn pahole(which: Pahole) -> Option<PathBuf> {
-    match which {
-        Pahole::Btfkit => {
-            let dir = testkit::cache_dir().join("kernels/bin");
-            std::fs::create_dir_all(&dir).expect("create the cache");
-            let link = dir.join("pahole");
-            let target = Path::new(BTFKIT).canonicalize().expect("btfkit binary");
-            if std::fs::read_link(&link).ok().as_deref() != Some(target.as_path()) {
-                let tmp = dir.join(format!(".pahole.{}", std::process::id()));
-                let _ = std::fs::remove_file(&tmp);
-                std::os::unix::fs::symlink(&target, &tmp).expect("symlink");
-                std::fs::rename(&tmp, &link).expect("rename symlink");
-            }
-            Some(link)
-        }
-        Pahole::Debian124 => {
-            let p = testkit::tool_or_skip("pahole", "dwarves")?;
-            let out = Command::new(&p).arg("--version").output().ok()?;
-            let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if v != "v1.24" {
-                testkit::skip(&format!(
-                    "the control needs Debian's pahole v1.24, found {v}"
-                ));
-                return None;
-            }
-            Some(p)
-        }
-    }
+/// FUNC's name) but not the attach (EINVAL from ftrace); lib/math/ is
+/// built with them. The out-of-tree module's functions take vmlinux's
+/// `struct task_struct *` and `struct file *`.
+fn fentry_targets(version: &str) -> [(&'static str, &'static [&'static str], bool); 4] {
+    let library: (&str, &[&str], bool) = if version == "7.2" {
+        (
+            "prime_numbers",
+            &["next_prime_number", "is_prime_number"],
+            true,
+        )
+    } else {
+        ("crc_itu_t", &["crc_itu_t"], false)
+    };
+    [
+        (
+            "vmlinux",
+            &["vfs_read", "vfs_write", "do_sys_openat2"],
+            true,
+        ),
+        (
+            "configfs",
+            &[
+                "configfs_register_subsystem",
+                "configfs_unregister_subsystem",
+            ],
+            true,
+        ),
+        library,
+        (
+            "btfkit_oot",
+            &["btfkit_oot_task_pid", "btfkit_oot_file_size"],
+            true,
+        ),
+    ]
 }
 
 /// Builds (or finds cached) the kernel; the result directory.
 fn build(version: &str, cc: &str, which: Pahole) -> Option<PathBuf> {
-    let tarball = format!("/usr/src/linux-source-{version}.tar.xz");
-    if !Path::new(&tarball).is_file() {
-        testkit::skip(&format!(
-            "{tarball} is missing (apt-get install linux-source-{version})"
-        ));
-        return None;
-    }
-    for (tool, package) in [
-        ("make", "make"),
-        ("bc", "bc"),
-        ("flex", "flex"),
-        ("bison", "bison"),
-    ] {
-        testkit::tool_or_skip(tool, package)?;
-    }
-    if cc == "clang" {
-        testkit::tool_or_skip("clang-19", "clang-19")?;
-        testkit::tool_or_skip("ld.lld-19", "lld-19")?;
-        testkit::tool_or_skip("llvm-objcopy-19", "llvm-19")?;
-    } else {
-        testkit::tool_or_skip("gcc", "gcc")?;
-    }
-    let pahole = pahole(which)?;
-    let out = Command::new("bash")
-        .arg(format!("{ROOT}/scripts/kernel/build.sh"))
-        .args([version, cc])
-        .arg(&pahole)
-        .output()
-        .expect("run scripts/kernel/build.sh");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprint!("{stderr}");
-    assert!(
-        out.status.success(),
-        "kernel {version} {cc} build with {} failed:\n{stderr}",
-        pahole.display()
-    );
-    Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    testkit::kernel::build(version, cc, which, Path::new(BTFKIT))
 }
 
 /// sha256 of section `name` of the ELF `file` (objcopy --dump-section).
@@ -202,7 +163,7 @@ fn fentry_helper(dir: &Path) -> PathBuf {
 /// The guest's checks (busybox sh). `every_func`: fentry on every FUNC of
 /// vmlinux, then where the kernel patched same-name instances; the test
 /// modules' FUNCs are all tried in every kernel.
-fn guest_script(every_func: bool) -> String {
+fn guest_script(version: &str, every_func: bool) -> String {
     let mut s = String::new();
     s.push_str(
         "if [ -r /sys/kernel/btf/vmlinux ]; then\n\
@@ -210,7 +171,7 @@ fn guest_script(every_func: bool) -> String {
          else echo 'BTFKIT-RESULT sysfs-btf:vmlinux missing'; fi\n\
          /bin/fentry btf\n",
     );
-    for (file, name) in MODULES {
+    for (file, name) in modules(version) {
         s.push_str(&format!(
             "if insmod /lib/modules/{file}; then echo 'BTFKIT-RESULT insmod:{name} ok'; \
              else echo 'BTFKIT-RESULT insmod:{name} failed'; fi\n\
@@ -219,15 +180,15 @@ fn guest_script(every_func: bool) -> String {
              else echo 'BTFKIT-RESULT sysfs-btf:{name} missing'; fi\n"
         ));
     }
-    for (obj, funcs, _) in FENTRY {
-        let how = if *obj == "vmlinux" {
+    for (obj, funcs, _) in fentry_targets(version) {
+        let how = if obj == "vmlinux" {
             "vmlinux".to_string()
         } else {
             format!("module {obj}")
         };
         s.push_str(&format!("/bin/fentry {how} {}\n", funcs.join(" ")));
     }
-    for (_, name) in MODULES {
+    for (_, name) in modules(version) {
         s.push_str(&format!("/bin/fentry all {name}\n"));
     }
     if every_func {
@@ -237,59 +198,136 @@ fn guest_script(every_func: bool) -> String {
     s
 }
 
-/// configfs.ko with `.BTF` over a distilled `.BTF.base` (6.12's flags for
-/// an out-of-tree module), written to `dir`.
-fn distilled_module(result: &Path, dir: &Path) -> PathBuf {
-    let ko = dir.join("configfs.ko");
-    std::fs::copy(result.join("configfs.ko"), &ko).expect("copy configfs.ko");
+/// Linux 7.2's pahole flags (scripts/Makefile.btf for pahole 1.32, without
+/// `-j`'s count).
+const FLAGS_7_2: &[&str] = &[
+    "-j",
+    "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs,attributes,layout",
+    "--lang_exclude=rust",
+];
+
+/// A module of `result` with its BTF encoded again by btfkit over the
+/// build's vmlinux (7.2's flags, and a distilled base for the out-of-tree
+/// module as its `make M=` asks): the modules of a kernel whose vmlinux BTF
+/// another pahole made, as a distribution's later module builds would be.
+/// Written to `dir`.
+fn btfkit_module(result: &Path, file: &str, dir: &Path) -> PathBuf {
+    let ko = dir.join(file);
+    std::fs::copy(result.join(file), &ko).expect("copy the module");
     let out = Command::new(BTFKIT)
-        .args([
-            "pahole",
-            "-J",
-            "-j",
-            "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs",
-            "--lang_exclude=rust",
-            "--btf_features=distilled_base",
-            "--btf_base",
-        ])
+        .args(["pahole", "-J"])
+        .args(FLAGS_7_2)
+        .args(
+            (file == "btfkit_oot.ko")
+                .then_some("--btf_features=distilled_base")
+                .as_slice(),
+        )
+        .arg("--btf_base")
         .arg(result.join("vmlinux"))
         .arg(&ko)
         .output()
         .expect("run btfkit pahole");
     assert!(
         out.status.success(),
-        "distilled_base: {}",
+        "btfkit pahole -J {file}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     ko
 }
 
-/// Builds, boots and checks one kernel; `distilled`: load configfs.ko with a
-/// distilled base.
-fn boots_with_btf(version: &str, cc: &str, which: Pahole, distilled: bool) {
+/// The modules of the pahole 1.32 control against pahole 1.32 itself: each
+/// module's split BTF over that build's vmlinux (whose BTF pahole 1.32
+/// made), by btfkit and by pahole 1.32 with 7.2's flags. btfkit's must
+/// re-emit no base type, have the same named types, and stay within 1.1x
+/// pahole's bytes less btfkit's extra FUNCs and tags.
+fn modules_over_pahole_1_32_base(result: &Path, version: &str) {
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vmlinux = result.join("vmlinux");
+    let mut failures = Vec::new();
+    for (file, _) in modules(version) {
+        let ko = result.join(file);
+        let (ours, theirs) = (
+            dir.path().join(format!("{file}.btfkit")),
+            dir.path().join(format!("{file}.132")),
+        );
+        let detached = |out: &Path| {
+            let mut args: Vec<String> = FLAGS_7_2.iter().map(|a| a.to_string()).collect();
+            args.extend([
+                "--btf_base".to_owned(),
+                vmlinux.display().to_string(),
+                format!("--btf_encode_detached={}", out.display()),
+                ko.display().to_string(),
+            ]);
+            args
+        };
+        sid.run_ok(&[dir.path(), result], "pahole", detached(&theirs));
+        let out = Command::new(BTFKIT)
+            .arg("pahole")
+            .arg("-J")
+            .args(detached(&ours))
+            .output()
+            .expect("run btfkit pahole");
+        assert!(
+            out.status.success(),
+            "btfkit on {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c = common::split_base::compare(file, &ours, &theirs, &vmlinux, true);
+        let (core, theirs_len) = c.bytes;
+        println!(
+            "BTFKIT-RESULT {version}-split-over-pahole-1.32:{file} bytes={core}/{theirs_len} reemitted={} named-differences={}",
+            c.reemitted.len(),
+            c.named_differences.len()
+        );
+        eprint!("{}", c.report);
+        if !c.reemitted.is_empty() {
+            failures.push(format!("{file}: re-emits base types {:?}", c.reemitted));
+        }
+        if !c.named_differences.is_empty() {
+            failures.push(format!(
+                "{file}: named types differ: {:?}",
+                c.named_differences
+            ));
+        }
+        if core * 10 > theirs_len * 11 {
+            failures.push(format!(
+                "{file}: {core} bytes without btfkit's extra FUNCs and tags, pahole 1.32's {theirs_len}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Whether the ELF `file` has a section `name`.
+fn has_section(file: &Path, name: &str) -> bool {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(file).expect("read the module");
+    let elf = object::File::parse(&*data).expect("module ELF");
+    elf.sections().any(|s| s.name() == Ok(name))
+}
+
+/// Builds, boots and checks one kernel. In the pahole 1.32 control, the
+/// modules carry BTF that btfkit encoded over pahole's vmlinux BTF.
+fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(_qemu) = qemu_or_skip() else { return };
     let Some(result) = build(version, cc, which) else {
         return;
     };
     let config = std::fs::read_to_string(result.join(".config")).expect("read .config");
-    let want_version = match which {
-        Pahole::Btfkit => {
-            let out = Command::new(BTFKIT)
-                .args(["pahole", "--version"])
-                .output()
-                .expect("btfkit pahole --version");
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .replace(['v', '.'], "")
-        }
-        Pahole::Debian124 => "124".to_string(),
-    };
+    let want_version = which.config_version(Path::new(BTFKIT));
     assert!(
         config.contains(&format!("CONFIG_PAHOLE_VERSION={want_version}\n")),
         "{}: the kernel was not configured with the expected pahole",
         result.display()
     );
+
+    if which == Pahole::Sid132 {
+        modules_over_pahole_1_32_base(&result, version);
+    }
 
     let dir = tempfile::tempdir().expect("tempdir");
     let fentry = fentry_helper(dir.path());
@@ -298,17 +336,21 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole, distilled: bool) {
     let every_func = which == Pahole::Btfkit;
     let mut initramfs = Initramfs::new();
     initramfs.file("/bin/fentry", &fentry);
-    let mut modules: Vec<(&str, &str, PathBuf)> = MODULES
-        .iter()
-        .map(|(file, name)| (*file, *name, result.join(file)))
+    let modules: Vec<(&str, &str, PathBuf)> = modules(version)
+        .into_iter()
+        .map(|(file, name)| {
+            let ko = if which == Pahole::Sid132 {
+                btfkit_module(&result, file, dir.path())
+            } else {
+                result.join(file)
+            };
+            (file, name, ko)
+        })
         .collect();
-    if distilled {
-        modules[0].2 = distilled_module(&result, dir.path());
-    }
     for (file, _, host) in &modules {
         initramfs.file(&format!("/lib/modules/{file}"), host);
     }
-    initramfs.script(&guest_script(every_func));
+    initramfs.script(&guest_script(version, every_func));
     let initrd = dir.path().join("initrd.cpio");
     initramfs.write(&initrd).expect("write initramfs");
     let mut qemu = Qemu::new(&result.join("bzImage"), &initrd);
@@ -337,14 +379,22 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole, distilled: bool) {
         "{what}: /sys/kernel/btf/vmlinux is not the built vmlinux's .BTF"
     );
     assert_eq!(console.result("vmlinux-btf-object"), Some("yes"), "{what}");
-    for (i, (file, name, host)) in modules.iter().enumerate() {
+    for (file, name, host) in &modules {
         assert_eq!(
             console.result(&format!("insmod:{name}")),
             Some("ok"),
             "{what}: insmod {file}"
         );
         let sysfs = console.result(&format!("sysfs-btf:{name}"));
-        if distilled && i == 0 {
+        // `make M=` gives an out-of-tree module a distilled base where the
+        // kernel relocates one (6.12 on).
+        let distilled = has_section(host, ".BTF.base");
+        assert_eq!(
+            distilled,
+            *file == "btfkit_oot.ko" && version != "6.1",
+            "{what}: {file}: a .BTF.base where the kernel build gives one, only there"
+        );
+        if distilled {
             // Relocated onto vmlinux by the kernel: not the file's bytes.
             assert!(
                 sysfs.is_some_and(|s| s != "missing"),
@@ -358,10 +408,10 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole, distilled: bool) {
             );
         }
     }
-    for (obj, funcs, attaches) in FENTRY {
-        for f in *funcs {
+    for (obj, funcs, attaches) in fentry_targets(version) {
+        for f in funcs {
             let got = console.result(&format!("fentry:{obj}:{f}"));
-            let want = if *attaches { "ok" } else { "attach 22" };
+            let want = if attaches { "ok" } else { "attach 22" };
             assert_eq!(got, Some(want), "{what}: fentry on {obj} {f}");
         }
     }
@@ -381,14 +431,7 @@ fn fentry_every_func(
 ) {
     let (major, minor) = version.split_once('.').expect("version");
     let v = (major.parse().expect("major"), minor.parse().expect("minor"));
-    let kernel = format!(
-        "{version}-{cc}-{}",
-        if which == Pahole::Btfkit {
-            "btfkit"
-        } else {
-            "pahole"
-        }
-    );
+    let kernel = format!("{version}-{cc}-{}", which.label());
     let report = |key: &str, value: String| {
         println!("BTFKIT-RESULT {kernel}:{key} {value}");
         eprintln!("BTFKIT-RESULT {kernel}:{key} {value}");
@@ -814,20 +857,30 @@ fn check_instances(
 
 #[test]
 fn booted_kernel_6_1_gcc_btf_by_btfkit() {
-    boots_with_btf("6.1", "gcc", Pahole::Btfkit, false);
+    boots_with_btf("6.1", "gcc", Pahole::Btfkit);
 }
 
 #[test]
 fn booted_kernel_6_1_gcc_btf_by_pahole_1_24_control() {
-    boots_with_btf("6.1", "gcc", Pahole::Debian124, false);
-}
-
-#[test]
-fn booted_kernel_6_12_gcc_btf_by_btfkit() {
-    boots_with_btf("6.12", "gcc", Pahole::Btfkit, true);
+    boots_with_btf("6.1", "gcc", Pahole::Debian124);
 }
 
 #[test]
 fn booted_kernel_6_12_clang_btf_by_btfkit() {
-    boots_with_btf("6.12", "clang", Pahole::Btfkit, true);
+    boots_with_btf("6.12", "clang", Pahole::Btfkit);
+}
+
+#[test]
+fn booted_kernel_7_2_gcc16_btf_by_btfkit() {
+    boots_with_btf("7.2", "gcc", Pahole::Btfkit);
+}
+
+#[test]
+fn booted_kernel_7_2_clang_btf_by_btfkit() {
+    boots_with_btf("7.2", "clang", Pahole::Btfkit);
+}
+
+#[test]
+fn booted_kernel_7_2_gcc16_btf_by_pahole_1_32_control_modules_by_btfkit() {
+    boots_with_btf("7.2", "gcc", Pahole::Sid132);
 }

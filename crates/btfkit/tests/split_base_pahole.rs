@@ -1,19 +1,22 @@
 //! Module BTF over a base that another encoder wrote: Debian's 6.1 vmlinux,
 //! whose `.BTF` pahole 1.24 made. btfkit encodes Debian's debug modules
 //! over it with Debian 6.1's module command line, and so does Debian's
-//! pahole (the oracle, for the sizes). No type of the base may come back in
-//! the split part; and `btfkit check --base` must name the base types a
-//! split BTF copies.
+//! pahole (the oracle, for the named types and the sizes). No type of the
+//! base may come back in the split part, the named types must be pahole's
+//! (but for the base types pahole copies), and `btfkit check --base` must
+//! name the base types a split BTF copies.
 
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use btf::base_duplicates::{base_duplicates, same_named};
-use btf::format::{BTF_KIND_DECL_TAG, BTF_KIND_FUNC};
 use btf::{Btf, Member, Type, TypeData};
-use std::collections::HashSet;
 use testkit::Fixture;
+
+mod common {
+    pub mod split_base;
+}
+use common::split_base;
 
 const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
 
@@ -63,25 +66,6 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// The bytes of `ours` that pahole has no counterpart for by design: FUNCs
-/// whose names pahole's BTF has no FUNC of (instances of a name beyond the
-/// kernel's pick, `init_module` aliases), `addr=` tags, and their names.
-fn extra_bytes(ours: &Btf, theirs: &Btf) -> usize {
-    let funcs: HashSet<&str> = theirs
-        .iter()
-        .filter(|(_, t)| t.kind() == BTF_KIND_FUNC)
-        .filter_map(|(_, t)| theirs.name_of(t).ok())
-        .collect();
-    ours.iter()
-        .filter_map(|(_, t)| {
-            let name = ours.name_of(t).ok()?;
-            let extra = (t.kind() == BTF_KIND_FUNC && !funcs.contains(name))
-                || (t.kind() == BTF_KIND_DECL_TAG && name.starts_with("addr="));
-            extra.then(|| t.encoded_len() + name.len() + 1)
-        })
-        .sum()
-}
-
 #[test]
 fn modules_over_pahole_1_24_base_reemit_no_base_type_pahole() {
     let Some(k) = testkit::debian_kernel_or_skip() else {
@@ -108,33 +92,22 @@ fn modules_over_pahole_1_24_base_reemit_no_base_type_pahole() {
         assert!(o.status.success(), "btfkit on {m}: {}", text(&o));
         let o = encode(&pahole, &[], &k.vmlinux, &ko, &theirs_path);
         assert!(o.status.success(), "pahole on {m}: {}", text(&o));
-        let ours = btf::load_file(&ours_path, Some(&k.vmlinux)).expect("btfkit's split BTF");
-        let theirs = btf::load_file(&theirs_path, Some(&k.vmlinux)).expect("pahole's split BTF");
-        let dups = base_duplicates(&ours).expect("compare with the base");
-        assert!(
-            dups.is_empty(),
-            "{m}: btfkit re-emits base types: {:?}",
-            dups.iter().map(|d| &d.name).collect::<Vec<_>>()
-        );
-        // Types of the module that only share a name with a base type
-        // differ from it somewhere: say where, for the record.
-        for (d, diff) in same_named(&ours).expect("compare with the base") {
-            if let Some(diff) = diff {
-                report.push_str(&format!(
-                    "  {m}: own {} {} differs from the base's: {}: {}\n",
-                    d.kind, d.name, diff.path, diff.what
-                ));
-            }
+        let c = split_base::compare(m, &ours_path, &theirs_path, &k.vmlinux, true);
+        report.push_str(&c.report);
+        for d in &c.named_differences {
+            report.push_str(&format!("  {m}: {d}\n"));
         }
-        let ours_len = std::fs::metadata(&ours_path).expect("size").len() as usize;
-        let theirs_len = std::fs::metadata(&theirs_path).expect("size").len() as usize;
-        let core = ours_len - extra_bytes(&ours, &theirs).min(ours_len);
-        let pahole_dups = base_duplicates(&theirs)
-            .expect("compare with the base")
-            .len();
-        report.push_str(&format!(
-            "{m}: {ours_len} ({core}) / {theirs_len}; 0 / {pahole_dups}\n"
-        ));
+        assert!(
+            c.reemitted.is_empty(),
+            "{m}: btfkit re-emits base types: {:?}",
+            c.reemitted
+        );
+        assert!(
+            c.named_differences.is_empty(),
+            "{m}: named types differ from pahole's: {:?}",
+            c.named_differences
+        );
+        let (core, theirs_len) = c.bytes;
         assert!(
             core * 10 <= theirs_len * 11,
             "{m}: btfkit's split BTF is {core} bytes without its extra FUNCs and tags, pahole's {theirs_len}"

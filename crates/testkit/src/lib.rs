@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+pub mod kernel;
 pub mod qemu;
 pub mod sid;
 
