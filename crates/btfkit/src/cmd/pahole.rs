@@ -21,14 +21,16 @@ use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, NoProgress, VarsMode}
 
 use super::layout::LayoutArgs;
 
-/// The pahole version btfkit answers to `--version`. Kernel scripts pick
-/// flags from it (CONFIG_PAHOLE_VERSION): 1.26+ switches to
-/// `--btf_features`, 1.27+ adds decl_tag_kfuncs (btfkit tags kfuncs
-/// always), 1.28 is the release with distilled_base and global_var, both
-/// implemented here. attributes (1.30) and layout (1.31) are implemented
-/// too, but not all that 1.32 reads and encodes (README: dwz alternate
-/// files, force_cu_merging, names with several definitions without code).
-pub const PAHOLE_VERSION: &str = "v1.28";
+/// The pahole version btfkit answers to `--version`: the highest release
+/// whose features btfkit all implements. Kernel scripts pick flags from it
+/// (CONFIG_PAHOLE_VERSION): 1.26+ switches to `--btf_features`, 1.27+ adds
+/// decl_tag_kfuncs and reproducible_build, 1.28 distilled_base and
+/// global_var, 1.30 attributes, 1.31 layout; 1.32 reads dwz's alternate
+/// files and DWARF whose units refer to each other (force_cu_merging). The
+/// BTF of Debian 6.1's vmlinux and of the Linux 7.2 kernels built with GCC
+/// 16 and clang 21 differs from pahole 1.32's only where btfkit keeps more
+/// (tests/pahole_cli.rs, `encode_parity_with_pahole_1_32_*`).
+pub const PAHOLE_VERSION: &str = "v1.32";
 
 /// `btfkit pahole`: every argument goes to pahole's parser below.
 #[derive(clap::Args)]
