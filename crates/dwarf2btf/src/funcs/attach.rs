@@ -626,6 +626,87 @@ mod tests {
         );
     }
 
+    /// A BTF with FUNCs (name, addr tags) over one empty prototype.
+    fn funcs(list: &[(&str, &[u64])]) -> Btf {
+        use btf::Type;
+        let mut btf = Btf::new();
+        let proto = btf.add_type(Type::new(
+            0,
+            TypeData::FuncProto {
+                ret: 0,
+                params: Default::default(),
+            },
+        ));
+        for (name, tags) in list {
+            let n = btf.add_str(name);
+            let f = btf.add_type(Type::new(n, TypeData::Func { proto, linkage: 0 }));
+            for a in *tags {
+                let t = btf.add_str(&format!("addr={a:#x}"));
+                btf.add_type(Type::new(
+                    t,
+                    TypeData::DeclTag {
+                        ty: f,
+                        component_idx: -1,
+                    },
+                ));
+            }
+        }
+        btf
+    }
+
+    #[test]
+    fn wrong_addresses_are_tags_and_names_off_their_symbols() {
+        let long = "l".repeat(200);
+        let text = |name, address| KernelSymbol {
+            name,
+            address,
+            size: 0,
+            function: true,
+        };
+        let symbols = [
+            text("helper", 0x1000),
+            text("helper", 0x3000),
+            text("setup", 0x2000),
+            text(&long, 0x4000),
+            KernelSymbol {
+                function: false,
+                ..text("counter", 0x5000)
+            },
+        ];
+        let lookup = KernelLookup::new(symbols.iter().map(|s| (s.name, s.address)), false);
+        let truncated = lookup.unreachable_name(&long, 0x4000);
+        assert!(truncated.len() < long.len());
+        let good = funcs(&[
+            ("helper", &[0x1000]),
+            ("helper..3000", &[0x3000]),
+            ("setup", &[]),
+            (&truncated, &[0x4000]),
+        ]);
+        assert_eq!(wrong_addresses(&good, &symbols), []);
+        // Init code 0x200000 low, as encoded from a pre-link image; a tag
+        // at another function; a name whose address is data.
+        let bad = funcs(&[
+            ("helper", &[0x1000]),
+            ("helper..fffffffffe003000", &[0xfffffffffe003000]),
+            ("setup", &[0x1000]),
+            ("counter..5000", &[]),
+            ("helper..3000", &[0x3000, 0x1000]),
+        ]);
+        let wrong: Vec<(String, u64)> = wrong_addresses(&bad, &symbols)
+            .into_iter()
+            .map(|w| (w.name, w.address))
+            .collect();
+        assert_eq!(
+            wrong,
+            [
+                ("helper..fffffffffe003000".into(), 0xfffffffffe003000),
+                ("setup".into(), 0x1000),
+                ("counter..5000".into(), 0x5000),
+                ("helper..3000".into(), 0x1000),
+            ]
+        );
+    }
+
     #[test]
     fn call_site_inside_the_function() {
         let sites = [0x1000, 0x2004, 0x3000];
