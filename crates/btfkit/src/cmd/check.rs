@@ -2,7 +2,9 @@
 //! kernel verifier's rules, and optionally the kernel's verifier itself.
 //! `btfkit check --attach BTF SYMBOLS [--json]`: what fentry does with each
 //! FUNC of a vmlinux BTF in an unmodified kernel
-//! (dwarf2btf::funcs::attach); exit 1 on an unsafe FUNC.
+//! (dwarf2btf::funcs::attach), and whether every address the BTF gives a
+//! FUNC (addr tags, `..` names) is one of its symbol's; exit 1 on an unsafe
+//! FUNC or a wrong address.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -355,9 +357,27 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         },
     );
     let counts = attach::counts(&rows);
+    let wrong = attach::wrong_addresses(&btf, &symbols);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
-        let rows: Vec<AttachJson<'_>> = rows.iter().map(AttachJson::from).collect();
+        let mut wrong_of: std::collections::HashMap<u32, Vec<WrongAddressJson<'_>>> =
+            std::collections::HashMap::new();
+        for w in &wrong {
+            wrong_of
+                .entry(w.btf_id)
+                .or_default()
+                .push(WrongAddressJson {
+                    address: format!("{:#x}", w.address),
+                    reason: &w.reason,
+                });
+        }
+        let rows: Vec<AttachJson<'_>> = rows
+            .iter()
+            .map(|r| AttachJson {
+                wrong_addresses: wrong_of.remove(&r.btf_id).unwrap_or_default(),
+                ..AttachJson::from(r)
+            })
+            .collect();
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
@@ -371,10 +391,14 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 r.reason
             )?;
         }
-        let summary: Vec<String> = Reach::ALL
+        for w in &wrong {
+            writeln!(out, "[{}] {} wrong-address: {}", w.btf_id, w.name, w.reason)?;
+        }
+        let mut summary: Vec<String> = Reach::ALL
             .iter()
             .map(|k| format!("{} {}", counts.get(k).copied().unwrap_or(0), k.as_str()))
             .collect();
+        summary.push(format!("{} wrong-address", wrong.len()));
         writeln!(
             out,
             "{}: {}: {}{}",
@@ -389,11 +413,13 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
-    Ok(if counts.contains_key(&Reach::Unsafe) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if counts.contains_key(&Reach::Unsafe) || !wrong.is_empty() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }
 
 /// One FUNC of `check --attach --json`: the audit's row with its
@@ -409,6 +435,17 @@ struct AttachJson<'a> {
     tags: Vec<String>,
     arg_regs: u32,
     reason: &'a str,
+    /// Its addr tags, or the address in its `..` name, that are not an
+    /// address of a function symbol of its name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    wrong_addresses: Vec<WrongAddressJson<'a>>,
+}
+
+/// One of [`AttachJson::wrong_addresses`].
+#[derive(Serialize)]
+struct WrongAddressJson<'a> {
+    address: String,
+    reason: &'a str,
 }
 
 impl<'a> From<&'a dwarf2btf::funcs::attach::FuncReach> for AttachJson<'a> {
@@ -422,6 +459,7 @@ impl<'a> From<&'a dwarf2btf::funcs::attach::FuncReach> for AttachJson<'a> {
             tags: r.tags.iter().map(|a| format!("{a:#x}")).collect(),
             arg_regs: r.arg_regs,
             reason: &r.reason,
+            wrong_addresses: Vec::new(),
         }
     }
 }

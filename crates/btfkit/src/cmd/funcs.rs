@@ -55,6 +55,10 @@ struct Row<'a> {
     encoded: bool,
     parent: Option<&'a str>,
     detail: Option<&'a str>,
+    /// Why an encoded instance has no addr tag and no FUNC by address:
+    /// its code moves in the kernel build's final link (pre-link image).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    address_not_final: Option<&'static str>,
     /// What fentry does with this instance's symbol name.
     fentry: Fentry,
 }
@@ -141,6 +145,9 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
                 if let Some(d) = r.detail {
                     writeln!(out, "{:18} not encoded: {d}", "")?;
                 }
+            }
+            if let Some(why) = r.address_not_final {
+                writeln!(out, "{:18} {why}", "")?;
             }
         }
     }
@@ -274,6 +281,8 @@ fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
             .and_then(|p| model.instances.get(p))
             .map(|p| p.symbol.as_str()),
         detail: i.detail.as_deref(),
+        address_not_final: (i.encodable() && model.moved_by_final_link(i))
+            .then_some(dwarf2btf::funcs::final_link::MOVED),
         fentry,
     }
 }

@@ -10,11 +10,18 @@
 //! instance, or the name having a single function symbol and a single FUNC.
 //! A FUNC whose tags or DWARF say it describes other code is `Unsafe`;
 //! one where nothing says which instance it describes is `Unverified`.
+//!
+//! Addresses (`wrong_addresses`): every `addr=` tag is the address of a
+//! function symbol of its FUNC's name, and every FUNC named
+//! `<symbol>..<address>` names a function symbol at that address, in the
+//! image the symbols come from. A BTF encoded from a kernel's pre-link
+//! image by a tool that does not know which code the final link moves
+//! (final_link.rs) fails this for init and exit code.
 
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
-use super::lookup::{parse_unreachable_name, KernelLookup, Picks};
+use super::lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
 use super::verify::{addr_tags, prototype_matches, Compare};
 use super::{FuncModel, Status};
 
@@ -343,6 +350,99 @@ impl Context<'_, '_> {
     }
 }
 
+/// An address the BTF gives a FUNC that is not one of its symbol's.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WrongAddress {
+    pub btf_id: TypeId,
+    pub name: String,
+    /// The `addr=` tag's address, or the one in a `..` name.
+    pub address: u64,
+    pub reason: String,
+}
+
+/// Every `addr=` tag of `btf` (own types) that is not the address of a
+/// function symbol of its FUNC's name, and every FUNC named
+/// `<symbol>..<address>` whose address is not a function symbol of that
+/// name; in type id order.
+pub fn wrong_addresses(btf: &Btf, symbols: &[KernelSymbol<'_>]) -> Vec<WrongAddress> {
+    let mut by_name: FxHashMap<&str, Vec<u64>> = FxHashMap::default();
+    let mut at: FxHashMap<u64, Vec<&str>> = FxHashMap::default();
+    for s in symbols.iter().filter(|s| s.function) {
+        by_name.entry(s.name).or_default().push(s.address);
+        at.entry(s.address).or_default().push(s.name);
+    }
+    for v in by_name.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    let mut tags_of: FxHashMap<TypeId, Vec<u64>> = FxHashMap::default();
+    for t in addr_tags(btf) {
+        tags_of.entry(t.func).or_default().push(t.address);
+    }
+    // Where a name's function symbols are, for the reason.
+    let whereabouts = |name: &str| match by_name.get(name).map(Vec::as_slice) {
+        None | Some([]) => format!("no function symbol is named {name}"),
+        Some(addrs) if addrs.len() <= 4 => format!("{name} is at {}", hex_list(addrs)),
+        Some(addrs) => format!(
+            "{name} is at {} and {} more",
+            hex_list(&addrs[..4]),
+            addrs.len() - 4
+        ),
+    };
+    let mut out = Vec::new();
+    for (id, t) in btf.iter() {
+        if !matches!(t.data, TypeData::Func { .. }) {
+            continue;
+        }
+        let name = btf.name_of(t).unwrap_or("");
+        let tags = tags_of.get(&id).map_or(&[][..], Vec::as_slice);
+        let mut wrong = |address: u64, reason: String| {
+            out.push(WrongAddress {
+                btf_id: id,
+                name: name.to_owned(),
+                address,
+                reason,
+            })
+        };
+        match parse_unreachable_name(name) {
+            Some((head, named)) => {
+                let here = at.get(&named).map_or(&[][..], Vec::as_slice);
+                if !here.iter().any(|s| unreachable_head(s, named) == head) {
+                    let symbol = here
+                        .iter()
+                        .find(|s| s.starts_with(head))
+                        .copied()
+                        .unwrap_or(head);
+                    wrong(
+                        named,
+                        format!(
+                            "named for {head} at {named:#x}, but no function symbol {head} is there ({})",
+                            whereabouts(symbol)
+                        ),
+                    );
+                }
+                for &a in tags.iter().filter(|&&a| a != named) {
+                    wrong(a, format!("addr={a:#x}, but its name says {named:#x}"));
+                }
+            }
+            None => {
+                for &a in tags {
+                    if !by_name.get(name).is_some_and(|v| v.contains(&a)) {
+                        wrong(
+                            a,
+                            format!(
+                                "addr={a:#x} is not the address of a function symbol {name} ({})",
+                                whereabouts(name)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether a call site lies in [start, start + size) (the kernel's
 /// `ftrace_location` looks there for a symbol's start; with IBT the call
 /// follows an `endbr64`).
@@ -523,6 +623,87 @@ mod tests {
         assert_eq!(
             predict(&row("f", Reach::NoFentrySite, 1), v61),
             Outcome::Attach
+        );
+    }
+
+    /// A BTF with FUNCs (name, addr tags) over one empty prototype.
+    fn funcs(list: &[(&str, &[u64])]) -> Btf {
+        use btf::Type;
+        let mut btf = Btf::new();
+        let proto = btf.add_type(Type::new(
+            0,
+            TypeData::FuncProto {
+                ret: 0,
+                params: Default::default(),
+            },
+        ));
+        for (name, tags) in list {
+            let n = btf.add_str(name);
+            let f = btf.add_type(Type::new(n, TypeData::Func { proto, linkage: 0 }));
+            for a in *tags {
+                let t = btf.add_str(&format!("addr={a:#x}"));
+                btf.add_type(Type::new(
+                    t,
+                    TypeData::DeclTag {
+                        ty: f,
+                        component_idx: -1,
+                    },
+                ));
+            }
+        }
+        btf
+    }
+
+    #[test]
+    fn wrong_addresses_are_tags_and_names_off_their_symbols() {
+        let long = "l".repeat(200);
+        let text = |name, address| KernelSymbol {
+            name,
+            address,
+            size: 0,
+            function: true,
+        };
+        let symbols = [
+            text("helper", 0x1000),
+            text("helper", 0x3000),
+            text("setup", 0x2000),
+            text(&long, 0x4000),
+            KernelSymbol {
+                function: false,
+                ..text("counter", 0x5000)
+            },
+        ];
+        let lookup = KernelLookup::new(symbols.iter().map(|s| (s.name, s.address)), false);
+        let truncated = lookup.unreachable_name(&long, 0x4000);
+        assert!(truncated.len() < long.len());
+        let good = funcs(&[
+            ("helper", &[0x1000]),
+            ("helper..3000", &[0x3000]),
+            ("setup", &[]),
+            (&truncated, &[0x4000]),
+        ]);
+        assert_eq!(wrong_addresses(&good, &symbols), []);
+        // Init code 0x200000 low, as encoded from a pre-link image; a tag
+        // at another function; a name whose address is data.
+        let bad = funcs(&[
+            ("helper", &[0x1000]),
+            ("helper..fffffffffe003000", &[0xfffffffffe003000]),
+            ("setup", &[0x1000]),
+            ("counter..5000", &[]),
+            ("helper..3000", &[0x3000, 0x1000]),
+        ]);
+        let wrong: Vec<(String, u64)> = wrong_addresses(&bad, &symbols)
+            .into_iter()
+            .map(|w| (w.name, w.address))
+            .collect();
+        assert_eq!(
+            wrong,
+            [
+                ("helper..fffffffffe003000".into(), 0xfffffffffe003000),
+                ("setup".into(), 0x1000),
+                ("counter..5000".into(), 0x5000),
+                ("helper..3000".into(), 0x1000),
+            ]
         );
     }
 

@@ -26,6 +26,10 @@
 //!   every FUNC whose name does not pick out one symbol by itself (several
 //!   addresses for the name, and every FUNC that is not the kernel's pick);
 //!   `None` no FUNC.
+//! - In a pre-link kernel image (final_link.rs) no tag and no FUNC name
+//!   holds an address the final link moves: the kernel's pick there keeps
+//!   its FUNC without that tag, every other instance there gets no FUNC
+//!   (it is init or exit code: no fentry site, freed after boot).
 
 use std::hash::{Hash, Hasher};
 
@@ -36,6 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
 use super::collect::{collect_from_unit, Concrete, Need};
+use super::final_link::FinalLink;
 use super::lookup::KernelLookup;
 use super::names_match;
 use crate::convert::UnitBuilder;
@@ -50,6 +55,8 @@ pub struct ExactFuncs<'a> {
     symbols: FuncSymbols<'a>,
     /// Where the kernel attaches each name.
     lookup: KernelLookup<'a>,
+    /// Set for a pre-link kernel image: which addresses are not final.
+    final_link: Option<FinalLink>,
 }
 
 /// The STT_FUNC symbols, by address and by name.
@@ -151,6 +158,7 @@ impl<'a> ExactFuncs<'a> {
             tags,
             symbols,
             lookup,
+            final_link: FinalLink::of(&obj),
         })
     }
 
@@ -378,6 +386,7 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
         // Every group has an address: run i is group i's.
         let runs: Vec<&[(u32, u64)]> = addrs.chunk_by(|a, b| a.0 == b.0).collect();
         let has = |run: &[(u32, u64)], addr: u64| run.iter().any(|&(_, a)| a == addr);
+        let moves = |a: u64| self.final_link.is_some_and(|f| f.moves(a));
         // Which group keeps its name: the one holding every address some
         // kernel attaches that name to. The others go by address.
         let mut named: FxHashMap<&str, usize> = FxHashMap::default();
@@ -402,10 +411,11 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
                     AddrTags::Ambiguous => !unique,
                     AddrTags::None => false,
                 };
+                group_addrs.retain(|&a| !moves(a));
                 add_func(btf, g.name, g.proto, if tag { &group_addrs } else { &[] });
             } else {
                 let tag = !matches!(self.tags, AddrTags::None);
-                for &a in &group_addrs {
+                for &a in group_addrs.iter().filter(|&&a| !moves(a)) {
                     let name = self.lookup.unreachable_name(g.name, a);
                     let tags = [a];
                     add_func(btf, &name, g.proto, if tag { &tags } else { &[] });

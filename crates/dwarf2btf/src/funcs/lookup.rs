@@ -152,15 +152,8 @@ impl<'a> KernelLookup<'a> {
     /// The FUNC name of an instance the kernel does not pick: see the
     /// module documentation. Never a symbol of this table.
     pub fn unreachable_name(&self, symbol: &str, address: u64) -> String {
-        let tail = format!("{UNREACHABLE_SEPARATOR}{address:x}");
-        let mut head = symbol
-            .get(..MAX_NAME.saturating_sub(tail.len()))
-            .unwrap_or(symbol);
-        // Names are ASCII in practice; keep a char boundary regardless.
-        while !symbol.is_char_boundary(head.len()) {
-            head = &head[..head.len() - 1];
-        }
-        let mut name = format!("{head}{tail}");
+        let head = unreachable_head(symbol, address);
+        let mut name = format!("{head}{UNREACHABLE_SEPARATOR}{address:x}");
         while self.is_symbol(&name) || self.stripped.contains_key(name.as_str()) {
             name.push('_');
         }
@@ -168,7 +161,23 @@ impl<'a> KernelLookup<'a> {
     }
 }
 
-/// The symbol-table name and address an unreachable FUNC name stands for.
+/// The part of `symbol` that its unreachable FUNC name at `address`
+/// keeps: all of it, unless the name would be longer than older kernels
+/// take.
+pub fn unreachable_head(symbol: &str, address: u64) -> &str {
+    let tail = UNREACHABLE_SEPARATOR.len() + format!("{address:x}").len();
+    let mut head = symbol
+        .get(..MAX_NAME.saturating_sub(tail))
+        .unwrap_or(symbol);
+    // Names are ASCII in practice; keep a char boundary regardless.
+    while !symbol.is_char_boundary(head.len()) {
+        head = &head[..head.len() - 1];
+    }
+    head
+}
+
+/// The symbol-table name and address an unreachable FUNC name stands for
+/// (its symbol part is [`unreachable_head`] of that name).
 pub fn parse_unreachable_name(name: &str) -> Option<(&str, u64)> {
     let (symbol, hex) = name.rsplit_once(UNREACHABLE_SEPARATOR)?;
     let hex = hex.trim_end_matches('_');

@@ -14,6 +14,7 @@ pub mod attach;
 pub mod collect;
 pub mod ctype;
 pub mod emit;
+pub mod final_link;
 pub mod location;
 pub mod lookup;
 pub mod registers;
@@ -91,6 +92,8 @@ pub struct FuncModel {
     pub instances: Vec<Instance>,
     /// Problems that did not stop the analysis (each names its DIE offset).
     pub warnings: Vec<String>,
+    /// Set for a pre-link kernel image: which addresses the final link moves.
+    pub final_link: Option<final_link::FinalLink>,
 }
 
 impl FuncModel {
@@ -102,7 +105,10 @@ impl FuncModel {
         let symbols = read_symbols(&obj);
         let unique = unique_names(symbols.iter().map(|s| (s.0.as_str(), s.1)));
         let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied())?;
-        Ok(FuncModel::join(concretes, symbols))
+        Ok(FuncModel {
+            final_link: final_link::FinalLink::of(&obj),
+            ..FuncModel::join(concretes, symbols)
+        })
     }
 
     /// Joins concrete subprograms with symbols (name, address, size, binding).
@@ -208,7 +214,14 @@ impl FuncModel {
             concretes,
             instances,
             warnings,
+            final_link: None,
         }
+    }
+
+    /// Whether the kernel build's final link moves this instance's code, so
+    /// that the BTF neither tags it nor names a FUNC after its address.
+    pub fn moved_by_final_link(&self, inst: &Instance) -> bool {
+        self.final_link.is_some_and(|f| f.moves(inst.address))
     }
 
     pub fn concrete(&self, inst: &Instance) -> Option<&Concrete> {
