@@ -171,7 +171,12 @@ fn guest_script(version: &str, every_func: bool) -> String {
         "if [ -r /sys/kernel/btf/vmlinux ]; then\n\
          \x20 echo \"BTFKIT-RESULT sysfs-btf:vmlinux $(sha256sum /sys/kernel/btf/vmlinux | cut -d' ' -f1)\"\n\
          else echo 'BTFKIT-RESULT sysfs-btf:vmlinux missing'; fi\n\
-         /bin/fentry btf\n",
+         /bin/fentry btf\n\
+         if [ -r /etc/addr-tags ]; then\n\
+         \x20 echo \"BTFKIT-RESULT kallsyms-addr-tags $(awk 'NR == FNR { want[$1 \" \" $2] = 1; n++; next }\n\
+         \x20   ($3 \" \" $1) in want { delete want[$3 \" \" $1]; found++ }\n\
+         \x20   END { printf \"%d/%d\", found, n }' /etc/addr-tags /proc/kallsyms)\"\n\
+         fi\n",
     );
     for (file, name) in modules(version) {
         s.push_str(&format!(
@@ -338,6 +343,13 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
     let every_func = which == Pahole::Btfkit;
     let mut initramfs = Initramfs::new();
     initramfs.file("/bin/fentry", &fentry);
+    // Every addr= tag of vmlinux as "<symbol> <address>", which the guest
+    // looks up in its /proc/kallsyms.
+    let tags = vmlinux_addr_tags(&result.join("vmlinux"));
+    if which == Pahole::Btfkit {
+        let text: String = tags.iter().map(|(n, a)| format!("{n} {a:016x}\n")).collect();
+        initramfs.bytes("/etc/addr-tags", text.as_bytes(), 0o644);
+    }
     let modules: Vec<(&str, &str, PathBuf)> = modules(version)
         .into_iter()
         .map(|(file, name)| {
@@ -381,6 +393,14 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
         "{what}: /sys/kernel/btf/vmlinux is not the built vmlinux's .BTF"
     );
     assert_eq!(console.result("vmlinux-btf-object"), Some("yes"), "{what}");
+    if which == Pahole::Btfkit {
+        // Each tag names a function at that address in the running kernel.
+        assert_eq!(
+            console.result("kallsyms-addr-tags"),
+            Some(format!("{}/{}", tags.len(), tags.len()).as_str()),
+            "{what}: addr= tags of vmlinux found in /proc/kallsyms"
+        );
+    }
     for (file, name, host) in &modules {
         assert_eq!(
             console.result(&format!("insmod:{name}")),
@@ -444,6 +464,24 @@ fn fentry_every_func(
     let unsafe_funcs = counts.get(&Reach::Unsafe).copied().unwrap_or(0);
     if which == Pahole::Btfkit {
         assert_eq!(unsafe_funcs, 0, "{what}: unsafe FUNCs in btfkit's BTF");
+        // Tags and `..` names encoded from the pre-link image are the
+        // final image's addresses.
+        let btf = btf::load_file(&vmlinux, None).expect("vmlinux .BTF");
+        let table = vmlinux_symbols(&vmlinux);
+        let wrong = dwarf2btf::funcs::attach::wrong_addresses(&btf, &kernel_symbols(&table));
+        report(
+            "addr-tags:vmlinux",
+            format!(
+                "tags={} wrong-address={}",
+                btf::addr_tag::func_tags(&btf).count(),
+                wrong.len()
+            ),
+        );
+        assert!(
+            wrong.is_empty(),
+            "{what}: addresses not in the final vmlinux: {:?}",
+            wrong.iter().map(|w| &w.reason).collect::<Vec<_>>()
+        );
     }
     let mut mismatches = Vec::new();
     let mut objects: Vec<(&str, Vec<FuncReach>)> = modules
@@ -592,12 +630,14 @@ fn guest_verdicts(console: &str) -> Vec<(String, u32, String, Verdict)> {
     seen
 }
 
-/// `btfkit check --attach` of the built vmlinux (its .BTF, symbol table,
-/// __mcount_loc and DWARF), through the library the command runs.
-fn audit_vmlinux(vmlinux: &Path) -> Vec<FuncReach> {
-    let btf = btf::load_file(vmlinux, None).expect("vmlinux .BTF");
-    let table = ksyms::Table::new(ksyms::elf::read(vmlinux).expect("vmlinux symbols"));
-    let symbols: Vec<_> = table
+/// The symbol table of the ELF `vmlinux`.
+fn vmlinux_symbols(vmlinux: &Path) -> ksyms::Table {
+    ksyms::Table::new(ksyms::elf::read(vmlinux).expect("vmlinux symbols"))
+}
+
+/// `table` as the audit takes symbols.
+fn kernel_symbols(table: &ksyms::Table) -> Vec<KernelSymbol<'_>> {
+    table
         .iter()
         .map(|s| KernelSymbol {
             name: s.name,
@@ -605,7 +645,28 @@ fn audit_vmlinux(vmlinux: &Path) -> Vec<FuncReach> {
             size: s.size.unwrap_or(0),
             function: matches!(s.type_char, 't' | 'T' | 'w' | 'W'),
         })
-        .collect();
+        .collect()
+}
+
+/// Every `addr=` tag of the BTF of `vmlinux`: the symbol its FUNC names
+/// (`<symbol>..<address>` names `<symbol>`) and the tag's address.
+fn vmlinux_addr_tags(vmlinux: &Path) -> Vec<(String, u64)> {
+    let btf = btf::load_file(vmlinux, None).expect("vmlinux .BTF");
+    btf::addr_tag::func_tags(&btf)
+        .filter_map(|t| {
+            let name = btf.name_of(btf.type_by_id(t.func)?).ok()?;
+            let symbol = name.split("..").next().unwrap_or(name);
+            Some((symbol.to_owned(), t.address))
+        })
+        .collect()
+}
+
+/// `btfkit check --attach` of the built vmlinux (its .BTF, symbol table,
+/// __mcount_loc and DWARF), through the library the command runs.
+fn audit_vmlinux(vmlinux: &Path) -> Vec<FuncReach> {
+    let btf = btf::load_file(vmlinux, None).expect("vmlinux .BTF");
+    let table = vmlinux_symbols(vmlinux);
+    let symbols = kernel_symbols(&table);
     let sites = ksyms::mcount::read(vmlinux).expect("__mcount_loc");
     let elf = dwarf2btf::load::ElfFile::open(vmlinux).expect("open vmlinux");
     let model = dwarf2btf::funcs::has_dwarf(&elf)
