@@ -104,7 +104,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
         tr.section("live guest: drgn+DWARF twice, and drgn+btfkit vs drgn+DWARF: equal stable lines")
         sums = [0, 0, 0, 0]
         for check, ((ss, st), (s, t)) in live.LIVE_FRACTIONS.items():
-            tr.write_line(f"{check:26} {ss:6} / {st:<6}  {s:6} / {t:<6} {s / max(t, 1):7.1%}")
+            share = f"{s / t:7.1%}" if t else "      -"
+            tr.write_line(f"{check:26} {ss:6} / {st:<6}  {s:6} / {t:<6} {share}")
             sums = [a + b for a, b in zip(sums, (ss, st, s, t))]
         tr.write_line(f"{'all':26} {sums[0]:6} / {sums[1]:<6}  {sums[2]:6} / {sums[3]:<6} {sums[2] / max(sums[3], 1):7.1%}")
     if not FRACTIONS:
