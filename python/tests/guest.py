@@ -65,9 +65,6 @@ class Initramfs:
             self.file(str(lib), lib.resolve())
         return self
 
-    def size(self) -> int:
-        return sum(len(v) if isinstance(v, bytes) else v.stat().st_size for v in self.files.values())
-
     def write(self, out: Path, script: str) -> None:
         entries = dict(self.files)
         entries["bin/busybox"] = BUSYBOX
