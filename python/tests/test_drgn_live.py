@@ -115,8 +115,10 @@ def python_files(fs: guest.Initramfs) -> Tuple[str, str]:
     python = Path(sys.executable).resolve()
     fs.binary(python)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    skipped = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
-               "pydoc_data", "distutils", "unittest", f"config-{sysconfig.get_python_version()}-x86_64-linux-gnu")  # fmt: skip
+    # Tests, GUI, installers, the static libpython (config-*), other packages.
+    config = f"config-{sysconfig.get_python_version()}-x86_64-linux-gnu"
+    skipped = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
+               "distutils", "unittest", "site-packages", config)  # fmt: skip
     guest.tree(fs, stdlib, skipped)
     for lib in (stdlib / "lib-dynload").glob("*.so"):
         fs.binary(lib)
@@ -284,8 +286,10 @@ def test_drgn_plugin_live_equals_drgn_dwarf(live_outputs, check: str) -> None:
         return "\n".join(list(difflib.unified_diff(a, b, *names, lineterm=""))[:80])
 
     # What live_unstable leaves is stable: the oracle agrees with itself
-    # (a task that a kworker pool adds between the runs at most).
-    assert self_share >= 0.95, f"{check}: drgn+DWARF twice: {self_same} of {self_total}\n" + diff(
+    # but for a line or so (a kernel thread that last ran on the other CPU,
+    # a worker that its pool starts or ends between the runs).
+    moved = self_total - self_same
+    assert moved <= max(1, 0.05 * self_total), f"{check}: drgn+DWARF twice: {self_same} of {self_total}\n" + diff(
         dwarf, again, ("drgn+DWARF", "drgn+DWARF again")
     )
     want = MIN_EQUAL.get(check, 1.0) - (1 - self_share)
