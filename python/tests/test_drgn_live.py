@@ -171,6 +171,9 @@ def live_outputs(plugin_installed, vmlinux: Path, vars_btf: Path, tmp_path_facto
     initrd = tmp / "initrd.cpio"
     fs.write(initrd, guest_script(python, pythonpath))
     console = guest.boot(kernel, initrd, tmp / "console.txt", memory_mb=2048, cpus=2, timeout=3600)
+    # 800 MB that pytest would keep with its last three runs' directories.
+    initrd.unlink()
+    small.unlink()
     assert "BTFKIT-GUEST-END" in console, console[-20000:]
     res = guest.results(console)
     outputs = {}
