@@ -98,9 +98,18 @@ def pytest_terminal_summary(terminalreporter) -> None:
     drgn+DWARF), after DWARF-only content is left out, and before."""
     from test_drgn_dwarf import FRACTIONS
 
+    tr = terminalreporter
+    live = sys.modules.get("test_drgn_live")
+    if live is not None and live.LIVE_FRACTIONS:
+        tr.section("live guest: drgn+DWARF twice, and drgn+btfkit vs drgn+DWARF: equal stable lines")
+        sums = [0, 0, 0, 0]
+        for check, ((ss, st), (s, t)) in live.LIVE_FRACTIONS.items():
+            share = f"{s / t:7.1%}" if t else "      -"
+            tr.write_line(f"{check:26} {ss:6} / {st:<6}  {s:6} / {t:<6} {share}")
+            sums = [a + b for a, b in zip(sums, (ss, st, s, t))]
+        tr.write_line(f"{'all':26} {sums[0]:6} / {sums[1]:<6}  {sums[2]:6} / {sums[3]:<6} {sums[2] / max(sums[3], 1):7.1%}")
     if not FRACTIONS:
         return
-    tr = terminalreporter
     tr.section("drgn+btfkit vs drgn+DWARF: equal lines")
     tr.write_line(f"{'dump':18} {'check':26} {'equal':>6} / {'lines':<6} {'share':>7}   raw")
     totals: dict = {}

@@ -4,6 +4,8 @@ with no DWARF at all (btfkit's plugin only, loaded through drgn's entry
 point), in separate processes (drgn loads its plugins once per process).
 
 usage: python3 drgn_outputs.py dwarf|btf DUMP [DEBUG_FILE...]
+
+DUMP /proc/kcore is the running kernel (drgn's `set_kernel`).
 """
 
 import contextlib
@@ -197,7 +199,10 @@ CHECKS: Dict[str, Callable[[drgn.Program], List[str]]] = {
 def main() -> None:
     mode, dump, debug_files = sys.argv[1], sys.argv[2], sys.argv[3:]
     prog = drgn.Program()
-    prog.set_core_dump(dump)
+    if dump == "/proc/kcore":
+        prog.set_kernel()
+    else:
+        prog.set_core_dump(dump)
     if mode == "dwarf":
         prog.load_debug_info(debug_files)
     else:

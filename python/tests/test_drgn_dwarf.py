@@ -163,7 +163,10 @@ def test_drgn_plugin_equals_drgn_dwarf_overall(outputs) -> None:
 KERNEL_BTF_SCRIPT = """
 import json, sys, drgn
 prog = drgn.Program()
-prog.set_core_dump(sys.argv[1])
+if sys.argv[1] == "/proc/kcore":
+    prog.set_kernel()
+else:
+    prog.set_core_dump(sys.argv[1])
 if sys.argv[2:]:
     prog.load_debug_info(sys.argv[2:])
 out = {}
@@ -204,7 +207,11 @@ def test_kernel_btf_types_equal_drgn_dwarf(plugin_installed, dumps_dir: Path, vm
         return json.loads(r.stdout)
 
     dwarf = run({"DRGN_DISABLE_PLUGINS": "btfkit"}, vmlinux, *module_debug_files())
-    btf = run({})
+    assert_kernel_btf_equals_dwarf(dwarf, run({}))
+
+
+def assert_kernel_btf_equals_dwarf(dwarf: Dict[str, List[str]], btf: Dict[str, List[str]]) -> None:
+    """KERNEL_BTF_SCRIPT's output with DWARF and with the kernel's own BTF."""
     init_task = btf.pop("init_task")[0]
     assert "BTFKIT_DRGN_BTF" in init_task and "kallsyms has it" in init_task, init_task
     dwarf.pop("init_task")
