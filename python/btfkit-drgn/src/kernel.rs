@@ -25,7 +25,7 @@ pub struct Kernel {
     /// lowest address; vmlinux before modules), typed by its `addr=` tag
     /// when the BTF has one. Made when a function is first asked for
     /// (0.2 s for Debian's 50,000 function symbols): drgn's crash `ps`,
-    /// `bt` and `log` never ask.
+    /// `bt -a` and `log` never ask.
     funcs: OnceCell<HashMap<String, (TypeId, u64, bool)>>,
     /// For lookups by address, made at the first one.
     spans: OnceCell<Spans>,
@@ -131,12 +131,7 @@ impl Kernel {
     /// address (DATASEC offset + section start) is not the symbol's:
     /// `(checked, [(name, btf_address, kallsyms_address)])`.
     fn address_check(&self) -> (usize, Vec<(String, u64, u64)>) {
-        let checked = self
-            .prog
-            .var_names()
-            .filter(|n| self.prog.symbol(n).is_some())
-            .count();
-        (checked, self.prog.mismatches.clone())
+        (self.prog.var_symbols, self.prog.mismatches.clone())
     }
 
     /// The BTF type of a C name (`struct task_struct`, `unsigned long`,
@@ -180,6 +175,13 @@ impl Kernel {
     /// the BTF has no `addr=` tag for it and several FUNCs or instances
     /// share the name, so the prototype may be another instance's.
     fn function(&self, name: &str) -> Option<(TypeId, u64, bool)> {
+        // Only a function symbol's name is in the index: any other name
+        // (drgn's helpers try variables BTF lacks, `_cea_offset`, as
+        // functions too) does not make it.
+        let table = self.prog.symbols();
+        if !table.by_name(name).any(|s| s.kind == SymbolKind::Function) {
+            return None;
+        }
         self.funcs
             .get_or_init(|| index_functions(&self.prog))
             .get(name)
