@@ -6,10 +6,11 @@
 #   plugin  drgn 0.3 with only btfkit-drgn (python/; BTFKIT_DRGN_BTF the
 #           BTF of `btfkit encode --vars all`, no DWARF);
 #   inspect `btfkit inspect DUMP --btf VARS ps 'bt -a' log`.
-# Each round runs the three under GNU time (wall s, peak RSS KiB) after a
-# warm-up round; the ratios (plugin/dwarf, inspect/dwarf) are the medians
-# of per-round ratios. drgn's crash `bt -a` is the task on each CPU;
-# btfkit's is every task (5,000 traces), so inspect does more work here.
+# Each round runs the three under GNU time (wall s, peak RSS KiB, user +
+# system CPU s: steadier than wall on a loaded machine) after a warm-up
+# round; the ratios (plugin/dwarf, inspect/dwarf) are the medians of
+# per-round ratios. `bt -a` is each CPU's active task in all three
+# (crash's meaning; `btfkit inspect` took it for every task before 01558e0).
 #
 # The dump is made once and cached in <cache>/dumps/scale-<version>-<GEN>:
 # QEMU (TCG, 2 CPUs, 4 GiB, -device vmcoreinfo, a busybox initramfs that
@@ -171,27 +172,27 @@ dwarf() { DRGN_DISABLE_PLUGINS=btfkit python3 "$tmp/drgn_crash.py" "$dump" "$vml
 plugin() { BTFKIT_DRGN_BTF="$tmp/vars.btf" python3 "$tmp/drgn_crash.py" "$dump"; }
 inspect() { "$btfkit" inspect "$dump" --btf "$tmp/vars.btf" ps 'bt -a' log; }
 
-timed() { # name: runs it once under GNU time, prints "wall KiB"
-  /usr/bin/time -f "%e %M" -o "$tmp/$1.time" bash -c "$(declare -f "$1"); $1" \
+timed() { # name: runs it once under GNU time, prints "wall KiB CPU"
+  /usr/bin/time -f "%e %M %U %S" -o "$tmp/$1.time" bash -c "$(declare -f "$1"); $1" \
     > "$tmp/$1.out" 2> "$tmp/$1.err" || { echo "$1 failed:" >&2; tail "$tmp/$1.err" >&2; exit 1; }
-  tail -1 "$tmp/$1.time"
+  tail -1 "$tmp/$1.time" | awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}'
 }
 
 export tmp dump vmlinux btfkit
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "dump: $dump ($(stat -c %s "$dump") bytes), $(grep -o 'ready [0-9]* tasks' "$dir/console.txt")"
 echo "drgn $(python3 -c 'import drgn; print(drgn.__version__)'); btfkit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores"
-printf '%-6s %-18s %-18s %-18s %s\n' round "dwarf s/KiB" "plugin s/KiB" "inspect s/KiB" "plugin/dwarf wall, RSS; inspect/dwarf wall, RSS"
+printf '%-6s %-24s %-24s %-24s %s\n' round "dwarf s/KiB/CPU s" "plugin s/KiB/CPU s" "inspect s/KiB/CPU s" "plugin/dwarf wall, RSS, CPU; inspect/dwarf wall, RSS, CPU"
 : > "$tmp/ratios"
 for r in $(seq 0 "$runs"); do
-  read -r dw dm < <(timed dwarf)
-  read -r pw pm < <(timed plugin)
-  read -r iw im < <(timed inspect)
-  ratios=$(echo "$pw/$dw; $pm/$dm; $iw/$dw; $im/$dm" | sed 's/;/\n/g' | sed 's/^ *//; s/^/scale=4; /' | bc | tr '\n' ' ')
+  read -r dw dm dc < <(timed dwarf)
+  read -r pw pm pc < <(timed plugin)
+  read -r iw im ic < <(timed inspect)
+  ratios=$(echo "$pw/$dw; $pm/$dm; $pc/$dc; $iw/$dw; $im/$dm; $ic/$dc" | sed 's/;/\n/g' | sed 's/^ *//; s/^/scale=4; /' | bc | tr '\n' ' ')
   if [ "$r" -gt 0 ]; then echo "$ratios" >> "$tmp/ratios"; fi
-  printf '%-6s %-18s %-18s %-18s %s%s\n' "$r" "$dw / $dm" "$pw / $pm" "$iw / $im" "$ratios" "$([ "$r" = 0 ] && echo ' (warm-up)')"
+  printf '%-6s %-24s %-24s %-24s %s%s\n' "$r" "$dw / $dm / $dc" "$pw / $pm / $pc" "$iw / $im / $ic" "$ratios" "$([ "$r" = 0 ] && echo ' (warm-up)')"
 done
 echo
-for i in 1 2 3 4; do m[$i]=$(cut -d' ' -f"$i" "$tmp/ratios" | median); done
-echo "plugin/dwarf: wall ${m[1]}, peak RSS ${m[2]} (target <= 0.3); inspect/dwarf: wall ${m[3]} (target <= 0.1), peak RSS ${m[4]}; medians of $runs rounds"
+for i in 1 2 3 4 5 6; do m[$i]=$(cut -d' ' -f"$i" "$tmp/ratios" | median); done
+echo "plugin/dwarf: wall ${m[1]}, peak RSS ${m[2]} (target <= 0.3), CPU ${m[3]}; inspect/dwarf: wall ${m[4]} (target <= 0.1), peak RSS ${m[5]}, CPU ${m[6]}; medians of $runs rounds"
 for t in dwarf plugin inspect; do echo "$t: $(wc -l < "$tmp/$t.out") lines of output"; done

@@ -66,9 +66,14 @@ class Kernel:
         """(FUNC_PROTO id of that instance, address, by name only: several
         FUNCs or instances share the name and no addr= tag says which)."""
         ...
-    def symbols(self) -> List[Tuple[str, int, int, str, Optional[str]]]:
-        """(name, address, size, nm type letter, module or None) of every
-        symbol of vmlinux and the loaded modules."""
+    def find_symbols(
+        self, name: Optional[str], address: Optional[int], one: bool
+    ) -> List[Tuple[str, int, int, str]]:
+        """drgn's symbol finder as drgn's SymbolIndex of every symbol of
+        vmlinux and the modules answers it: (name, address, size, nm type
+        letter) of the symbols containing *address* (named *name*, if
+        given), else named *name*, else all, in address order; *one*: the
+        first only."""
         ...
     def symbol_address(self, name: str) -> Optional[int]:
         """The address of the one vmlinux symbol called *name*."""

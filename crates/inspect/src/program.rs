@@ -38,6 +38,8 @@ pub struct Program {
     ptr_types: FxHashMap<TypeId, TypeId>,
     /// Variables whose DATASEC address differs from kallsyms' (name, btf, kallsyms).
     pub mismatches: Vec<(String, u64, u64)>,
+    /// How many variables (of `var_names`) have one kernel-image symbol.
+    pub var_symbols: usize,
 }
 
 /// Memory that reads nothing: a placeholder while a program's memory is replaced.
@@ -108,6 +110,7 @@ impl Program {
             funcs,
             ptr_types: FxHashMap::default(),
             mismatches: Vec::new(),
+            var_symbols: 0,
         };
         p.index_vars();
         p
@@ -178,6 +181,7 @@ impl Program {
             }
         }
         // kallsyms knows statics BTF may have only one of.
+        let mut var_symbols = 0;
         for (name, v) in &vars {
             let addrs: Vec<u64> = self
                 .syms
@@ -185,6 +189,10 @@ impl Program {
                 .filter(|s| s.module.is_none())
                 .map(|s| s.addr)
                 .collect();
+            // One symbol: the variable stays (unless BTF has several).
+            if addrs.len() == 1 && !ambiguous.contains_key(name) {
+                var_symbols += 1;
+            }
             if addrs.len() > 1 && !ambiguous.contains_key(name) {
                 let mut all = addrs;
                 if !all.contains(&v.addr) {
@@ -199,6 +207,7 @@ impl Program {
         self.ambiguous = ambiguous;
         self.vars = vars;
         self.mismatches = mismatches;
+        self.var_symbols = var_symbols;
     }
 
     /// Where member `path` (`a.b`) of the type called `ty` (`struct x`)

@@ -14,6 +14,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Mutex;
 
+use miniz_oxide::inflate::core::inflate_flags::{
+    TINFL_FLAG_PARSE_ZLIB_HEADER, TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+};
+use miniz_oxide::inflate::core::{decompress as inflate, DecompressorOxide};
+use miniz_oxide::inflate::TINFLStatus;
+
 use crate::elf::parse_notes;
 use crate::error::{Error, Result};
 use crate::file::{u32_at, u64_at, Bytes};
@@ -130,6 +136,7 @@ pub struct KdumpFile {
     vmcoreinfo: Option<Vec<u8>>,
     notes: Vec<Note>,
     cache: Mutex<HashMap<u64, std::sync::Arc<Vec<u8>>>>,
+    decoder: Mutex<PageDecoder>,
 }
 
 /// What a page descriptor says about one page.
@@ -231,6 +238,7 @@ impl KdumpFile {
             vmcoreinfo,
             notes,
             cache: Mutex::new(HashMap::new()),
+            decoder: Mutex::new(PageDecoder::new()),
         })
     }
 
@@ -277,12 +285,15 @@ impl KdumpFile {
             });
         };
         let data = self.page_data(&desc)?;
-        let page = decompress(&data, desc.flags, self.block_size as usize).map_err(|e| {
-            Error::BadPage {
-                paddr,
-                offset: desc.offset,
-                error: Box::new(e),
-            }
+        let block = self.block_size as usize;
+        let decoded = match self.decoder.lock() {
+            Ok(mut d) => d.decompress(&data, desc.flags, block),
+            Err(_) => decompress(&data, desc.flags, block),
+        };
+        let page = decoded.map_err(|e| Error::BadPage {
+            paddr,
+            offset: desc.offset,
+            error: Box::new(e),
         })?;
         let page = std::sync::Arc::new(page);
         if let Ok(mut c) = self.cache.lock() {
@@ -298,48 +309,94 @@ impl KdumpFile {
 /// One page's bytes from its stored form: raw (`flags` 0, `block` bytes) or
 /// compressed by the codec `flags` names. Exactly `block` bytes or an error.
 pub fn decompress(data: &[u8], flags: u32, block: usize) -> Result<Vec<u8>> {
-    let stream = |codec| move |error| Error::Stream { codec, error };
-    let out = match flags & (FLAG_ZLIB | FLAG_LZO | FLAG_SNAPPY | FLAG_ZSTD) {
-        0 => data.to_vec(),
-        FLAG_ZLIB => {
-            let mut out = Vec::with_capacity(block);
-            flate2::read::ZlibDecoder::new(data)
-                .take(block as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(stream("zlib"))?;
-            out
-        }
-        FLAG_LZO => crate::lzo::decompress(data, block).map_err(Error::Lzo)?,
-        FLAG_SNAPPY => {
-            let n = snap::raw::decompress_len(data).map_err(Error::Snappy)?;
-            if n != block {
-                return Err(Error::SnappyLength {
-                    got: n,
-                    expected: block,
-                });
-            }
-            snap::raw::Decoder::new()
-                .decompress_vec(data)
-                .map_err(Error::Snappy)?
-        }
-        FLAG_ZSTD => {
-            let mut out = Vec::with_capacity(block);
-            let mut dec = ruzstd::decoding::StreamingDecoder::new(data).map_err(Error::Zstd)?;
-            (&mut dec)
-                .take(block as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(stream("zstd"))?;
-            out
-        }
-        other => return Err(Error::Codecs(other)),
-    };
-    if out.len() != block {
-        return Err(Error::PageLength {
-            got: out.len(),
-            expected: block,
-        });
+    PageDecoder::new().decompress(data, flags, block)
+}
+
+/// Decodes pages one after another with one inflate state: a new state
+/// (flate2's `ZlibDecoder`, or its `Decompress::reset`) allocates or clears
+/// a 32 KB window, more work than inflating a 4 KB page, which needs no
+/// window: each page is one zlib stream, inflated straight into the page.
+pub struct PageDecoder {
+    zlib: Box<DecompressorOxide>,
+}
+
+impl Default for PageDecoder {
+    fn default() -> Self {
+        Self::new()
     }
-    Ok(out)
+}
+
+impl PageDecoder {
+    /// A decoder for any codec (zlib's state made once, here).
+    pub fn new() -> PageDecoder {
+        PageDecoder {
+            zlib: Box::default(),
+        }
+    }
+
+    /// As [`decompress`].
+    pub fn decompress(&mut self, data: &[u8], flags: u32, block: usize) -> Result<Vec<u8>> {
+        let stream = |codec| move |error| Error::Stream { codec, error };
+        let out = match flags & (FLAG_ZLIB | FLAG_LZO | FLAG_SNAPPY | FLAG_ZSTD) {
+            0 => data.to_vec(),
+            FLAG_ZLIB => {
+                // One more byte than a page: a longer stream shows as one.
+                let mut out = vec![0; block + 1];
+                self.zlib.init();
+                let flags = TINFL_FLAG_PARSE_ZLIB_HEADER | TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+                let (status, _, n) = inflate(&mut self.zlib, data, &mut out, 0, flags);
+                match status {
+                    TINFLStatus::Done | TINFLStatus::HasMoreOutput => out.truncate(n),
+                    TINFLStatus::NeedsMoreInput => {
+                        return Err(Error::Stream {
+                            codec: "zlib",
+                            error: std::io::ErrorKind::UnexpectedEof.into(),
+                        })
+                    }
+                    bad => {
+                        return Err(Error::Stream {
+                            codec: "zlib",
+                            error: std::io::Error::new(
+                                std::io::ErrorKind::InvalidData,
+                                format!("{bad:?}"),
+                            ),
+                        })
+                    }
+                }
+                out
+            }
+            FLAG_LZO => crate::lzo::decompress(data, block).map_err(Error::Lzo)?,
+            FLAG_SNAPPY => {
+                let n = snap::raw::decompress_len(data).map_err(Error::Snappy)?;
+                if n != block {
+                    return Err(Error::SnappyLength {
+                        got: n,
+                        expected: block,
+                    });
+                }
+                snap::raw::Decoder::new()
+                    .decompress_vec(data)
+                    .map_err(Error::Snappy)?
+            }
+            FLAG_ZSTD => {
+                let mut out = Vec::with_capacity(block);
+                let mut dec = ruzstd::decoding::StreamingDecoder::new(data).map_err(Error::Zstd)?;
+                (&mut dec)
+                    .take(block as u64 + 1)
+                    .read_to_end(&mut out)
+                    .map_err(stream("zstd"))?;
+                out
+            }
+            other => return Err(Error::Codecs(other)),
+        };
+        if out.len() != block {
+            return Err(Error::PageLength {
+                got: out.len(),
+                expected: block,
+            });
+        }
+        Ok(out)
+    }
 }
 
 impl Dump for KdumpFile {
@@ -456,6 +513,7 @@ impl KdumpFile {
         let mut descs = Vec::with_capacity(pfns.len() * PAGE_DESC_LEN as usize);
         let mut data = Vec::new();
         let mut done: HashMap<u64, (u64, u32, u32)> = HashMap::new();
+        let mut decoder = PageDecoder::new();
         for &pfn in &pfns {
             let Some(d) = self.page_desc(pfn)? else {
                 continue;
@@ -469,8 +527,9 @@ impl KdumpFile {
                         offset: d.offset,
                         error: Box::new(e),
                     };
-                    let page =
-                        decompress(&stored, d.flags, self.block_size as usize).map_err(bad)?;
+                    let page = decoder
+                        .decompress(&stored, d.flags, self.block_size as usize)
+                        .map_err(bad)?;
                     let packed = codec
                         .compress(&page)
                         .map_err(|e| bad(Error::Compressing { error: Box::new(e) }))?;

@@ -2,12 +2,14 @@
 //! memory, or /proc/kallsyms live), its BTF (a file, /sys/kernel/btf
 //! live, or the BTF in memory) with every loaded module's BTF copied in.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use btf::{TypeData, TypeId};
 use inspect::open::{open, Options};
 use inspect::Program;
+use ksyms::table::Symbol;
 use ksyms::{BtfIndex, SymbolKind};
 use pyo3::prelude::*;
 
@@ -21,8 +23,55 @@ pub struct Kernel {
     /// the FUNC was matched by a name that several FUNCs or several
     /// instances share): the instance `kallsyms_lookup_name` picks (the
     /// lowest address; vmlinux before modules), typed by its `addr=` tag
-    /// when the BTF has one.
-    funcs: HashMap<String, (TypeId, u64, bool)>,
+    /// when the BTF has one. Made when a function is first asked for
+    /// (0.2 s for Debian's 50,000 function symbols): drgn's crash `ps`,
+    /// `bt -a` and `log` never ask.
+    funcs: OnceCell<HashMap<String, (TypeId, u64, bool)>>,
+    /// For lookups by address, made at the first one.
+    spans: OnceCell<Spans>,
+}
+
+/// drgn's `SymbolIndex` search by address over the symbol table: symbols
+/// may overlap (a module's last text symbol reaches its data, past other
+/// modules), so the highest end of any symbol up to each one bounds where
+/// a search starts.
+struct Spans {
+    /// `table.get(i).addr`, in table (address) order.
+    addrs: Vec<u64>,
+    /// The highest `addr + size` among symbols `0..=i`.
+    max_end: Vec<u64>,
+}
+
+/// The size drgn is given for a symbol. kallsyms has no sizes: a symbol
+/// reaches the next one. Per-CPU symbols are offsets (low addresses) that
+/// no address is in: size 0, so that drgn finds them by name only (a NULL
+/// pointer is not `fixed_percpu_data`, a user address not `__per_cpu_end`).
+fn drgn_size(s: &Symbol<'_>) -> u64 {
+    const KERNEL_HALF: u64 = 1 << 63;
+    if s.addr < KERNEL_HALF {
+        0
+    } else {
+        s.size.unwrap_or(0)
+    }
+}
+
+/// A symbol as `find_symbols` returns it.
+type SymbolTuple = (String, u64, u64, char);
+
+fn symbol_tuple(s: &Symbol<'_>) -> SymbolTuple {
+    (s.name.to_owned(), s.addr, drgn_size(s), s.type_char)
+}
+
+fn spans(table: &ksyms::Table) -> Spans {
+    let mut addrs = Vec::with_capacity(table.len());
+    let mut max_end = Vec::with_capacity(table.len());
+    let mut highest = 0u64;
+    for s in table.iter() {
+        addrs.push(s.addr);
+        highest = highest.max(s.addr.wrapping_add(drgn_size(&s)));
+        max_end.push(highest);
+    }
+    Spans { addrs, max_end }
 }
 
 /// The prototype of every function instance that has a FUNC, by name.
@@ -65,8 +114,11 @@ impl Kernel {
             ..Options::default()
         };
         let prog = open(&opts).map_err(|e| BtfkitError::new_err(e.to_string()))?;
-        let funcs = index_functions(&prog);
-        Ok(Kernel { prog, funcs })
+        Ok(Kernel {
+            prog,
+            funcs: OnceCell::new(),
+            spans: OnceCell::new(),
+        })
     }
 
     /// The release in `init_uts_ns` read with this BTF's layout of
@@ -79,12 +131,7 @@ impl Kernel {
     /// address (DATASEC offset + section start) is not the symbol's:
     /// `(checked, [(name, btf_address, kallsyms_address)])`.
     fn address_check(&self) -> (usize, Vec<(String, u64, u64)>) {
-        let checked = self
-            .prog
-            .var_names()
-            .filter(|n| self.prog.symbol(n).is_some())
-            .count();
-        (checked, self.prog.mismatches.clone())
+        (self.prog.var_symbols, self.prog.mismatches.clone())
     }
 
     /// The BTF type of a C name (`struct task_struct`, `unsigned long`,
@@ -128,35 +175,53 @@ impl Kernel {
     /// the BTF has no `addr=` tag for it and several FUNCs or instances
     /// share the name, so the prototype may be another instance's.
     fn function(&self, name: &str) -> Option<(TypeId, u64, bool)> {
-        self.funcs.get(name).copied()
+        // Only a function symbol's name is in the index: any other name
+        // (drgn's helpers try variables BTF lacks, `_cea_offset`, as
+        // functions too) does not make it.
+        let table = self.prog.symbols();
+        if !table.by_name(name).any(|s| s.kind == SymbolKind::Function) {
+            return None;
+        }
+        self.funcs
+            .get_or_init(|| index_functions(&self.prog))
+            .get(name)
+            .copied()
     }
 
-    /// Every symbol of vmlinux and the modules:
-    /// `(name, address, size, nm type letter, module or None)`. kallsyms
-    /// has no sizes: a symbol reaches the next one. Per-CPU symbols are
-    /// offsets (low addresses) that no address is in: size 0, so that drgn
-    /// finds them by name only (a NULL pointer is not `fixed_percpu_data`,
-    /// a user address not `__per_cpu_end`).
-    fn symbols(&self) -> Vec<(String, u64, u64, char, Option<String>)> {
-        const KERNEL_HALF: u64 = 1 << 63;
-        self.prog
-            .symbols()
-            .iter()
-            .map(|s| {
-                let size = if s.addr < KERNEL_HALF {
-                    0
-                } else {
-                    s.size.unwrap_or(0)
-                };
-                (
-                    s.name.to_owned(),
-                    s.addr,
-                    size,
-                    s.type_char,
-                    s.module.map(str::to_owned),
-                )
-            })
-            .collect()
+    /// drgn's symbol finder, answered as drgn's `SymbolIndex` of every
+    /// symbol of vmlinux and the modules would: by address (and name, if
+    /// given), the symbols that contain it in address order; else by name,
+    /// in address order; else all; `one`: the first only.
+    /// `(name, address, size, nm type letter)` each.
+    #[pyo3(signature = (name, address, one))]
+    fn find_symbols(
+        &self,
+        name: Option<&str>,
+        address: Option<u64>,
+        one: bool,
+    ) -> Vec<SymbolTuple> {
+        let table = self.prog.symbols();
+        let limit = if one { 1 } else { usize::MAX };
+        match (address, name) {
+            (Some(addr), _) => {
+                let spans = self.spans.get_or_init(|| spans(table));
+                let end = spans.addrs.partition_point(|&a| a <= addr);
+                let start = spans.max_end.partition_point(|&e| e <= addr);
+                (start..end)
+                    .filter_map(|i| table.get(i))
+                    .filter(|s| s.addr <= addr && addr < s.addr.wrapping_add(drgn_size(s)))
+                    .filter(|s| name.is_none_or(|n| n == s.name))
+                    .take(limit)
+                    .map(|s| symbol_tuple(&s))
+                    .collect()
+            }
+            (None, Some(name)) => table
+                .by_name(name)
+                .take(limit)
+                .map(|s| symbol_tuple(&s))
+                .collect(),
+            (None, None) => table.iter().take(limit).map(|s| symbol_tuple(&s)).collect(),
+        }
     }
 
     /// The address of the one vmlinux symbol called `name`.

@@ -19,43 +19,44 @@ pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
     let prog = &*prog;
     let layout = Layout::new(prog).map_err(|e| Error::at(1, e))?;
     let mut problems = Vec::new();
-    let mut tasks = task::idle_tasks(prog).unwrap_or_else(|e| {
+    let idle = task::idle_tasks(prog).unwrap_or_else(|e| {
         problems.push(format!("idle tasks: {e}"));
         Vec::new()
     });
-    let walk = task::for_each_task(prog, &layout).map_err(|e| Error::at(1, e))?;
-    tasks.extend(&walk.tasks);
-    problems.extend(walk.problem);
     let curr = task::cpu_curr(prog).unwrap_or_default();
     let mut lines = vec!["   PID    PPID  CPU       TASK        ST  COMM".to_owned()];
     let mut rows = Vec::new();
-    for &t in &tasks {
-        match task::task(prog, &layout, t) {
-            Ok(t) => {
-                let running = curr.contains(&t.addr);
-                lines.push(format!(
-                    "{}{:>6} {:>7} {:>4}  {:016x}  {}   {}",
-                    if running { '>' } else { ' ' },
-                    t.pid,
-                    t.ppid,
-                    t.cpu,
-                    t.addr,
-                    t.state,
-                    t.comm
-                ));
-                rows.push(json!({
-                    "pid": t.pid,
-                    "ppid": t.ppid,
-                    "cpu": t.cpu,
-                    "task": json_addr(t.addr),
-                    "state": t.state.to_string(),
-                    "comm": t.comm,
-                    "running": running,
-                }));
-            }
-            Err(e) => problems.push(e.to_string()),
+    let mut errors = Vec::new();
+    let mut show = |t: u64| match task::task(prog, &layout, t) {
+        Ok(t) => {
+            let running = curr.contains(&t.addr);
+            lines.push(format!(
+                "{}{:>6} {:>7} {:>4}  {:016x}  {}   {}",
+                if running { '>' } else { ' ' },
+                t.pid,
+                t.ppid,
+                t.cpu,
+                t.addr,
+                t.state,
+                t.comm
+            ));
+            rows.push(json!({
+                "pid": t.pid,
+                "ppid": t.ppid,
+                "cpu": t.cpu,
+                "task": json_addr(t.addr),
+                "state": t.state.to_string(),
+                "comm": t.comm,
+                "running": running,
+            }));
         }
-    }
+        Err(e) => errors.push(e.to_string()),
+    };
+    idle.iter().for_each(|&t| show(t));
+    // Each task read as the walk finds it, while its page is cached.
+    let stopped = task::visit_tasks(prog, &layout, &mut show).map_err(|e| Error::at(1, e))?;
+    problems.extend(stopped);
+    problems.extend(errors);
     for p in &problems {
         lines.push(format!("ps: {p}"));
     }

@@ -110,39 +110,54 @@ fn read_u64(prog: &Program, addr: u64) -> Result<u64> {
 /// Every thread of every process but the idle tasks, in list order, like
 /// the kernel's `for_each_process_thread` and drgn's `for_each_task`.
 pub fn for_each_task(prog: &Program, l: &Layout) -> Result<Walk> {
+    let mut tasks = Vec::new();
+    let problem = visit_tasks(prog, l, |t| tasks.push(t))?;
+    Ok(Walk { tasks, problem })
+}
+
+/// As [`for_each_task`], each task handed to `visit` when the walk finds
+/// it: read then, its page is still among the dump's last pages decoded
+/// (a compressed dump decodes a page again once 256 others came after it).
+/// Returns why the walk stopped early, if it did.
+pub fn visit_tasks(
+    prog: &Program,
+    l: &Layout,
+    mut visit: impl FnMut(u64),
+) -> Result<Option<String>> {
     let init = prog
         .symbol("init_task")
         .ok_or(Error::NoTaskSymbol("init_task"))?;
-    let mut walk = Walk::default();
     let mut seen = FxHashSet::default();
+    let mut count = 0usize;
     let head = init.wrapping_add(l.tasks);
     let mut node = head;
     loop {
         node = match read_u64(prog, node) {
             Ok(n) => n,
-            Err(e) => {
-                walk.problem = Some(format!("task list: {e}"));
-                break;
-            }
+            Err(e) => return Ok(Some(format!("task list: {e}"))),
         };
         if node == head {
-            break;
+            return Ok(None);
         }
         if !seen.insert(node) || seen.len() > MAX_TASKS {
-            walk.problem = Some(format!("task list loops at {node:#x}"));
-            break;
+            return Ok(Some(format!("task list loops at {node:#x}")));
         }
         let leader = node.wrapping_sub(l.tasks);
-        if let Err(e) = threads(prog, l, leader, &mut walk.tasks) {
-            walk.problem = Some(e.to_string());
-            break;
+        if let Err(e) = threads(prog, l, leader, &mut count, &mut visit) {
+            return Ok(Some(e.to_string()));
         }
     }
-    Ok(walk)
 }
 
-/// The threads of a process (its leader first, as the kernel lists them).
-fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Result<()> {
+/// The threads of a process (its leader first, as the kernel lists them);
+/// `count`: tasks visited so far.
+fn threads(
+    prog: &Program,
+    l: &Layout,
+    leader: u64,
+    count: &mut usize,
+    visit: &mut impl FnMut(u64),
+) -> Result<()> {
     let signal = read_u64(prog, leader.wrapping_add(l.signal))?;
     let head = signal.wrapping_add(l.thread_head);
     let mut node = head;
@@ -155,10 +170,11 @@ fn threads(prog: &Program, l: &Layout, leader: u64, out: &mut Vec<u64>) -> Resul
         if node == head {
             return Ok(());
         }
-        if !seen.insert(node) || out.len() > MAX_TASKS {
+        if !seen.insert(node) || *count > MAX_TASKS {
             return Err(Error::ThreadsLoop { leader, node });
         }
-        out.push(node.wrapping_sub(l.thread_node));
+        *count += 1;
+        visit(node.wrapping_sub(l.thread_node));
     }
 }
 
