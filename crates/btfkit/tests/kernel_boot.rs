@@ -347,7 +347,10 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
     // looks up in its /proc/kallsyms.
     let tags = vmlinux_addr_tags(&result.join("vmlinux"));
     if which == Pahole::Btfkit {
-        let text: String = tags.iter().map(|(n, a)| format!("{n} {a:016x}\n")).collect();
+        let text: String = tags
+            .iter()
+            .map(|(n, a)| format!("{n} {a:016x}\n"))
+            .collect();
         initramfs.bytes("/etc/addr-tags", text.as_bytes(), 0o644);
     }
     let modules: Vec<(&str, &str, PathBuf)> = modules(version)

@@ -349,7 +349,10 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
             .map(|c| (c.name, c.address))
             .collect();
         // A prototype without code stands only where no subprogram with
-        // code starts and no other definition without code has the name.
+        // code starts and every definition without code of the name gives
+        // this same prototype (a weak default and the override the
+        // compiler folded away: whichever is at the symbol, the prototype
+        // is this one).
         let coded: FxHashSet<u64> = units
             .iter()
             .flat_map(|(_, u)| u.coded.iter().copied())
@@ -358,8 +361,22 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
         for a in units.iter().flat_map(|(_, u)| u.bodiless.iter()) {
             *bodiless.entry(*a).or_default() += 1;
         }
+        // Address -> (the key of its candidates without code, how many),
+        // or None when their keys differ.
+        let mut bodiless_keys: FxHashMap<u64, Option<(u64, u32)>> = FxHashMap::default();
+        for c in units.iter().flat_map(|(_, u)| u.cands.iter()) {
+            if c.bodiless {
+                let e = bodiless_keys.entry(c.address).or_insert(Some((c.key, 0)));
+                *e = e.filter(|(k, _)| *k == c.key).map(|(k, n)| (k, n + 1));
+            }
+        }
         let stands = |c: &Candidate| {
-            !c.bodiless || (!coded.contains(&c.address) && bodiless.get(&c.address) == Some(&1))
+            !c.bodiless
+                || (!coded.contains(&c.address)
+                    && matches!(
+                        (bodiless_keys.get(&c.address), bodiless.get(&c.address)),
+                        (Some(Some((_, n))), Some(dies)) if n == dies
+                    ))
         };
         let mut groups: Vec<Group> = Vec::new();
         // (group, address) of every instance, in one list rather than a

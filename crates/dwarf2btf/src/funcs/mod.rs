@@ -164,6 +164,18 @@ impl FuncModel {
                         Some(&[ci]) if concretes[ci].name.as_deref() == Some(&inst.symbol) => {
                             Some(ci)
                         }
+                        // A weak default and its override (the bpf_jit_supports_*
+                        // of kernel/bpf/core.c and the JIT's), folded away by the
+                        // compiler: whichever one is at the symbol, the prototype
+                        // is the same.
+                        Some(several @ [first, ..])
+                            if concretes[*first].name.as_deref() == Some(&inst.symbol)
+                                && several.iter().all(|&ci| {
+                                    same_source_prototype(&concretes[*first], &concretes[ci])
+                                }) =>
+                        {
+                            Some(*first)
+                        }
                         Some(several) => {
                             inst.detail = Some(format!(
                                 "no DWARF subprogram starts here, and {} definitions without code are named {}",
@@ -428,6 +440,27 @@ fn link_parents(concretes: &[Concrete], instances: &mut [Instance]) {
     for (inst, p) in instances.iter_mut().zip(parents) {
         inst.parent = p;
     }
+}
+
+/// Whether two subprograms have the same source prototype: the same C
+/// types and names of return value and parameters, variadic alike, and the
+/// same structural fingerprints where both were computed (one struct name
+/// built against different headers differs there). The FUNC writer
+/// (emit.rs) groups by the same things.
+fn same_source_prototype(a: &Concrete, b: &Concrete) -> bool {
+    let same = |x: &ctype::TypeInfo, y: &ctype::TypeInfo| {
+        x.c == y.c && (x.shape == 0 || y.shape == 0 || x.shape == y.shape)
+    };
+    a.error.is_none()
+        && b.error.is_none()
+        && a.name == b.name
+        && a.varargs == b.varargs
+        && same(&a.ret, &b.ret)
+        && a.params.len() == b.params.len()
+        && a.params
+            .iter()
+            .zip(&b.params)
+            .all(|(p, q)| p.name == q.name && same(&p.ty, &q.ty))
 }
 
 /// Marks instances whose source prototype differs from another instance's
