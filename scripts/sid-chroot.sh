@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A Debian sid chroot with the newest oracles (pahole 1.32, bpftool linked
-# with libbpf 1.8, gcc 16, clang, llvm) and what a kernel build needs, made
+# with libbpf 1.8, gcc 16, clang, llvm), what a kernel build needs and GNU
+# time (bench/ measures pahole 1.32 inside, as it measures btfkit), made
 # once and cached under the cache folder. sid's binaries need sid's libc,
 # hence a chroot rather than packages on the host.
 #
@@ -26,6 +27,7 @@ set -euo pipefail
 packages=(
   dwarves bpftool gcc clang llvm libbpf-dev libc6-dev
   make bc flex bison libssl-dev libelf-dev cpio kmod python3
+  time
 )
 
 cache="${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}"
