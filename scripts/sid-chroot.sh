@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Debian sid chroot with the newest oracles (pahole 1.32, bpftool linked
-# with libbpf 1.8, gcc 16, clang, llvm, lld) and what a kernel build needs
-# (with linux-source-7.2, which scripts/kernel/build.sh builds in it), made
+# with libbpf 1.8, gcc 16, clang, llvm, lld), what a kernel build needs
+# (with linux-source-7.2, which scripts/kernel/build.sh builds in it) and
+# GNU time (bench/ measures pahole 1.32 inside, as it measures btfkit), made
 # once and cached under the cache folder. sid's binaries need sid's libc,
 # hence a chroot rather than packages on the host.
 #
@@ -27,7 +28,7 @@ set -euo pipefail
 packages=(
   dwarves bpftool gcc clang llvm lld libbpf-dev libc6-dev
   make bc flex bison libssl-dev libelf-dev cpio kmod python3
-  linux-source-7.2
+  linux-source-7.2 time
 )
 
 cache="${BTFKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btfkit}"

@@ -347,7 +347,7 @@ impl Btf {
 
     /// Like [`Btf::type_by_id`], but an error for an id out of range.
     pub fn get(&self, id: TypeId) -> Result<&Type> {
-        self.type_by_id(id).ok_or(Error::TypeId(id))
+        self.type_by_id(id).ok_or_else(|| Error::TypeId(id))
     }
 
     /// The own type with this id, to change in place; `None` for void, base ids and ids out of range.
@@ -370,8 +370,8 @@ impl Btf {
             .strings
             .get((off - self.start_str_off) as usize..)
             .filter(|r| !r.is_empty())
-            .ok_or(Error::StringOffset(off))?;
-        let end = memchr::memchr(0, rest).ok_or(Error::StringUnterminated(off))?;
+            .ok_or_else(|| Error::StringOffset(off))?;
+        let end = memchr::memchr(0, rest).ok_or_else(|| Error::StringUnterminated(off))?;
         Ok(&rest[..end])
     }
 

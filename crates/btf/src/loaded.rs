@@ -249,7 +249,7 @@ pub fn read(id: u32) -> Result<(Vec<u8>, String, bool), Error> {
     let what = "reading a BTF object";
     let fd = fd_by_id(BPF_BTF_GET_FD_BY_ID, id)
         .map_err(bpf_err(what))?
-        .ok_or(Error::NoSuchBtfId(id))?;
+        .ok_or_else(|| Error::NoSuchBtfId(id))?;
     let (info, name, bytes) = btf_info(&fd, true).map_err(bpf_err(what))?;
     Ok((bytes, name, info.kernel_btf != 0))
 }

@@ -43,7 +43,7 @@ impl<'a> Cursor<'a> {
         let bytes = (n as usize)
             .checked_mul(len)
             .and_then(|b| self.data.get(self.pos..)?.get(..b))
-            .ok_or(Error::RecordsPastEnd {
+            .ok_or_else(|| Error::RecordsPastEnd {
                 id,
                 offset,
                 vlen: n,
@@ -110,7 +110,7 @@ fn header_u32(data: &[u8], off: usize, endian: Endian) -> Result<u32> {
     let b = data
         .get(off..)
         .and_then(<[u8]>::first_chunk::<4>)
-        .ok_or(Error::Truncated {
+        .ok_or_else(|| Error::Truncated {
             what: "header",
             offset: off,
             need: 4,
@@ -545,10 +545,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
         }
         kind => {
             // A kind from a newer writer: its size comes from the layout section.
-            let l =
-                layouts
-                    .get(usize::from(kind))
-                    .ok_or(Error::UnknownKind { id, offset, kind })?;
+            let l = layouts
+                .get(usize::from(kind))
+                .ok_or_else(|| Error::UnknownKind { id, offset, kind })?;
             if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
                 return Err(Error::BadLayout {
                     kind,

@@ -1205,3 +1205,40 @@ fn validator_agrees_with_kernel_on_corrupted_blobs() {
     );
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+/// A split BTF's types are checked against base types that only they
+/// bring into the walk (the base itself is taken as valid, as the kernel
+/// takes vmlinux's): sizes through a base typedef and a base struct, and a
+/// prototype whose parameter is a base modifier.
+#[test]
+fn validate_split_walks_the_base_types_it_uses() {
+    use btf::builder::{Builder, Field, Linkage};
+    let mut b = Builder::new();
+    let int = b.add_int("int", 4, BTF_INT_SIGNED);
+    let pair = b.add_struct(
+        "pair",
+        8,
+        &[Field::new("a", int, 0), Field::new("b", int, 32)],
+    );
+    let pair_t = b.add_typedef("pair_t", pair);
+    let cint = b.add_const(int);
+    let base = Arc::new(b.finish());
+
+    let split = |member_offset: u32| {
+        let mut s = Builder::new_split(base.clone());
+        s.add_struct("outer", 16, &[Field::new("p", pair_t, member_offset)]);
+        let proto = s.add_func_proto(int, &[("x", cint)]);
+        s.add_func("f", proto, Linkage::Global);
+        s.finish()
+    };
+    assert_valid(&split(64), "pair_t at byte 8 of 16");
+    let problems = validate(&split(96));
+    assert_eq!(
+        problems
+            .iter()
+            .map(|p| (p.name.as_str(), p.rule))
+            .collect::<Vec<_>>(),
+        vec![("outer", Rule::Member)],
+        "pair_t at byte 12 of 16 ends past the struct: {problems:?}"
+    );
+}

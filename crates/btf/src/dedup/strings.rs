@@ -73,8 +73,10 @@ fn for_each_own_str(
 
 /// The string at local offset `local` of `section` (global offset `off`).
 fn string_at(section: &[u8], local: usize, off: u32) -> Result<&[u8]> {
-    let rest = section.get(local..).ok_or(Error::StringOffset(off))?;
-    let end = memchr::memchr(0, rest).ok_or(Error::StringUnterminated(off))?;
+    let rest = section
+        .get(local..)
+        .ok_or_else(|| Error::StringOffset(off))?;
+    let end = memchr::memchr(0, rest).ok_or_else(|| Error::StringUnterminated(off))?;
     Ok(&rest[..end])
 }
 

@@ -11,7 +11,7 @@ impl Validator<'_> {
             return Ok(());
         };
         if *ret != 0 {
-            self.check_func_type(*ret, "return type")?;
+            self.check_func_type(*ret, &"return type")?;
         }
         let mut params = &params[..];
         if let Some((last, rest)) = params.split_last() {
@@ -26,7 +26,7 @@ impl Validator<'_> {
             }
         }
         for (i, p) in params.iter().enumerate() {
-            let what = format!("parameter #{}", i + 1);
+            let what = format_args!("parameter #{}", i + 1);
             if self.kind(p.ty).is_none() {
                 return Err(Fail::Problem(
                     Rule::Func,
@@ -47,7 +47,7 @@ impl Validator<'_> {
         Ok(())
     }
 
-    fn check_func_type(&mut self, ty: TypeId, what: &str) -> Step {
+    fn check_func_type(&mut self, ty: TypeId, what: &dyn fmt::Display) -> Step {
         let Some(k) = self.kind(ty) else {
             return Err(Fail::Problem(
                 Rule::Func,

@@ -74,7 +74,7 @@ struct MemberAt<'v, 'a> {
 }
 
 impl MemberAt<'_, '_> {
-    fn label(&self) -> String {
+    fn label(&self) -> meta::MemberLabel<'_> {
         self.v.member_label(self.i, self.m)
     }
 
@@ -103,7 +103,7 @@ impl MemberAt<'_, '_> {
             ..
         }) = v.ty(mty).map(|t| &t.data)
         else {
-            return problem(self.label());
+            return problem(self.label().to_string());
         };
         let (int_off, bits) = (*int_off as u32, *bits as u32);
         let (off, nr_bits) = if kind_flag {

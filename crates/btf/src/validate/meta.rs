@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Validator<'_> {
+impl<'a> Validator<'a> {
     fn check_no_kflag(&mut self, id: TypeId, t: &Type) {
         if t.kind_flag {
             self.report(
@@ -29,7 +29,7 @@ impl Validator<'_> {
     }
 
     /// A reference that must not be void and must fit in 20 bits.
-    fn check_ref(&mut self, id: TypeId, to: TypeId, what: &str) {
+    fn check_ref(&mut self, id: TypeId, to: TypeId, what: &dyn fmt::Display) {
         if to == 0 {
             self.report(id, Rule::TypeId, format!("{what} is void"));
         } else if to > BTF_MAX_TYPE {
@@ -110,7 +110,7 @@ impl Validator<'_> {
             }
             TypeData::Fwd => {
                 if name_ok {
-                    self.check_ident(id, t.name_off, false, "forward declaration");
+                    self.check_ident(id, t.name_off, false, &"forward declaration");
                 }
             }
             TypeData::Func { linkage, .. } => self.check_func_meta(id, t, *linkage, name_ok),
@@ -201,7 +201,7 @@ impl Validator<'_> {
             );
         }
         match t.kind() {
-            BTF_KIND_TYPEDEF if name_ok => self.check_ident(id, t.name_off, false, "typedef"),
+            BTF_KIND_TYPEDEF if name_ok => self.check_ident(id, t.name_off, false, &"typedef"),
             BTF_KIND_TYPE_TAG if name_ok => {
                 if self.name(t.name_off).is_some_and(<[u8]>::is_empty) {
                     self.report(id, Rule::Name, "type tag needs a value".into());
@@ -215,8 +215,8 @@ impl Validator<'_> {
     fn check_array_meta(&mut self, id: TypeId, t: &Type, a: &Array) {
         self.check_anon(id, t);
         self.check_no_kflag(id, t);
-        self.check_ref(id, a.elem, "element type");
-        self.check_ref(id, a.index, "index type");
+        self.check_ref(id, a.elem, &"element type");
+        self.check_ref(id, a.index, &"index type");
     }
 
     /// STRUCT and UNION.
@@ -229,7 +229,7 @@ impl Validator<'_> {
         name_ok: bool,
     ) {
         if name_ok {
-            self.check_ident(id, t.name_off, true, "type");
+            self.check_ident(id, t.name_off, true, &"type");
         }
         self.check_vlen(id, members.len(), "members");
         self.check_members_meta(id, t, size, members);
@@ -237,7 +237,7 @@ impl Validator<'_> {
 
     fn check_func_meta(&mut self, id: TypeId, t: &Type, linkage: u32, name_ok: bool) {
         if name_ok {
-            self.check_ident(id, t.name_off, false, "function");
+            self.check_ident(id, t.name_off, false, &"function");
         }
         if linkage > BTF_FUNC_GLOBAL {
             let what = if linkage == BTF_FUNC_EXTERN {
@@ -257,9 +257,9 @@ impl Validator<'_> {
     fn check_var_meta(&mut self, id: TypeId, t: &Type, ty: TypeId, linkage: u32, name_ok: bool) {
         self.check_no_kflag(id, t);
         if name_ok {
-            self.check_ident(id, t.name_off, false, "variable");
+            self.check_ident(id, t.name_off, false, &"variable");
         }
-        self.check_ref(id, ty, "type");
+        self.check_ref(id, ty, &"type");
         if linkage != BTF_VAR_STATIC && linkage != BTF_VAR_GLOBAL_ALLOCATED {
             self.report(
                 id,
@@ -325,18 +325,21 @@ impl Validator<'_> {
             self.report(id, Rule::Size, format!("size {size} is not 1, 2, 4 or 8"));
         }
         if self.name(t.name_off).is_some() {
-            self.check_ident(id, t.name_off, true, "type");
+            self.check_ident(id, t.name_off, true, &"type");
         }
         self.check_vlen(id, len, "values");
         for (i, off) in names.enumerate() {
-            self.check_ident(id, off, false, &format!("value #{i}"));
+            self.check_ident(id, off, false, &format_args!("value #{i}"));
         }
     }
 
-    pub(super) fn member_label(&self, i: usize, m: &Member) -> String {
-        match self.name(m.name_off) {
-            Some(s) if !s.is_empty() => format!("member '{}'", String::from_utf8_lossy(s)),
-            _ => format!("member #{i}"),
+    /// "member 'name'" or "member #i", for messages: made only when one is
+    /// printed (formatting one for every member of every type was most of
+    /// a module's encode).
+    pub(super) fn member_label(&self, i: usize, m: &Member) -> MemberLabel<'a> {
+        MemberLabel {
+            i,
+            name: self.name(m.name_off).filter(|s| !s.is_empty()),
         }
     }
 
@@ -346,7 +349,7 @@ impl Validator<'_> {
         for (i, m) in members.iter().enumerate() {
             let label = self.member_label(i, m);
             self.check_ident(id, m.name_off, true, &label);
-            self.check_ref(id, m.ty, &format!("type of {label}"));
+            self.check_ref(id, m.ty, &format_args!("type of {label}"));
             let off = m.bit_offset(t.kind_flag);
             if is_union && off != 0 {
                 self.report(
@@ -381,7 +384,7 @@ impl Validator<'_> {
         let mut last_end = 0u64;
         let mut sum = 0u64;
         for (i, v) in vars.iter().enumerate() {
-            self.check_ref(id, v.ty, &format!("entry #{i}"));
+            self.check_ref(id, v.ty, &format_args!("entry #{i}"));
             if (v.offset as u64) < last_end {
                 self.report(
                     id,
@@ -430,6 +433,21 @@ impl Validator<'_> {
                 Rule::Datasec,
                 format!("entries add up to {sum} bytes, more than the section size {size}"),
             );
+        }
+    }
+}
+
+/// [`Validator::member_label`]'s label.
+pub(super) struct MemberLabel<'a> {
+    i: usize,
+    name: Option<&'a [u8]>,
+}
+
+impl fmt::Display for MemberLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name {
+            Some(s) => write!(f, "member '{}'", String::from_utf8_lossy(s)),
+            None => write!(f, "member #{}", self.i),
         }
     }
 }

@@ -45,7 +45,13 @@ impl<'a> Validator<'a> {
     }
 
     /// Requires a valid identifier at `off`; `optional` also accepts offset 0.
-    pub(super) fn check_ident(&mut self, id: TypeId, off: u32, optional: bool, what: &str) {
+    pub(super) fn check_ident(
+        &mut self,
+        id: TypeId,
+        off: u32,
+        optional: bool,
+        what: &dyn fmt::Display,
+    ) {
         if off == 0 && optional {
             return;
         }

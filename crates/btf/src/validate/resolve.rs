@@ -14,7 +14,7 @@ impl<'a> Validator<'a> {
                 self.visit[id] = Visit::Resolved;
             }
         }
-        for id in 1..self.n {
+        for id in self.report_from..self.n {
             let k = self.kinds[id as usize];
             if needs_resolve(k) && !self.is_resolved(id) {
                 self.resolve(id);
@@ -95,6 +95,18 @@ impl<'a> Validator<'a> {
     }
 
     fn push(&mut self, id: TypeId) -> Step {
+        if self.needs_base_walk(id) {
+            // The kernel takes a base's types as resolved (they were when
+            // the base was loaded): a split type's walk does not go through
+            // them, nor count them against its depth. One is resolved here
+            // on first use, by a walk of its own; if that fails (silently:
+            // the base's problems are not reported), the split type's walk
+            // finds it bad when it steps again, and stops silently.
+            let (stack, mode) = (std::mem::take(&mut self.stack), self.mode);
+            self.resolve(id);
+            (self.stack, self.mode) = (stack, mode);
+            return Ok(());
+        }
         if self.stack.len() == MAX_RESOLVE_DEPTH {
             return Err(Fail::Depth);
         }
@@ -114,6 +126,15 @@ impl<'a> Validator<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether `id` is a base type not yet walked, needed by a split type's
+    /// walk. (A base type's walk takes the base types it needs on its own
+    /// stack: walks nest one deep at most.)
+    fn needs_base_walk(&self, id: TypeId) -> bool {
+        id < self.report_from
+            && self.visit.get(id as usize) == Some(&Visit::NotVisited)
+            && self.stack.first().is_some_and(|v| v.id >= self.report_from)
     }
 
     fn pop_resolved(&mut self, resolved_id: TypeId, resolved_size: u32) {

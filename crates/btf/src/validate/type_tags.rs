@@ -7,7 +7,7 @@ impl Validator<'_> {
     /// and no chain is longer than 32.
     pub(super) fn check_type_tags(&mut self) {
         let mut good_id = 0;
-        for i in 1..self.n {
+        for i in self.report_from..self.n {
             if !is_modifier(self.kinds[i as usize]) || self.is_bad(i) {
                 continue;
             }
