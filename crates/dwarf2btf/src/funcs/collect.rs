@@ -126,7 +126,11 @@ pub fn collect_unit(
     drop(dies);
     // The units it refers to, and those they refer to in turn.
     let mut read = 0;
-    while let Some(span) = imports.borrow().spans.get(read).copied() {
+    loop {
+        // Not borrowed while the unit is read: its references add spans.
+        let Some(span) = imports.borrow().spans.get(read).copied() else {
+            break;
+        };
         read += 1;
         let other = span.open(dwarf)?;
         let mut dies = DieReader::new(&other, Fields::SUBPROGRAMS)?
