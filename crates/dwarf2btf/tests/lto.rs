@@ -339,3 +339,93 @@ fn gcc_lto_has_the_named_types_of_the_build_without_lto() {
     assert!(changed.is_empty(), "named types that differ: {changed:?}");
     assert!(func_count(&lto) >= KEPT.len() && func_count(&plain) >= KEPT.len());
 }
+
+/// The .debug_info offset of the DW_AT_abstract_origin value of the first
+/// unit-level subprogram with code of `exe`, and that code's address, from
+/// readelf's dump (an LTRANS unit's function, under GCC's -flto).
+fn first_concrete_origin(exe: &Path) -> (usize, u64) {
+    let out = testkit::run_ok(Command::new("readelf").arg("--debug-dump=info").arg(exe));
+    let text = String::from_utf8_lossy(&out);
+    let mut in_sub = false;
+    let mut origin = None;
+    for line in text.lines() {
+        if line.contains(": Abbrev Number") {
+            in_sub = line.trim_start().starts_with("<1>") && line.contains("DW_TAG_subprogram");
+            origin = None;
+            continue;
+        }
+        if !in_sub {
+            continue;
+        }
+        let hex = |l: &str| {
+            let start = l.find('<')? + 1;
+            let end = start + l[start..].find('>')?;
+            usize::from_str_radix(&l[start..end], 16).ok()
+        };
+        if line.contains("DW_AT_abstract_origin") {
+            origin = hex(line);
+        } else if line.contains("DW_AT_low_pc") {
+            let pc = line.rsplit(':').next().map(str::trim).unwrap_or("");
+            let pc = u64::from_str_radix(pc.trim_start_matches("0x"), 16).expect("low_pc");
+            if let Some(o) = origin {
+                return (o, pc);
+            }
+        }
+    }
+    panic!("no unit-level subprogram with an abstract origin and a low_pc");
+}
+
+/// An abstract origin that no unit holds (a DW_FORM_ref_addr past the end
+/// of .debug_info, written over the one of an LTRANS function): the
+/// function model leaves that function unencoded and says why, the others
+/// keep their prototypes, and the encoder stops with an error naming the
+/// offset (never a FUNC with a wrong prototype). Oracle: the C declarations.
+#[test]
+fn gcc_lto_origin_in_no_unit_leaves_the_function_out() {
+    use object::{Object, ObjectSection};
+    let fx = Fixture::new();
+    let exe = build(&fx, "gcc", "lto", &["-g", "-O2", "-flto"]);
+    let (at, pc) = first_concrete_origin(&exe);
+    let mut bytes = std::fs::read(&exe).expect("read the fixture");
+    let info = {
+        let obj = object::File::parse(&*bytes).expect("ELF");
+        let s = obj.section_by_name(".debug_info").expect(".debug_info");
+        s.file_range().expect("in the file").0 as usize
+    };
+    let bad: u32 = 0x7fff_fff0;
+    bytes[info + at..info + at + 4].copy_from_slice(&bad.to_le_bytes());
+    let broken = fx.path("broken");
+    std::fs::write(&broken, &bytes).expect("write");
+
+    let elf = ElfFile::open(&broken).expect("open");
+    let model = FuncModel::from_elf(&elf).expect("function model");
+    let inst = model
+        .instances
+        .iter()
+        .find(|i| i.address == pc)
+        .expect("the instance of the broken DIE");
+    assert!(!inst.encodable(), "{}: {:?}", inst.symbol, inst.signature);
+    let detail = inst.detail.as_deref().unwrap_or("");
+    assert!(detail.contains("abstract origin"), "{detail}");
+    for k in KEPT {
+        if let Some(i) = model
+            .instances
+            .iter()
+            .find(|i| i.symbol == *k && i.address != pc)
+        {
+            let want = DECLARATIONS.iter().find(|(n, _)| n == k).map(|d| d.1);
+            let proto = model.prototype_c(i).map(|p| c_text(&p));
+            assert_eq!(proto.as_deref(), want, "{k}");
+        }
+    }
+
+    let opts = EncodeOptions {
+        jobs: 2,
+        ..EncodeOptions::default()
+    };
+    let err = match dwarf2btf::encode(&elf, None, &opts, &NoProgress) {
+        Ok(_) => panic!("a reference into no unit was encoded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains(&format!("{bad:#x}")), "{err}");
+}
