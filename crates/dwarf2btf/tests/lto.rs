@@ -429,3 +429,119 @@ fn gcc_lto_origin_in_no_unit_leaves_the_function_out() {
     };
     assert!(err.contains(&format!("{bad:#x}")), "{err}");
 }
+
+/// Two compilation units that refer to each other (DW_FORM_ref_addr both
+/// ways): `struct sa { int x; struct sb *b; }` in one, `struct sb { int y;
+/// struct sa *a; }` in the other, each pointer's DW_AT_type in the other
+/// unit. A relocatable x86-64 ELF object.
+fn cycle_object() -> Vec<u8> {
+    use gimli::write::{
+        AttributeValue as V, Dwarf, EndianVec, LineProgram, Reference, Sections, Unit,
+    };
+    use gimli::{constants as dw, Encoding, Format, LittleEndian};
+    use object::write::{Object, StandardSection};
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+
+    let encoding = Encoding {
+        format: Format::Dwarf32,
+        version: 5,
+        address_size: 8,
+    };
+    let mut dwarf = Dwarf::new();
+    let ua = dwarf.units.add(Unit::new(encoding, LineProgram::none()));
+    let ub = dwarf.units.add(Unit::new(encoding, LineProgram::none()));
+    // (unit, struct, its pointer DIE, the int) of each side.
+    let mut made = Vec::new();
+    for (u, file, sname) in [(ua, "a.c", "sa"), (ub, "b.c", "sb")] {
+        let unit = dwarf.units.get_mut(u);
+        let root = unit.root();
+        let r = unit.get_mut(root);
+        r.set(
+            dw::DW_AT_producer,
+            V::String(b"GNU C17 12.2.0 -flto".to_vec()),
+        );
+        r.set(dw::DW_AT_language, V::Language(dw::DW_LANG_C11));
+        r.set(dw::DW_AT_name, V::String(file.into()));
+        let int = unit.add(root, dw::DW_TAG_base_type);
+        let e = unit.get_mut(int);
+        e.set(dw::DW_AT_name, V::String(b"int".to_vec()));
+        e.set(dw::DW_AT_byte_size, V::Data1(4));
+        e.set(dw::DW_AT_encoding, V::Encoding(dw::DW_ATE_signed));
+        let s = unit.add(root, dw::DW_TAG_structure_type);
+        let e = unit.get_mut(s);
+        e.set(dw::DW_AT_name, V::String(sname.into()));
+        e.set(dw::DW_AT_byte_size, V::Data1(16));
+        let ptr = unit.add(root, dw::DW_TAG_pointer_type);
+        unit.get_mut(ptr).set(dw::DW_AT_byte_size, V::Data1(8));
+        made.push((u, s, ptr, int));
+    }
+    for (i, &(u, s, ptr, int)) in made.iter().enumerate() {
+        let (ou, os, _, _) = made[1 - i];
+        let unit = dwarf.units.get_mut(u);
+        unit.get_mut(ptr)
+            .set(dw::DW_AT_type, V::DebugInfoRef(Reference::Entry(ou, os)));
+        let other = if i == 0 { "b" } else { "a" };
+        for (name, ty, off) in [(if i == 0 { "x" } else { "y" }, int, 0u8), (other, ptr, 8)] {
+            let m = unit.add(s, dw::DW_TAG_member);
+            let e = unit.get_mut(m);
+            e.set(dw::DW_AT_name, V::String(name.into()));
+            e.set(dw::DW_AT_type, V::UnitRef(ty));
+            e.set(dw::DW_AT_data_member_location, V::Data1(off));
+        }
+    }
+    let mut sections = Sections::new(EndianVec::new(LittleEndian));
+    dwarf.write(&mut sections).expect("write DWARF");
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    obj.section_id(StandardSection::Text);
+    sections
+        .for_each(|id, data| {
+            if !data.slice().is_empty() {
+                let sec = obj.add_section(Vec::new(), id.name().into(), SectionKind::Debug);
+                obj.append_section_data(sec, data.slice(), 1);
+            }
+            Ok::<(), gimli::write::Error>(())
+        })
+        .expect("sections");
+    obj.write().expect("ELF")
+}
+
+/// Units that refer to each other in a cycle: each struct's pointer
+/// member points to the other struct (not void), each struct is encoded
+/// once, and the BTF equals pahole 1.32's.
+#[test]
+fn units_in_a_cycle_equal_pahole_1_32() {
+    let fx = Fixture::new();
+    let obj = fx.path("cycle.o");
+    std::fs::write(&obj, cycle_object()).expect("write");
+    let ours = encode(&obj);
+    for (s, other) in [("sa", "sb"), ("sb", "sa")] {
+        let structs: Vec<_> = ours
+            .iter()
+            .filter(|(_, t)| {
+                matches!(t.data, TypeData::Struct { .. }) && ours.str_at(t.name_off).ok() == Some(s)
+            })
+            .collect();
+        assert_eq!(structs.len(), 1, "struct {s}");
+        let TypeData::Struct { members, .. } = &structs[0].1.data else {
+            unreachable!()
+        };
+        let ptr = members.get(1).expect("pointer member").ty;
+        let Some(TypeData::Ptr { ty }) = ours.get(ptr).ok().map(|t| &t.data) else {
+            panic!("{s}: member 2 is no pointer");
+        };
+        let target = ours.get(*ty).expect("pointee");
+        assert_eq!(ours.str_at(target.name_off).ok(), Some(other), "{s}");
+    }
+    let Some(sid) = testkit::sid::sid_or_skip() else {
+        return;
+    };
+    let theirs = pahole_1_32(&sid, &fx, &obj);
+    let d = diff(&ours, &theirs, &DiffOptions::default());
+    assert!(
+        d.only_a.is_empty() && d.only_b.is_empty() && d.changed.is_empty() && d.equal >= 2,
+        "only btfkit: {:?}; only pahole: {:?}; changed: {:?}",
+        d.only_a.iter().map(|o| &o.name).collect::<Vec<_>>(),
+        d.only_b.iter().map(|o| &o.name).collect::<Vec<_>>(),
+        d.changed.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+}
