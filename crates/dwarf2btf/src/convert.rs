@@ -143,8 +143,8 @@ pub struct UnitTypes {
     /// Offset of the unit header in .debug_info.
     unit_offset: u64,
     types: DieTypes,
-    /// dwz's partial units read with the unit: where DIE keys past the
-    /// unit's own offsets are.
+    /// The units read with the unit (dwz's partial units, compilation
+    /// units it refers to): where DIE keys past the unit's own offsets are.
     pub partial_units: Known,
 }
 
@@ -308,8 +308,8 @@ pub struct ConvertOptions {
     pub keep_rust: bool,
     /// Record the subprograms in the same pass (for the function policy).
     pub subprograms: bool,
-    /// The units of the input and of its alternate file, for dwz's
-    /// partial units.
+    /// The units of the input and of its alternate file, for references
+    /// that leave a unit (partial_units.rs).
     pub units: crate::partial_units::UnitTables,
 }
 
