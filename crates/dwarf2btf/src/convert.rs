@@ -143,8 +143,8 @@ pub struct UnitTypes {
     /// Offset of the unit header in .debug_info.
     unit_offset: u64,
     types: DieTypes,
-    /// dwz's partial units read with the unit: where DIE keys past the
-    /// unit's own offsets are.
+    /// The units read with the unit (dwz's partial units, compilation
+    /// units it refers to): where DIE keys past the unit's own offsets are.
     pub partial_units: Known,
 }
 
@@ -308,8 +308,8 @@ pub struct ConvertOptions {
     pub keep_rust: bool,
     /// Record the subprograms in the same pass (for the function policy).
     pub subprograms: bool,
-    /// The units of the input and of its alternate file, for dwz's
-    /// partial units.
+    /// The units of the input and of its alternate file, for references
+    /// that leave a unit (partial_units.rs).
     pub units: crate::partial_units::UnitTables,
 }
 
@@ -416,6 +416,9 @@ struct Conv<'a, 'd> {
     /// The struct member whose btf_decl_tag children are being read:
     /// (struct index, member index, member DIE depth).
     member_tags_for: Option<(usize, i32, isize)>,
+    /// A compilation unit that the unit refers to is being read: its
+    /// variables are declarations here (partial_units.rs).
+    imported: bool,
 }
 
 /// Converts the types of one unit. `Ok(None)` for units that are left out
@@ -475,6 +478,7 @@ pub fn convert_unit<'a, 'd>(
         warnings: Vec::new(),
         unknown_tags: 0,
         member_tags_for: None,
+        imported: false,
     };
     let fields = if opts.subprograms {
         Fields::TYPES.with(Fields::SUBPROGRAMS)
@@ -483,7 +487,7 @@ pub fn convert_unit<'a, 'd>(
     };
     let mut subprograms = Subprograms::default();
     let unit_len = unit.header.length_including_self() as u64;
-    let imports = RefCell::new(Imports::new(dwarf, &opts.units, unit_len));
+    let imports = RefCell::new(Imports::new(dwarf, &opts.units, unit_offset, unit_len));
     let mut dies = DieReader::new(unit, fields)
         .map_err(|e| err(e, 0))?
         .with_imports(&imports, 0, false);
@@ -535,7 +539,7 @@ pub fn convert_unit<'a, 'd>(
         return Err(Error::Encode {
             path: path.to_owned(),
             msg: format!(
-                "compilation unit at {unit_offset:#x} with its dwz partial units is larger \
+                "compilation unit at {unit_offset:#x} with the units it refers to is larger \
                  than 2 GiB"
             ),
         });
@@ -545,10 +549,11 @@ pub fn convert_unit<'a, 'd>(
 }
 
 /// Reads into `conv` the partial units that the unit imports
-/// (DW_TAG_imported_unit) or refers to, and those that they import or
-/// refer to in turn, each under its keys: after the unit, so that keys
-/// are met in increasing order. (dwz orders the DIEs of partial units its
-/// own way: the order of the unit before dwz is not to be had back.)
+/// (DW_TAG_imported_unit) or refers to, the compilation units it refers
+/// to, and those that they import or refer to in turn, each under its
+/// keys: after the unit, so that keys are met in increasing order. (dwz
+/// orders the DIEs of partial units its own way: the order of the unit
+/// before dwz is not to be had back.)
 fn read_partial_units<'a, 'd>(
     conv: &mut Conv<'a, 'd>,
     imports: &RefCell<Imports<'_, 'd>>,
@@ -567,19 +572,8 @@ fn read_partial_units<'a, 'd>(
             offset: span.start,
             error: e,
         };
-        let dwarf = if span.alt {
-            conv.dwarf
-                .sup()
-                .ok_or(gimli::Error::NoEntryAtGivenOffset)
-                .map_err(err)?
-        } else {
-            conv.dwarf
-        };
-        let header = dwarf
-            .debug_info
-            .header_from_offset(gimli::DebugInfoOffset(span.start as usize))
-            .map_err(err)?;
-        let pu = gimli::Unit::new(dwarf, header).map_err(err)?;
+        let pu = span.open(conv.dwarf).map_err(err)?;
+        conv.imported = span.compile;
         let mut dies = DieReader::new(&pu, fields)
             .map_err(err)?
             .with_imports(imports, span.base, span.alt);
@@ -594,7 +588,11 @@ fn read_partial_units<'a, 'd>(
                 continue;
             }
             if conv.opts.subprograms {
-                subprograms.die(die);
+                if span.compile {
+                    subprograms.imported_die(die);
+                } else {
+                    subprograms.die(die);
+                }
             }
             if conv.enter(die) {
                 dies.skip_children().map_err(err)?;
@@ -603,6 +601,7 @@ fn read_partial_units<'a, 'd>(
         while !conv.stack.is_empty() {
             conv.close();
         }
+        conv.imported = false;
     }
 }
 
@@ -877,7 +876,7 @@ impl<'a, 'd> Conv<'a, 'd> {
                 pending = Some(spec);
             }
         }
-        if a.declaration() {
+        if a.declaration() || self.imported {
             self.var_decls.push((off, var));
             return None;
         }

@@ -69,6 +69,10 @@ const FIELDS: usize = Field::ParamLocation as usize + 1;
 pub const DW_AT_GNU_ANNOTATION: dw::DwAt = dw::DwAt(0x2139);
 /// A bit of `Attrs::present` past the fields': DW_AT_type is foreign.
 const FOREIGN_TYPE: u32 = 1 << FIELDS;
+/// The key of an abstract origin or specification that leaves the unit
+/// where no unit read with it holds the DIE: no DIE has it (keys are below
+/// 2 GiB), so that what depends on it is known to be incomplete.
+pub const UNFOLLOWED: u32 = u32::MAX;
 
 /// A set of [`Field`]s: what a reader decodes (the rest is skipped).
 #[derive(Clone, Copy)]
@@ -219,6 +223,9 @@ pub enum Str<'d> {
     LineStrp(usize),
     /// DW_FORM_strx*: an index in the unit's .debug_str_offsets.
     Index(usize),
+    /// DW_FORM_strx* of a unit read into another unit's conversion
+    /// (partial_units.rs): an index from that unit's DW_AT_str_offsets_base.
+    ForeignIndex { base: usize, index: usize },
     /// DW_FORM_strp_sup, DW_FORM_GNU_strp_alt: a supplementary file's string.
     Sup(usize),
 }
@@ -236,6 +243,17 @@ impl<'d> Str<'d> {
             }
             Str::LineStrp(o) => AttributeValue::DebugLineStrRef(gimli::DebugLineStrOffset(o)),
             Str::Index(i) => AttributeValue::DebugStrOffsetsIndex(gimli::DebugStrOffsetsIndex(i)),
+            Str::ForeignIndex { base, index } => {
+                let o = dwarf
+                    .debug_str_offsets
+                    .get_str_offset(
+                        unit.encoding().format,
+                        gimli::DebugStrOffsetsBase(base),
+                        gimli::DebugStrOffsetsIndex(index),
+                    )
+                    .ok()?;
+                AttributeValue::DebugStrRef(o)
+            }
             Str::Sup(o) => AttributeValue::DebugStrRefSup(gimli::DebugStrOffset(o)),
         };
         dwarf.attr_string(unit, v).ok().map(|r| r.slice())
@@ -597,8 +615,8 @@ struct Cursor<'a, 'd> {
     /// The unit is the alternate file's: its DW_FORM_strp are offsets in
     /// that file's .debug_str.
     alt: bool,
-    /// Where references that leave the unit for a partial unit get their
-    /// keys; without it they are foreign (void).
+    /// Where references that leave the unit get their keys; without it
+    /// they are foreign (void).
     imports: Option<&'a dyn Keys>,
 }
 
@@ -1123,6 +1141,12 @@ impl<'d> Cursor<'_, 'd> {
     fn store(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: Value<'d>) {
         let v = match v {
             Value::Str(Str::Strp(o)) => Value::Str(self.strp(o)),
+            // Read with the converted unit, an index would name another
+            // unit's string.
+            Value::Str(Str::Index(index)) if self.base != 0 => Value::Str(Str::ForeignIndex {
+                base: self.unit.str_offsets_base.0,
+                index,
+            }),
             v => v,
         };
         let value = match field {
@@ -1202,7 +1226,9 @@ impl<'d> Cursor<'_, 'd> {
     }
 
     /// Stores a reference: a DW_AT_type outside the unit is remembered as
-    /// foreign (void), other references are dropped.
+    /// foreign (void); an abstract origin or specification that the
+    /// reader's imports cannot follow is [`UNFOLLOWED`]; other references
+    /// are dropped.
     fn store_ref(&self, a: &mut Attrs<'d>, field: Field, form: dw::DwForm, v: &Value<'d>) {
         let keyed = matches!(
             field,
@@ -1223,12 +1249,17 @@ impl<'d> Cursor<'_, 'd> {
                 a.present |= FOREIGN_TYPE;
                 a.foreign_type = form;
             }
+            None if self.imports.is_some()
+                && matches!(field, Field::Specification | Field::AbstractOrigin) =>
+            {
+                a.set(field, u64::from(UNFOLLOWED));
+            }
             None => {}
         }
     }
 
-    /// The key of a DIE of a partial unit that `v` refers to, outside this
-    /// unit (partial_units.rs).
+    /// The key of a DIE of another unit (a partial unit, or a compilation
+    /// unit of link-time optimized code) that `v` refers to (partial_units.rs).
     fn foreign_key(&self, v: &Value<'d>) -> Option<u32> {
         let imports = self.imports?;
         let (alt, g) = match *v {

@@ -1,13 +1,27 @@
-//! dwz's partial units: types that several compilation units share, moved
-//! into DW_TAG_partial_unit units (of the same file, or of the alternate
-//! file, altfile.rs) that each unit imports (DW_TAG_imported_unit) and
-//! refers to with DW_FORM_ref_addr / DW_FORM_GNU_ref_alt.
+//! Units that a unit refers to: dwz's partial units, and the other
+//! compilation units of link-time optimized code.
 //!
-//! The converter reads a unit as it was before dwz: the partial units it
+//! dwz moves types that several compilation units share into
+//! DW_TAG_partial_unit units (of the same file, or of the alternate file,
+//! altfile.rs) that each unit imports (DW_TAG_imported_unit) and refers to
+//! with DW_FORM_ref_addr / DW_FORM_GNU_ref_alt. Link-time optimization
+//! refers across compilation units the same way: GCC's -flto writes the
+//! code in LTRANS units whose subprograms point (DW_AT_abstract_origin,
+//! DW_FORM_ref_addr) at the early-debug unit of each source file, and
+//! clang's ThinLTO points a function imported from another module at that
+//! module's unit.
+//!
+//! The converter reads a unit as if it held all it refers to: the units it
 //! refers to are read into the same conversion, each DIE under a key past
-//! the unit's own offsets (the unit's length, then each partial unit's
+//! the unit's own offsets (the unit's length, then each read unit's
 //! length in turn), so that a reference into them resolves like a
-//! reference inside the unit. Partial units are not converted on their own.
+//! reference inside the unit; a reference back into the unit (units that
+//! refer to each other) is one inside it. Partial units are not converted
+//! on their own. A compilation unit read this way is converted on its own
+//! too: what it gives to another unit's conversion are its types and the
+//! declarations referred to, never its functions or variables (its
+//! [`Span::compile`]). pahole 1.30+ gets the same types and prototypes by
+//! merging such units into one conversion.
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -63,7 +77,7 @@ pub fn root_tag(dwarf: &Dwarf<'_>, h: &gimli::UnitHeader<Reader<'_>>) -> Option<
     Some(die.tag())
 }
 
-/// A partial unit read into a conversion: its DIE at .debug_info offset
+/// A unit read into a conversion: its DIE at .debug_info offset
 /// `start + o` (of the alternate file if `alt`) has key `base + o`.
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
@@ -71,12 +85,35 @@ pub struct Span {
     pub start: u64,
     pub end: u64,
     pub base: u64,
+    /// A compilation unit (converted on its own too), not a partial unit.
+    pub compile: bool,
 }
 
-/// The partial units one conversion has met, in order.
+impl Span {
+    /// The unit's header, read again.
+    pub fn open<'d>(&self, dwarf: &Dwarf<'d>) -> gimli::Result<gimli::Unit<Reader<'d>>> {
+        let d = if self.alt {
+            dwarf.sup().ok_or(gimli::Error::NoEntryAtGivenOffset)?
+        } else {
+            dwarf
+        };
+        let h = d
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(self.start as usize))?;
+        gimli::Unit::new(d, h)
+    }
+
+    fn holds(&self, alt: bool, g: u64) -> bool {
+        self.alt == alt && self.start <= g && g < self.end
+    }
+}
+
+/// The units one conversion has met, in order.
 pub struct Imports<'x, 'd> {
     dwarf: &'x Dwarf<'d>,
     tables: &'x UnitTables,
+    /// The unit converted (keys from 0).
+    home: Span,
     /// The first key not given yet.
     next: u64,
     pub spans: Vec<Span>,
@@ -86,20 +123,33 @@ pub struct Imports<'x, 'd> {
 }
 
 impl<'x, 'd> Imports<'x, 'd> {
-    /// For a unit of `unit_len` bytes (its own keys are its offsets).
-    pub fn new(dwarf: &'x Dwarf<'d>, tables: &'x UnitTables, unit_len: u64) -> Self {
+    /// For the unit at `unit_offset` of `unit_len` bytes (its own keys are
+    /// its offsets).
+    pub fn new(
+        dwarf: &'x Dwarf<'d>,
+        tables: &'x UnitTables,
+        unit_offset: u64,
+        unit_len: u64,
+    ) -> Self {
         Imports {
             dwarf,
             tables,
+            home: Span {
+                alt: false,
+                start: unit_offset,
+                end: unit_offset + unit_len,
+                base: 0,
+                compile: true,
+            },
             next: unit_len,
             spans: Vec::new(),
             bad: None,
         }
     }
 
-    /// The partial units read, for those who read the unit after.
+    /// The units read, for those who read the unit after.
     pub fn known(&self) -> Known {
-        Known(self.spans.clone())
+        Known(self.spans.clone(), Some(self.home))
     }
 
     /// One past the largest key given.
@@ -108,13 +158,12 @@ impl<'x, 'd> Imports<'x, 'd> {
     }
 
     /// The key of the DIE at .debug_info offset `g` (of the alternate file
-    /// if `alt`), when it lies in a partial unit; its unit is added to
-    /// those to read. `None` for a DIE of another compilation unit.
+    /// if `alt`); its unit is added to those to read. `None` for an offset
+    /// in no unit.
     pub fn key(&mut self, alt: bool, g: u64) -> Option<u32> {
-        let known = self
-            .spans
-            .iter()
-            .find(|s| s.alt == alt && s.start <= g && g < s.end);
+        let known = std::iter::once(&self.home)
+            .chain(&self.spans)
+            .find(|s| s.holds(alt, g));
         let span = match known {
             Some(s) => *s,
             None => {
@@ -122,14 +171,12 @@ impl<'x, 'd> Imports<'x, 'd> {
                 let i = table.partition_point(|u| u.1 <= g);
                 match table.get(i) {
                     Some(&(start, end, partial)) if start <= g => {
-                        if !partial {
-                            return None;
-                        }
                         let s = Span {
                             alt,
                             start,
                             end,
                             base: self.next,
+                            compile: !partial,
                         };
                         self.next += end - start;
                         self.spans.push(s);
@@ -165,10 +212,11 @@ impl Keys for RefCell<Imports<'_, '_>> {
     }
 }
 
-/// The partial units a conversion read, once it is done: how the readers
-/// that come after it (the function policy's type namer) follow keys.
+/// The units a conversion read, once it is done: how the readers that
+/// come after it (the function model, the function policy's type namer)
+/// follow keys. The second field: the unit converted, when known.
 #[derive(Clone, Debug, Default)]
-pub struct Known(pub Vec<Span>);
+pub struct Known(pub Vec<Span>, Option<Span>);
 
 impl Known {
     /// The span holding `key`, and the key's offset in its unit.
@@ -179,14 +227,24 @@ impl Known {
             (local < s.end - s.start).then_some((i, local as u32))
         })
     }
+
+    /// The .debug_info offset of the DIE keyed `key` in a conversion of
+    /// the unit at `unit_offset`, for messages (the alternate file's
+    /// offsets are told apart by `alt`): (alt, offset).
+    pub fn offset_of(&self, unit_offset: u64, key: u32) -> (bool, u64) {
+        match self
+            .find(key)
+            .and_then(|(i, local)| Some((self.0.get(i)?, local)))
+        {
+            Some((s, local)) => (s.alt, s.start + u64::from(local)),
+            None => (false, unit_offset + u64::from(key)),
+        }
+    }
 }
 
 impl Keys for Known {
     fn key(&self, alt: bool, g: u64) -> Option<u32> {
-        let s = self
-            .0
-            .iter()
-            .find(|s| s.alt == alt && s.start <= g && g < s.end)?;
+        let s = self.1.iter().chain(&self.0).find(|s| s.holds(alt, g))?;
         u32::try_from(s.base + (g - s.start)).ok()
     }
 

@@ -9,7 +9,10 @@
 //! those at unit level (depth 1) that have code (DW_AT_low_pc or
 //! DW_AT_ranges) and are no declaration; `bodiless` the unit-level
 //! definitions with a name of their own and no code (whose code GCC left
-//! undescribed, or abstract instances).
+//! undescribed, or abstract instances). The subprograms of units read
+//! with the unit (partial_units.rs) follow under their keys; those of a
+//! compilation unit read so ([`Subprograms::imported_die`]) are in `subs`
+//! only: its functions are its own conversion's.
 
 use gimli::constants as dw;
 
@@ -65,6 +68,17 @@ pub struct Subprograms<'d> {
 impl<'d> Subprograms<'d> {
     /// Takes the next DIE of the pass (every DIE, in order).
     pub fn die(&mut self, die: &Die<'d>) {
+        self.take(die, true);
+    }
+
+    /// Takes the next DIE of a compilation unit read with the unit: its
+    /// subprograms are there to be referred to, not the unit's functions.
+    pub fn imported_die(&mut self, die: &Die<'d>) {
+        self.take(die, false);
+    }
+
+    #[inline]
+    fn take(&mut self, die: &Die<'d>, own: bool) {
         let a = &die.attrs;
         if self.open.is_some_and(|d| die.depth <= d) {
             self.open = None;
@@ -75,7 +89,7 @@ impl<'d> Subprograms<'d> {
                 let Ok(offset) = u32::try_from(die.offset) else {
                     return;
                 };
-                if die.depth == 1 {
+                if die.depth == 1 && own {
                     if !a.declaration() && a.has_code() {
                         self.concrete.push(self.subs.len());
                     } else if !a.declaration() && a.name().is_some() {

@@ -63,8 +63,7 @@ enum Effect {
 
 /// The feature names btfkit implements, as pahole 1.32 knows them, and
 /// their effect (`--supported_btf_features` prints them; `all` selects
-/// them all). pahole 1.32's `force_cu_merging` (one merged unit for DWARF
-/// whose units refer to each other) is not among them.
+/// them all).
 const FEATURES: &[(&str, Effect)] = &[
     ("encode_force", Effect::Always),
     ("var", Effect::Var),
@@ -80,6 +79,13 @@ const FEATURES: &[(&str, Effect)] = &[
     ("global_var", Effect::GlobalVar),
     ("attributes", Effect::Attributes),
     ("true_signature", Effect::FuncPolicy),
+    // pahole converts each unit alone unless units refer to each other
+    // (link-time optimization), which it detects and then merges them
+    // into one conversion; force_cu_merging merges every unit. btfkit
+    // always reads into a unit's conversion the units it refers to
+    // (dwarf2btf's partial_units.rs), and merging units that do not refer
+    // to each other gives the same BTF after dedup: nothing to change.
+    ("force_cu_merging", Effect::Always),
     ("layout", Effect::Layout),
 ];
 

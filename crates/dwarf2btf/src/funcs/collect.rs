@@ -13,14 +13,16 @@
 //! jump, identical code folded), and such a DIE is all DWARF says about that
 //! code. Declarations name no parameters and are left out.
 
+use std::cell::RefCell;
+
 use gimli::UnitOffset;
 use rustc_hash::FxHashMap;
 
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::location::{entry_location, EntryLoc};
-use crate::dies::{DieReader, Fields, Str};
+use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
-use crate::partial_units::Known;
+use crate::partial_units::{Imports, Known, UnitTables};
 use crate::subprograms::{RawSub, Subprograms};
 
 /// Chains of abstract origins longer than this are treated as corrupt.
@@ -87,31 +89,65 @@ struct UnitCtx<'a, 'u> {
     unit: &'a gimli::Unit<Reader<'u>>,
     subs: &'a Subprograms<'u>,
     base: u64,
-    comp_dir: Option<String>,
-    files: FxHashMap<u64, Option<String>>,
+    /// The units read with the unit (`partial` names them, in order).
+    partial: &'a Known,
+    partial_units: &'a [gimli::Unit<Reader<'u>>],
+    /// File names by (index in `partial_units`, or `usize::MAX` for the
+    /// unit; index in its line program).
+    files: FxHashMap<(usize, u64), Option<String>>,
 }
 
 /// Collects every concrete subprogram of one unit, in one pass over its
-/// DIEs (for callers that do not convert its types).
+/// DIEs and those of the units it refers to (for callers that do not
+/// convert its types). `tables`: shared by the units of one input.
 pub fn collect_unit(
     dwarf: &Dwarf<'_>,
     header: gimli::UnitHeader<Reader<'_>>,
+    tables: &UnitTables,
     orphan: Orphan<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
     let mut subs = Subprograms::default();
-    let mut dies = DieReader::new(&unit, Fields::SUBPROGRAMS)?;
+    let unit_offset = unit
+        .header
+        .offset()
+        .as_debug_info_offset()
+        .map_or(0, |o| o.0 as u64);
+    let imports = RefCell::new(Imports::new(
+        dwarf,
+        tables,
+        unit_offset,
+        unit.header.length_including_self() as u64,
+    ));
+    let mut dies = DieReader::new(&unit, Fields::SUBPROGRAMS)?.with_imports(&imports, 0, false);
     while let Some(die) = dies.next()? {
         subs.die(die);
     }
-    collect_from_unit(
-        dwarf,
-        &unit,
-        &subs,
-        &Known::default(),
-        &|_| Need::Shapes,
-        orphan,
-    )
+    drop(dies);
+    // The units it refers to, and those they refer to in turn.
+    let mut read = 0;
+    loop {
+        // Not borrowed while the unit is read: its references add spans.
+        let Some(span) = imports.borrow().spans.get(read).copied() else {
+            break;
+        };
+        read += 1;
+        let other = span.open(dwarf)?;
+        let mut dies = DieReader::new(&other, Fields::SUBPROGRAMS)?
+            .with_imports(&imports, span.base, span.alt);
+        while let Some(die) = dies.next()? {
+            if die.depth == 0 {
+                continue;
+            }
+            if span.compile {
+                subs.imported_die(die);
+            } else {
+                subs.die(die);
+            }
+        }
+    }
+    let known = imports.borrow().known();
+    collect_from_unit(dwarf, &unit, &subs, &known, &|_| Need::Shapes, orphan)
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
@@ -131,9 +167,6 @@ pub fn collect_from_unit<'u>(
         .as_debug_info_offset()
         .map_or(0, |o| o.0 as u64);
     let cu_name = str_of(dwarf, unit, subs.cu_name()).unwrap_or_default();
-    let comp_dir = unit
-        .comp_dir
-        .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
     // Addresses come from gimli, which knows every address and range form:
     // one DIE's attributes each, for the few DIEs with code.
     let mut found = Vec::new();
@@ -170,29 +203,20 @@ pub fn collect_from_unit<'u>(
         }
     }
 
+    let partial_units = partial
+        .0
+        .iter()
+        .map(|s| s.open(dwarf))
+        .collect::<gimli::Result<Vec<_>>>()?;
     let mut ctx = UnitCtx {
         dwarf,
         unit,
         subs,
         base,
-        comp_dir,
+        partial,
+        partial_units: &partial_units,
         files: FxHashMap::default(),
     };
-    let partial_units = partial
-        .0
-        .iter()
-        .map(|s| {
-            let d = if s.alt {
-                dwarf.sup().ok_or(gimli::Error::NoEntryAtGivenOffset)?
-            } else {
-                dwarf
-            };
-            let h = d
-                .debug_info
-                .header_from_offset(gimli::DebugInfoOffset(s.start as usize))?;
-            gimli::Unit::new(d, h)
-        })
-        .collect::<gimli::Result<Vec<_>>>()?;
     let mut namer = TypeNamer::new(dwarf, unit, partial, &partial_units)?;
     let mut out = Vec::with_capacity(found.len());
     for (sub, entry, ranges, shapes, bodiless) in found {
@@ -216,27 +240,43 @@ fn str_of<'u>(dwarf: &Dwarf<'u>, unit: &gimli::Unit<Reader<'u>>, s: Str<'u>) -> 
 }
 
 impl<'a, 'u> UnitCtx<'a, 'u> {
+    /// The .debug_info offset of the DIE keyed `off` (for messages: a DIE
+    /// of a unit read with this one has its own unit's offset).
     fn global(&self, off: u32) -> u64 {
-        self.base + u64::from(off)
+        self.partial.offset_of(self.base, off).1
     }
 
-    fn file_name(&mut self, index: u64) -> Option<String> {
-        if let Some(f) = self.files.get(&index) {
+    /// The unit that holds the DIE keyed `off` ([`UnitCtx::files`]' index).
+    fn unit_of(&self, off: u32) -> (usize, &'a gimli::Unit<Reader<'u>>) {
+        match self.partial.find(off) {
+            Some((i, _)) => match self.partial_units.get(i) {
+                Some(u) => (i, u),
+                None => (usize::MAX, self.unit),
+            },
+            None => (usize::MAX, self.unit),
+        }
+    }
+
+    /// The name of file `index` of the line program of the unit that holds
+    /// the DIE keyed `die`.
+    fn file_name(&mut self, die: u32, index: u64) -> Option<String> {
+        let (i, unit) = self.unit_of(die);
+        if let Some(f) = self.files.get(&(i, index)) {
             return f.clone();
         }
-        let name = self.lookup_file(index);
-        self.files.insert(index, name.clone());
+        let name = self.lookup_file(unit, index);
+        self.files.insert((i, index), name.clone());
         name
     }
 
-    fn lookup_file(&self, index: u64) -> Option<String> {
-        let header = self.unit.line_program.as_ref()?.header();
+    fn lookup_file(&self, unit: &gimli::Unit<Reader<'u>>, index: u64) -> Option<String> {
+        let header = unit.line_program.as_ref()?.header();
         let file = header.file(index)?;
-        let name = self.dwarf.attr_string(self.unit, file.path_name()).ok()?;
+        let name = self.dwarf.attr_string(unit, file.path_name()).ok()?;
         let mut path = String::from_utf8_lossy(name.slice()).into_owned();
         if !path.starts_with('/') {
             if let Some(dir) = file.directory(header) {
-                if let Ok(d) = self.dwarf.attr_string(self.unit, dir) {
+                if let Ok(d) = self.dwarf.attr_string(unit, dir) {
                     let d = String::from_utf8_lossy(d.slice());
                     if !d.is_empty() {
                         path = format!("{d}/{path}");
@@ -245,7 +285,10 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             }
         }
         // Show paths relative to the build directory, as the kernel tree names them.
-        if let Some(cd) = &self.comp_dir {
+        let comp_dir = unit
+            .comp_dir
+            .map(|d| String::from_utf8_lossy(d.slice()).into_owned());
+        if let Some(cd) = &comp_dir {
             if let Some(rest) = path
                 .strip_prefix(cd.as_str())
                 .and_then(|r| r.strip_prefix('/'))
@@ -309,6 +352,13 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
                     source_off = o;
                     chain.push(r);
                 }
+                None if o == UNFOLLOWED => {
+                    c.error = Some(format!(
+                        "DIE {:#x}: its abstract origin is in a unit that could not be read with it",
+                        c.die
+                    ));
+                    return c;
+                }
                 None => {
                     c.error = Some(format!(
                         "DIE {:#x}: abstract origin {:#x} unreadable",
@@ -322,14 +372,21 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
         let Some(&source) = chain.last() else {
             return c;
         };
+        if source.specification == Some(UNFOLLOWED) {
+            c.error = Some(format!(
+                "DIE {:#x}: its specification is in a unit that could not be read with it",
+                c.die
+            ));
+            return c;
+        }
         let spec = source.specification.and_then(|s| subs.get(s));
         let with_spec = || chain.iter().copied().chain(spec);
         c.source_die = self.global(source_off);
         c.name = with_spec().find_map(|r| str_of(self.dwarf, self.unit, r.name));
         c.decl_line = with_spec().find_map(|r| r.decl_line).unwrap_or(0);
         c.decl_file = with_spec()
-            .find_map(|r| r.decl_file)
-            .and_then(|f| self.file_name(f));
+            .find_map(|r| Some((r.offset, r.decl_file?)))
+            .and_then(|(die, f)| self.file_name(die, f));
         c.external = with_spec().any(|r| r.external);
         c.nocall = chain.iter().any(|r| r.nocall);
         let ret = with_spec().find_map(|r| r.ret);

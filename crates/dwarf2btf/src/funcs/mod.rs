@@ -374,11 +374,12 @@ fn collect_all(
             }
         }
     }
+    let tables = crate::partial_units::UnitTables::default();
     let per_unit: Vec<Result<Vec<Concrete>>> = headers
         .into_par_iter()
         .map(|h| {
             let offset = h.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
-            collect::collect_unit(dwarf, h, orphan).map_err(|source| Error::Dwarf {
+            collect::collect_unit(dwarf, h, &tables, orphan).map_err(|source| Error::Dwarf {
                 path: elf.path().to_owned(),
                 offset,
                 error: source,
