@@ -540,8 +540,10 @@ pub enum Outcome {
     Attach,
 }
 
-/// Functions the verifier refuses to trace whatever their BTF (6.1 and
-/// 6.12 kernel/bpf/verifier.c `btf_id_deny`, under their configs).
+/// Functions of vmlinux the verifier refuses to trace whatever their BTF
+/// (6.1 and 6.12 kernel/bpf/verifier.c `btf_id_deny`, under their configs):
+/// the list holds vmlinux's BTF ids, so a module's own copy of one of these
+/// (7.2's prime_numbers.ko has a `__rcu_read_unlock`) is not refused.
 const DENIED: [&str; 7] = [
     "migrate_disable",
     "migrate_enable",
@@ -559,12 +561,13 @@ const EINVAL: i32 = 22;
 /// `version` (major, minor): the verifier's checks in its order, then the
 /// trampoline's (before 6.5, x86-64 trampolines take arguments in the six
 /// argument registers only), then ftrace's call site. An `unsafe` FUNC
-/// attaches: that is what makes it unsafe.
-pub fn predict(row: &FuncReach, version: (u32, u32)) -> Outcome {
+/// attaches: that is what makes it unsafe. `vmlinux`: the FUNC is
+/// vmlinux's (not a module's).
+pub fn predict(row: &FuncReach, version: (u32, u32), vmlinux: bool) -> Outcome {
     match row.reach {
         Reach::UnsupportedPrototype => Outcome::Load(EINVAL),
         Reach::NotASymbol => Outcome::Load(ENOENT),
-        _ if DENIED.contains(&row.name.as_str()) => Outcome::Load(EINVAL),
+        _ if vmlinux && DENIED.contains(&row.name.as_str()) => Outcome::Load(EINVAL),
         Reach::NoFentrySite | Reach::NotAFunction => Outcome::Attach,
         _ if version < (6, 5) && row.arg_regs > 6 => Outcome::Attach,
         Reach::Attachable | Reach::Unsafe | Reach::Unverified => Outcome::Ok,
@@ -601,27 +604,42 @@ mod tests {
     fn predictions_follow_the_kernels_order() {
         let v61 = (6, 1);
         let v612 = (6, 12);
-        assert_eq!(predict(&row("f", Reach::Attachable, 3), v61), Outcome::Ok);
-        assert_eq!(predict(&row("f", Reach::Unsafe, 3), v61), Outcome::Ok);
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 7), v61),
+            predict(&row("f", Reach::Attachable, 3), v61, true),
+            Outcome::Ok
+        );
+        assert_eq!(predict(&row("f", Reach::Unsafe, 3), v61, true), Outcome::Ok);
+        assert_eq!(
+            predict(&row("f", Reach::Attachable, 7), v61, true),
             Outcome::Attach
         );
-        assert_eq!(predict(&row("f", Reach::Attachable, 7), v612), Outcome::Ok);
         assert_eq!(
-            predict(&row("f..10", Reach::NotASymbol, 1), v612),
+            predict(&row("f", Reach::Attachable, 7), v612, true),
+            Outcome::Ok
+        );
+        assert_eq!(
+            predict(&row("f..10", Reach::NotASymbol, 1), v612, true),
             Outcome::Load(2)
         );
         assert_eq!(
-            predict(&row("f", Reach::UnsupportedPrototype, 1), v61),
+            predict(&row("f", Reach::UnsupportedPrototype, 1), v61, true),
             Outcome::Load(22)
         );
         assert_eq!(
-            predict(&row("migrate_disable", Reach::Attachable, 0), v61),
-            Outcome::Load(22)
+            predict(&row("migrate_disable", Reach::Attachable, 0), v61, true),
+            Outcome::Load(EINVAL)
+        );
+        // A module's own copy is not on vmlinux's deny list.
+        assert_eq!(
+            predict(
+                &row("__rcu_read_unlock", Reach::NoFentrySite, 0),
+                v61,
+                false
+            ),
+            Outcome::Attach
         );
         assert_eq!(
-            predict(&row("f", Reach::NoFentrySite, 1), v61),
+            predict(&row("f", Reach::NoFentrySite, 1), v61, true),
             Outcome::Attach
         );
     }
