@@ -25,8 +25,10 @@ use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress};
 use dwarf2btf::load::ElfFile;
 use gimli::write::{AttributeValue, DwarfUnit, EndianVec, Sections, UnitEntryId};
 use gimli::{constants as dw, Encoding, Format, LittleEndian};
-use object::write::{Object, StandardSection};
-use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+
+mod common {
+    pub mod dwarf_elf;
+}
 
 const DW_AT_GNU_ANNOTATION: dw::DwAt = dw::DwAt(0x2139);
 const DW_TAG_GNU_ANNOTATION: dw::DwTag = dw::DwTag(0x6001);
@@ -129,18 +131,7 @@ fn gcc16_object() -> Vec<u8> {
 fn elf_of(unit: &mut DwarfUnit) -> Vec<u8> {
     let mut sections = Sections::new(EndianVec::new(LittleEndian));
     unit.write(&mut sections).expect("write DWARF");
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    obj.section_id(StandardSection::Text);
-    sections
-        .for_each(|id, data| {
-            if !data.slice().is_empty() {
-                let sec = obj.add_section(Vec::new(), id.name().into(), SectionKind::Debug);
-                obj.append_section_data(sec, data.slice(), 1);
-            }
-            Ok::<(), gimli::write::Error>(())
-        })
-        .expect("sections");
-    obj.write().expect("ELF")
+    common::dwarf_elf::elf_with(&sections)
 }
 
 fn encode(bytes: &[u8]) -> Btf {

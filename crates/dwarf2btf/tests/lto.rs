@@ -21,6 +21,10 @@ use dwarf2btf::funcs::FuncModel;
 use dwarf2btf::load::ElfFile;
 use testkit::Fixture;
 
+mod common {
+    pub mod dwarf_elf;
+}
+
 const COMMON_H: &str = r#"
 struct point { int x, y; };
 struct line { struct point a, b; long tag; };
@@ -439,8 +443,6 @@ fn cycle_object() -> Vec<u8> {
         AttributeValue as V, Dwarf, EndianVec, LineProgram, Reference, Sections, Unit,
     };
     use gimli::{constants as dw, Encoding, Format, LittleEndian};
-    use object::write::{Object, StandardSection};
-    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
 
     let encoding = Encoding {
         format: Format::Dwarf32,
@@ -491,18 +493,7 @@ fn cycle_object() -> Vec<u8> {
     }
     let mut sections = Sections::new(EndianVec::new(LittleEndian));
     dwarf.write(&mut sections).expect("write DWARF");
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    obj.section_id(StandardSection::Text);
-    sections
-        .for_each(|id, data| {
-            if !data.slice().is_empty() {
-                let sec = obj.add_section(Vec::new(), id.name().into(), SectionKind::Debug);
-                obj.append_section_data(sec, data.slice(), 1);
-            }
-            Ok::<(), gimli::write::Error>(())
-        })
-        .expect("sections");
-    obj.write().expect("ELF")
+    common::dwarf_elf::elf_with(&sections)
 }
 
 /// Units that refer to each other in a cycle: each struct's pointer

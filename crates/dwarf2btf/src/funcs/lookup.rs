@@ -166,14 +166,12 @@ impl<'a> KernelLookup<'a> {
 /// take.
 pub fn unreachable_head(symbol: &str, address: u64) -> &str {
     let tail = UNREACHABLE_SEPARATOR.len() + format!("{address:x}").len();
-    let mut head = symbol
-        .get(..MAX_NAME.saturating_sub(tail))
-        .unwrap_or(symbol);
-    // Names are ASCII in practice; keep a char boundary regardless.
-    while !symbol.is_char_boundary(head.len()) {
-        head = &head[..head.len() - 1];
+    // Names are ASCII in practice; cut at a char boundary regardless.
+    let mut end = MAX_NAME.saturating_sub(tail).min(symbol.len());
+    while !symbol.is_char_boundary(end) {
+        end -= 1;
     }
-    head
+    symbol.get(..end).unwrap_or(symbol)
 }
 
 /// The symbol-table name and address an unreachable FUNC name stands for
