@@ -91,6 +91,10 @@ const MIN_SEGMENTS: usize = 8;
 /// waited).
 const MIN_PIECE_BYTES: usize = 256 << 10;
 
+/// How much .debug_info the unit header reader passes between releases
+/// of the pages it faulted in.
+const HEADERS_RELEASE_BYTES: usize = 8 << 20;
+
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
 
@@ -233,11 +237,18 @@ where
     .collect();
     // The ELF's symbols and sections are read in the policy's shadow too.
     let (policy, (headers, info)) = pool.join(make_policy, || {
-        let headers = read_headers(&dwarf, path);
-        // Reading the headers faulted in pages all over .debug_info (the
-        // kernel maps the neighbours of each faulting page too): drop them
-        // until each segment reads its own (~6 ms on vmlinux, here rather
-        // than after the policy, where the encode would wait for it).
+        // Reading the headers faults in pages all over .debug_info (the
+        // kernel maps the neighbours of each faulting page too: ~108 MB of
+        // vmlinux's 164, more than the encode's peak otherwise): they are
+        // dropped as the reader passes them, until each segment reads its
+        // own (here rather than after the policy, where the encode would
+        // wait for it).
+        let passed = |end: usize| {
+            if let Some((start, _)) = info_range {
+                elf.release(start, start + end);
+            }
+        };
+        let headers = read_headers(&dwarf, path, passed);
         if let Some((start, end)) = info_range {
             elf.release(start, end);
         }
@@ -289,6 +300,9 @@ where
     // The converters' scratch would otherwise stay with the pool's threads
     // through the final dedup, where memory peaks.
     pool.broadcast(|_| convert::release_scratch());
+    // Nothing reads the DWARF any more; the symbols, read again below, come
+    // back from the page cache.
+    elf.release_all();
     let Merged {
         sink,
         warnings,
@@ -326,6 +340,8 @@ where
     );
     added?;
     ahead.map_err(|e| dedup_error(path, e))?;
+    // The final dedup, where memory peaks, reads nothing of the ELF.
+    elf.release_all();
     let gathered = Gathered {
         btf,
         warnings: [warnings, kfunc_warnings].concat(),
@@ -393,16 +409,28 @@ fn final_dedup(
     })
 }
 
-/// Every unit header of .debug_info, in order.
+/// Every unit header of .debug_info, in order. `passed` is told, every
+/// [`HEADERS_RELEASE_BYTES`] or so, the .debug_info offset up to which the
+/// headers are read.
 fn read_headers<'d>(
     dwarf: &Dwarf<'d>,
     path: &std::path::Path,
+    passed: impl Fn(usize),
 ) -> Result<Vec<gimli::UnitHeader<Reader<'d>>>> {
     let mut headers: Vec<gimli::UnitHeader<Reader<'d>>> = Vec::new();
     let mut iter = dwarf.units();
+    let mut told = 0;
     loop {
         match iter.next() {
-            Ok(Some(h)) => headers.push(h),
+            Ok(Some(h)) => {
+                if let Some(off) = h.offset().as_debug_info_offset() {
+                    if off.0 >= told + HEADERS_RELEASE_BYTES {
+                        passed(off.0);
+                        told = off.0;
+                    }
+                }
+                headers.push(h);
+            }
             Ok(None) => return Ok(headers),
             Err(source) => {
                 // Where the failing header starts: after the last good one.
@@ -611,6 +639,14 @@ fn encode_segment<P: FuncPolicy>(
             &mut sink.strings,
         );
         cx.progress.advance(1);
+        // The unit's DIEs are read: their pages may leave memory (nobody
+        // reads another unit's DIEs; a segment holds 6 MiB of them).
+        if let (Some(file_off), Some(start)) =
+            (cx.info_file_offset, h.offset().as_debug_info_offset())
+        {
+            let start = file_off + start.0;
+            cx.elf.release(start, start + h.length_including_self());
+        }
         let Some(u) = r? else { continue };
         warnings.extend(u.converted_warnings);
         let last = u.types.len() as TypeId;
@@ -633,8 +669,7 @@ fn encode_segment<P: FuncPolicy>(
         }
         out_units.push((remap, u.policy));
     }
-    // The segment's DIEs are read: their pages may leave memory (nobody
-    // reads another segment's units).
+    // The whole segment's DIEs, with the pages the units' edges share.
     if let (Some(file_off), Some(first), Some(last)) =
         (cx.info_file_offset, units.first(), units.last())
     {

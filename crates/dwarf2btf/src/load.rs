@@ -113,6 +113,11 @@ impl ElfFile {
     /// released, so neighbouring data that others are reading stays.
     pub fn release(&self, start: usize, end: usize) {
         const PAGE: usize = 4096;
+        // An image given as bytes lives in anonymous memory, where
+        // MADV_DONTNEED would zero the pages instead of dropping copies.
+        if self.file.is_none() {
+            return;
+        }
         let start = start.div_ceil(PAGE) * PAGE;
         let end = end.min(self.map.len()) / PAGE * PAGE;
         if end <= start {
@@ -126,6 +131,11 @@ impl ElfFile {
             self.map
                 .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
         };
+    }
+
+    /// [`ElfFile::release`] of the whole file.
+    pub fn release_all(&self) {
+        self.release(0, self.map.len());
     }
 
     /// Parses the ELF headers. Only 64-bit little-endian x86-64 ELF is
