@@ -338,3 +338,84 @@ fn debian_module_funcs_have_the_prototype_at_their_section_offset_addr2line_paho
     assert!(init_exit >= 2 * modules.len() - 1, "{init_exit}");
     assert!(checked > 100, "{checked}");
 }
+
+/// One inline function in two units: `ld.lld -r` keeps one copy of its
+/// COMDAT section and voids (R_X86_64_NONE) the other unit's DWARF
+/// relocation to the discarded copy, as in clang-built modules.
+const COMDAT: &str = r#"
+struct S { int v; };
+inline __attribute__((noinline)) int shared(S *s, int k) { return s->v + k; }
+int UNIT(S *s) { return shared(s, 1); }
+"#;
+
+#[test]
+fn subprogram_of_code_lld_discarded_gives_no_prototype_and_says_why_c_declarations() {
+    let Some(clang) = testkit::tool_or_skip("clang-19", "clang-19") else {
+        return;
+    };
+    let Some(lld) = testkit::tool_or_skip("ld.lld-19", "lld-19") else {
+        return;
+    };
+    let fx = Fixture::new();
+    for unit in ["a", "b"] {
+        fx.write(&format!("{unit}.cc"), &COMDAT.replace("UNIT", unit));
+        testkit::run_ok(
+            Command::new(&clang)
+                .current_dir(fx.dir.path())
+                .args(["-g", "-O2", "-c", "-x", "c++"])
+                .arg(format!("{unit}.cc"))
+                .args(["-o", &format!("{unit}.o")]),
+        );
+    }
+    let obj = fx.path("ab.o");
+    testkit::run_ok(
+        Command::new(&lld)
+            .current_dir(fx.dir.path())
+            .args(["-r", "a.o", "b.o", "-o"])
+            .arg(&obj),
+    );
+    let out = Command::new(BTFKIT)
+        .args(["funcs", "--json"])
+        .arg(&obj)
+        .output()
+        .expect("run btfkit");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("code address is tied to no section").count(),
+        1,
+        "{stderr}"
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let protos: BTreeSet<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["symbol"].as_str().expect("symbol"),
+                r["prototype"].as_str().expect("prototype"),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(&str, &str)> = [
+        ("_Z1aP1S", "int _Z1aP1S(struct S *s)"),
+        ("_Z1bP1S", "int _Z1bP1S(struct S *s)"),
+        ("_Z6sharedP1Si", "int _Z6sharedP1Si(struct S *s, int k)"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(protos, want);
+    // The encoder: a FUNC per symbol, none with the voided copy's
+    // prototype at `.text`+0.
+    let btf = fx.path("ab.btf");
+    btfkit(&[
+        "encode",
+        "-o",
+        btf.to_str().expect("path"),
+        obj.to_str().expect("path"),
+    ]);
+    let want: BTreeMap<String, Vec<String>> = want
+        .iter()
+        .map(|(n, p)| (n.to_string(), vec![p.to_string()]))
+        .collect();
+    assert_eq!(funcs(&btf), want);
+}
