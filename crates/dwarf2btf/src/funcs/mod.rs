@@ -7,7 +7,8 @@
 //! functions in many files, clones) while an entry address is one piece of
 //! code. Symbols at a subprogram's secondary range (`foo.cold`) are
 //! fragments of it; `.part.N` clones are linked to the unsuffixed function
-//! of the same unit.
+//! of the same unit. In a relocatable object (a module), where every
+//! section starts at 0, addresses are keyed by section (module_address.rs).
 
 pub mod abi;
 pub mod attach;
