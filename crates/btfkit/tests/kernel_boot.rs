@@ -704,15 +704,10 @@ fn audit_module(ko: &Path, vmlinux: &Path) -> Vec<FuncReach> {
         None => vmlinux.to_path_buf(),
     };
     let btf = btf::load_file(ko, Some(&base)).expect("module .BTF");
-    // Addr tags of a module's FUNCs are offsets in its .text.
-    let text = file.section_by_name(".text").map(|s| s.index());
-    let at = |section: object::SectionIndex, offset: u64| {
-        if Some(section) == text {
-            offset
-        } else {
-            ((section.0 as u64) << 32) + offset
-        }
-    };
+    // Keyed as the encoder keys a module's addr tags.
+    let sections =
+        dwarf2btf::funcs::module_address::ModuleSections::of(&file).expect("a relocatable module");
+    let at = |section: object::SectionIndex, offset: u64| sections.key(section.0, offset);
     // The loader frees a module's `.init*` sections after its init runs,
     // and their symbols are not in its kallsyms (init_module: "cannot be
     // found").

@@ -7,7 +7,8 @@
 //! present with --emit-relocs) are ignored: its DWARF already holds final
 //! values, as pahole assumes too. In a relocatable object (a kernel module,
 //! ET_REL) the debug sections hold zeros where string offsets, unit offsets
-//! and addresses go: their RELA relocations are applied to owned copies.
+//! and addresses go: their RELA relocations are applied to owned copies,
+//! with code addresses keyed by section (funcs/module_address.rs).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use gimli::{EndianSlice, RunTimeEndian, SectionId};
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
+use crate::funcs::module_address::{ModuleSections, UNTIED};
 
 /// The reader every DWARF consumer in this crate uses.
 pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -338,10 +340,24 @@ impl<'o, 'a> Relocator<'o, 'a> {
             .elf_section_table()
             .relocation_sections(endian, symbols.section())
             .map_err(|e| bad(e.to_string()))?;
+        // Code addresses are keyed by section (funcs/module_address.rs);
+        // an undefined symbol (symbol 0 included) ties nothing to a section.
+        let sections = ModuleSections::of(obj).unwrap_or_default();
         let values = symbols
             .symbols()
             .iter()
-            .map(|s| s.st_value(endian))
+            .enumerate()
+            .map(|(i, s)| {
+                if s.st_shndx(endian) == object::elf::SHN_UNDEF {
+                    return UNTIED;
+                }
+                match symbols.symbol_section(endian, s, object::SymbolIndex(i)) {
+                    Ok(Some(sec)) if sections.is_code(sec.0) => {
+                        sections.key(sec.0, s.st_value(endian))
+                    }
+                    _ => s.st_value(endian),
+                }
+            })
             .collect();
         Ok(Relocator {
             elf,
@@ -403,8 +419,18 @@ impl<'o, 'a> Relocator<'o, 'a> {
             let width = match rela.r_type(endian, false) {
                 // A relocation the linker voided (lld's `-r` does so for
                 // references to discarded sections, e.g. in clang-built
-                // modules).
-                R_X86_64_NONE => continue,
+                // modules): an address of code or data that is gone, tied
+                // to no section. Only addresses refer to other sections
+                // than debug ones, so the slot is 8 bytes; RELA leaves it 0.
+                R_X86_64_NONE => {
+                    let slot = usize::try_from(offset)
+                        .ok()
+                        .and_then(|at| out.get_mut(at..at.checked_add(8)?));
+                    if let Some(slot) = slot.filter(|s| s.iter().all(|&b| b == 0)) {
+                        slot.copy_from_slice(&UNTIED.to_le_bytes());
+                    }
+                    continue;
+                }
                 // A `__thread` variable's location is its offset in the
                 // thread's TLS block (DW_OP_GNU_push_tls_address): for an
                 // object not yet linked, its offset in its TLS section.
@@ -416,7 +442,7 @@ impl<'o, 'a> Relocator<'o, 'a> {
                     )))
                 }
             };
-            // Symbol 0 is the absolute value 0.
+            // Symbol 0 is undefined: UNTIED, of which 4 bytes keep the addend.
             let sym = rela.r_sym(endian, false) as usize;
             let s = *self.values.get(sym).ok_or_else(|| {
                 bad(format!(

@@ -328,19 +328,26 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let btf = btf::load_file(&args.file, args.base.as_deref())
         .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
     let (table, is_elf) = load_symbols(symbols_path)?;
-    let symbols = kernel_symbols(&table);
-    let (sites, model) = if is_elf {
+    let elf = is_elf
+        .then(|| dwarf2btf::load::ElfFile::open(symbols_path))
+        .transpose()?;
+    let obj = elf.as_ref().and_then(|e| e.object().ok());
+    // A module's addresses are keyed by section, as its BTF's addr tags.
+    let symbols = match &obj {
+        Some(o) if dwarf2btf::funcs::module_address::ModuleSections::of(o).is_some() => {
+            attach::elf_symbols(o)
+        }
+        _ => kernel_symbols(&table),
+    };
+    let (sites, model) = if let Some(elf) = &elf {
         let sites = fentry_sites(symbols_path);
-        let elf = dwarf2btf::load::ElfFile::open(symbols_path)?;
-        let model = if dwarf2btf::funcs::has_dwarf(&elf) {
-            Some(
-                dwarf2btf::funcs::FuncModel::from_elf(&elf).with_context(|| {
-                    format!(
-                        "cannot build the function model of {}",
-                        symbols_path.display()
-                    )
-                })?,
-            )
+        let model = if dwarf2btf::funcs::has_dwarf(elf) {
+            Some(dwarf2btf::funcs::FuncModel::from_elf(elf).with_context(|| {
+                format!(
+                    "cannot build the function model of {}",
+                    symbols_path.display()
+                )
+            })?)
         } else {
             None
         };

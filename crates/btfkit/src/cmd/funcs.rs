@@ -201,10 +201,18 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
             });
         }
     };
-    let symbols = super::check::kernel_symbols(&table);
+    // A module's addresses are keyed by section, as its model's.
+    let elf = ElfFile::open(&args.file)?;
+    let obj = elf.object()?;
+    let module = dwarf2btf::funcs::module_address::ModuleSections::of(&obj).is_some();
+    let symbols = if module {
+        attach::elf_symbols(&obj)
+    } else {
+        super::check::kernel_symbols(&table)
+    };
     let lookup = dwarf2btf::funcs::lookup::KernelLookup::new(
         symbols.iter().map(|s| (s.name, s.address)),
-        false,
+        module,
     );
     let btf = match &args.btf {
         Some(p) => Some(

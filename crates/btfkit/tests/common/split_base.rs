@@ -13,8 +13,26 @@ use btf::Btf;
 /// The bytes of `ours` that the peer has no counterpart for by design:
 /// FUNCs whose names the peer's BTF has no FUNC of (instances of a name
 /// beyond the kernel's pick, `init_module` aliases), `addr=` tags, and their
-/// names.
+/// names; and the ARRAY per dimension of a multi-dimensional array beyond
+/// the peer's (btfkit nests them as pahole 1.32 does, 1.24 flattens them).
 pub fn extra_bytes(ours: &Btf, theirs: &Btf) -> usize {
+    let nested = |b: &Btf| {
+        b.iter()
+            .filter(|(_, t)| match &t.data {
+                btf::TypeData::Array(a) => b
+                    .type_by_id(a.elem)
+                    .is_some_and(|e| matches!(e.data, btf::TypeData::Array(_))),
+                _ => false,
+            })
+            .count()
+    };
+    let arrays = nested(ours).saturating_sub(nested(theirs))
+        * (btf::format::BTF_TYPE_LEN + btf::format::BTF_ARRAY_LEN);
+    arrays + named_extra_bytes(ours, theirs)
+}
+
+/// The FUNCs and tags of [`extra_bytes`].
+fn named_extra_bytes(ours: &Btf, theirs: &Btf) -> usize {
     let funcs: HashSet<&str> = theirs
         .iter()
         .filter(|(_, t)| t.kind() == BTF_KIND_FUNC)

@@ -22,6 +22,7 @@ use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use super::lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
+use super::module_address::{symbol_address, ModuleSections};
 use super::verify::{addr_tags, prototype_matches, Compare};
 use super::{FuncModel, Status};
 
@@ -34,6 +35,32 @@ pub struct KernelSymbol<'a> {
     pub size: u64,
     /// A text symbol (`t`, `T`, `W`, STT_FUNC).
     pub function: bool,
+}
+
+/// Every symbol of an ELF file that kallsyms would list (functions and
+/// data; not sections, files or undefined ones), in table order, at its
+/// address (a relocatable object's keyed by section, as its BTF's addr
+/// tags and its function model: module_address.rs).
+pub fn elf_symbols<'a>(obj: &object::File<'a>) -> Vec<KernelSymbol<'a>> {
+    use object::{Object, ObjectSymbol};
+    let sections = ModuleSections::of(obj);
+    obj.symbols()
+        .filter(|s| {
+            s.section_index().is_some()
+                && !matches!(
+                    s.kind(),
+                    object::SymbolKind::Section | object::SymbolKind::File
+                )
+        })
+        .filter_map(|s| {
+            Some(KernelSymbol {
+                name: s.name().ok()?,
+                address: symbol_address(sections.as_ref(), &s),
+                size: s.size(),
+                function: s.kind() == object::SymbolKind::Text,
+            })
+        })
+        .collect()
 }
 
 /// What the audit knows besides the BTF.

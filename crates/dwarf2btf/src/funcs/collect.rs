@@ -12,6 +12,12 @@
 //! leaves the code of some functions undescribed (a body reduced to a tail
 //! jump, identical code folded), and such a DIE is all DWARF says about that
 //! code. Declarations name no parameters and are left out.
+//!
+//! In a relocatable object addresses are keyed by section
+//! (module_address.rs). A subprogram whose code address no relocation ties
+//! to a section is collected whatever the caller needs, with an `error`
+//! saying so, and no definition without code of its name is placed: no
+//! symbol gets a prototype from code whose section is unknown.
 
 use std::cell::RefCell;
 
@@ -20,6 +26,7 @@ use rustc_hash::FxHashMap;
 
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::location::{entry_location, EntryLoc};
+use super::module_address::is_untied;
 use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
 use crate::partial_units::{Imports, Known, UnitTables};
@@ -27,6 +34,10 @@ use crate::subprograms::{RawSub, Subprograms};
 
 /// Chains of abstract origins longer than this are treated as corrupt.
 const MAX_CHAIN: usize = 8;
+
+/// Why a subprogram of a relocatable object whose code address no
+/// relocation ties to a section is left out (module_address.rs).
+pub const UNTIED_REASON: &str = "its code address is tied to no section (the linker voided its relocation, or it names an undefined symbol): the code it describes is not known, so no symbol gets its prototype";
 
 /// What a caller needs of a concrete subprogram, decided by its entry
 /// address before anything else of it is read.
@@ -78,6 +89,9 @@ pub struct Concrete {
     /// No code of its own in DWARF: `entry` is the address of the one
     /// symbol of its name (see the module's invariant).
     pub bodiless: bool,
+    /// Its code address is tied to no section of the relocatable object
+    /// (module_address.rs): `error` says so.
+    pub untied: bool,
 }
 
 /// For a top-level subprogram without code named `name`: the address of
@@ -105,6 +119,7 @@ pub fn collect_unit(
     header: gimli::UnitHeader<Reader<'_>>,
     tables: &UnitTables,
     orphan: Orphan<'_>,
+    relocatable: bool,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
     let mut subs = Subprograms::default();
@@ -147,7 +162,15 @@ pub fn collect_unit(
         }
     }
     let known = imports.borrow().known();
-    collect_from_unit(dwarf, &unit, &subs, &known, &|_| Need::Shapes, orphan)
+    collect_from_unit(
+        dwarf,
+        &unit,
+        &subs,
+        &known,
+        &|_| Need::Shapes,
+        orphan,
+        relocatable,
+    )
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
@@ -160,6 +183,7 @@ pub fn collect_from_unit<'u>(
     partial: &Known,
     need: &dyn Fn(u64) -> Need,
     orphan: Orphan<'_>,
+    relocatable: bool,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
@@ -188,9 +212,11 @@ pub fn collect_from_unit<'u>(
         }
         .or(ranges.first().map(|r| r.0));
         let Some(entry) = entry else { continue };
-        let need = need(entry);
+        // Read whatever the caller needs: it is left out with its reason.
+        let untied = relocatable && is_untied(entry);
+        let need = if untied { Need::Signature } else { need(entry) };
         if need != Need::Skip {
-            found.push((sub, entry, ranges, need == Need::Shapes, false));
+            found.push((sub, entry, ranges, need == Need::Shapes, false, untied));
         }
     }
     for sub in subs.bodiless() {
@@ -199,7 +225,7 @@ pub fn collect_from_unit<'u>(
         };
         let need = need(entry);
         if need != Need::Skip {
-            found.push((sub, entry, Vec::new(), need == Need::Shapes, true));
+            found.push((sub, entry, Vec::new(), need == Need::Shapes, true, false));
         }
     }
 
@@ -219,9 +245,13 @@ pub fn collect_from_unit<'u>(
     };
     let mut namer = TypeNamer::new(dwarf, unit, partial, &partial_units)?;
     let mut out = Vec::with_capacity(found.len());
-    for (sub, entry, ranges, shapes, bodiless) in found {
+    for (sub, entry, ranges, shapes, bodiless, untied) in found {
         let mut c = ctx.resolve(&mut namer, sub, entry, ranges, &cu_name);
         c.bodiless = bodiless;
+        c.untied = untied;
+        if untied && c.error.is_none() {
+            c.error = Some(format!("DIE {:#x}: {UNTIED_REASON}", c.die));
+        }
         if shapes {
             c.ret.shape = namer.shape_of(c.ret.die);
             for p in &mut c.params {
@@ -229,6 +259,17 @@ pub fn collect_from_unit<'u>(
             }
         }
         out.push(c);
+    }
+    // The code of a definition without code of the name of an untied
+    // subprogram is that subprogram's, whose section is unknown: it gives
+    // no symbol its prototype.
+    let untied: Vec<String> = out
+        .iter()
+        .filter(|c| c.untied)
+        .filter_map(|c| c.name.clone())
+        .collect();
+    if !untied.is_empty() {
+        out.retain(|c| !(c.bodiless && c.name.as_ref().is_some_and(|n| untied.contains(n))));
     }
     Ok(out)
 }
@@ -325,6 +366,7 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             varargs: false,
             error: None,
             bodiless: false,
+            untied: false,
         };
         // Where each of the instance's parameters is at its entry.
         let mut concrete_locs = Vec::with_capacity(concrete.params.len());

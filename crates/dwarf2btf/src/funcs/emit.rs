@@ -39,6 +39,7 @@ use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::abi::{analyse, SigType, Signature};
+use super::attach::{elf_symbols, KernelSymbol};
 use super::collect::{collect_from_unit, Concrete, Need};
 use super::final_link::FinalLink;
 use super::lookup::KernelLookup;
@@ -139,7 +140,7 @@ pub struct ExactUnit<'a> {
 impl<'a> ExactFuncs<'a> {
     pub fn from_elf(elf: &'a ElfFile, tags: AddrTags) -> Result<ExactFuncs<'a>> {
         let obj = elf.object()?;
-        let listed = listed_symbols(&obj);
+        let listed = elf_symbols(&obj);
         // Two sets of hash maps over 100,000s of names: side by side (the
         // encode waits for them).
         let (lookup, symbols) = rayon::join(
@@ -316,6 +317,7 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
             &cx.types.partial_units,
             &|entry| self.need(entry),
             &|name| unique.get(name).copied(),
+            cx.elf.relocatable,
         )
         .map_err(|source| Error::Dwarf {
             path: cx.path.to_owned(),
@@ -462,43 +464,14 @@ fn add_func(btf: &mut Btf, name: &str, proto: TypeId, addrs: &[u64]) {
     }
 }
 
-/// A symbol that kallsyms would list.
-struct Listed<'a> {
-    name: &'a str,
-    address: u64,
-    function: bool,
-}
-
-/// Every symbol of an ELF file that kallsyms would list (functions and
-/// data; not sections, files or undefined ones), in table order.
-fn listed_symbols<'a>(obj: &object::File<'a>) -> Vec<Listed<'a>> {
-    use object::ObjectSymbol;
-    obj.symbols()
-        .filter(|s| {
-            s.section_index().is_some()
-                && !matches!(
-                    s.kind(),
-                    object::SymbolKind::Section | object::SymbolKind::File
-                )
-        })
-        .filter_map(|s| {
-            Some(Listed {
-                name: s.name().ok()?,
-                address: s.address(),
-                function: s.kind() == object::SymbolKind::Text,
-            })
-        })
-        .collect()
-}
-
 /// The kernel's name lookup over every symbol of an ELF file that
 /// kallsyms would list.
 pub fn kernel_lookup<'a>(obj: &object::File<'a>) -> KernelLookup<'a> {
-    lookup_over(obj, &listed_symbols(obj))
+    lookup_over(obj, &elf_symbols(obj))
 }
 
-/// [`kernel_lookup`] over the symbols `listed_symbols` read from `obj`.
-fn lookup_over<'a>(obj: &object::File<'a>, listed: &[Listed<'a>]) -> KernelLookup<'a> {
+/// [`kernel_lookup`] over the symbols `elf_symbols` read from `obj`.
+fn lookup_over<'a>(obj: &object::File<'a>, listed: &[KernelSymbol<'a>]) -> KernelLookup<'a> {
     let relocatable = obj.kind() == object::ObjectKind::Relocatable;
     KernelLookup::new(listed.iter().map(|s| (s.name, s.address)), relocatable)
 }

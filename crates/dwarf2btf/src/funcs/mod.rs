@@ -7,7 +7,8 @@
 //! functions in many files, clones) while an entry address is one piece of
 //! code. Symbols at a subprogram's secondary range (`foo.cold`) are
 //! fragments of it; `.part.N` clones are linked to the unsuffixed function
-//! of the same unit.
+//! of the same unit. In a relocatable object (a module), where every
+//! section starts at 0, addresses are keyed by section (module_address.rs).
 
 pub mod abi;
 pub mod attach;
@@ -17,6 +18,7 @@ pub mod emit;
 pub mod final_link;
 pub mod location;
 pub mod lookup;
+pub mod module_address;
 pub mod registers;
 pub mod verify;
 
@@ -104,7 +106,8 @@ impl FuncModel {
         let dwarf = sections.dwarf();
         let symbols = read_symbols(&obj);
         let unique = unique_names(symbols.iter().map(|s| (s.0.as_str(), s.1)));
-        let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied())?;
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied(), relocatable)?;
         Ok(FuncModel {
             final_link: final_link::FinalLink::of(&obj),
             ..FuncModel::join(concretes, symbols)
@@ -127,6 +130,13 @@ impl FuncModel {
             };
             map.entry(c.entry).or_default().push(i);
         }
+        // Subprograms of a relocatable object whose code is in no known
+        // section (module_address.rs), by name: they describe no symbol.
+        let untied: FxHashMap<&str, u64> = concretes
+            .iter()
+            .filter(|c| c.untied)
+            .filter_map(|c| Some((c.name.as_deref()?, c.die)))
+            .collect();
         // Secondary ranges (hot/cold splitting), for fragments.
         let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
         for (i, c) in concretes.iter().enumerate() {
@@ -214,7 +224,13 @@ impl FuncModel {
                     }
                 }
                 if inst.status == Status::NoDwarf && inst.detail.is_none() {
-                    inst.detail = Some("no DWARF subprogram starts here (assembly?)".into());
+                    inst.detail = Some(match untied.get(inst.name.as_str()) {
+                        Some(die) => format!(
+                            "no DWARF subprogram starts here; the one named {} (DIE {die:#x}) has a code address tied to no section",
+                            inst.name
+                        ),
+                        None => "no DWARF subprogram starts here (assembly?)".into(),
+                    });
                 }
                 inst
             })
@@ -355,6 +371,7 @@ fn collect_all(
     elf: &ElfFile,
     dwarf: &crate::load::Dwarf<'_>,
     orphan: collect::Orphan<'_>,
+    relocatable: bool,
 ) -> Result<Vec<Concrete>> {
     let mut headers = Vec::new();
     let mut iter = dwarf.units();
@@ -379,10 +396,12 @@ fn collect_all(
         .into_par_iter()
         .map(|h| {
             let offset = h.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
-            collect::collect_unit(dwarf, h, &tables, orphan).map_err(|source| Error::Dwarf {
-                path: elf.path().to_owned(),
-                offset,
-                error: source,
+            collect::collect_unit(dwarf, h, &tables, orphan, relocatable).map_err(|source| {
+                Error::Dwarf {
+                    path: elf.path().to_owned(),
+                    offset,
+                    error: source,
+                }
             })
         })
         .collect();
@@ -393,8 +412,10 @@ fn collect_all(
     Ok(out)
 }
 
-/// Every defined STT_FUNC symbol of the ELF symbol table.
+/// Every defined STT_FUNC symbol of the ELF symbol table, at its address
+/// (a relocatable object's keyed by section: module_address.rs).
 pub fn read_symbols(obj: &object::File<'_>) -> Vec<(String, u64, u64, Binding)> {
+    let sections = module_address::ModuleSections::of(obj);
     obj.symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.section_index().is_some())
         .filter_map(|s| {
@@ -409,7 +430,8 @@ pub fn read_symbols(obj: &object::File<'_>) -> Vec<(String, u64, u64, Binding)> 
             } else {
                 Binding::Local
             };
-            Some((name.to_owned(), s.address(), s.size(), binding))
+            let address = module_address::symbol_address(sections.as_ref(), &s);
+            Some((name.to_owned(), address, s.size(), binding))
         })
         .collect()
 }
