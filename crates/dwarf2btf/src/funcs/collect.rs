@@ -19,6 +19,7 @@ use gimli::UnitOffset;
 use rustc_hash::FxHashMap;
 
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
+use super::entry_code::EntryCode;
 use super::location::{entry_location, EntryLoc};
 use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
@@ -88,6 +89,7 @@ struct UnitCtx<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
     unit: &'a gimli::Unit<Reader<'u>>,
     subs: &'a Subprograms<'u>,
+    code: &'a EntryCode<'a>,
     base: u64,
     /// The units read with the unit (`partial` names them, in order).
     partial: &'a Known,
@@ -105,6 +107,7 @@ pub fn collect_unit(
     header: gimli::UnitHeader<Reader<'_>>,
     tables: &UnitTables,
     orphan: Orphan<'_>,
+    code: &EntryCode<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
     let mut subs = Subprograms::default();
@@ -147,12 +150,13 @@ pub fn collect_unit(
         }
     }
     let known = imports.borrow().known();
-    collect_from_unit(dwarf, &unit, &subs, &known, &|_| Need::Shapes, orphan)
+    collect_from_unit(dwarf, &unit, &subs, &known, &|_| Need::Shapes, orphan, code)
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
 /// recorded (the encoder's), and only what `need` asks for each entry
-/// address.
+/// address. `code`: the input's machine code, where parameters' locations
+/// start after an entry prefix (entry_code.rs).
 pub fn collect_from_unit<'u>(
     dwarf: &Dwarf<'u>,
     unit: &gimli::Unit<Reader<'u>>,
@@ -160,6 +164,7 @@ pub fn collect_from_unit<'u>(
     partial: &Known,
     need: &dyn Fn(u64) -> Need,
     orphan: Orphan<'_>,
+    code: &EntryCode<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
@@ -212,6 +217,7 @@ pub fn collect_from_unit<'u>(
         dwarf,
         unit,
         subs,
+        code,
         base,
         partial,
         partial_units: &partial_units,
@@ -327,9 +333,18 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             bodiless: false,
         };
         // Where each of the instance's parameters is at its entry.
+        let own_code = self.code.own_code(entry);
         let mut concrete_locs = Vec::with_capacity(concrete.params.len());
         for p in &concrete.params {
-            match entry_location(self.dwarf, self.unit, p.has_const, p.location, entry) {
+            let loc = entry_location(
+                self.dwarf,
+                self.unit,
+                p.has_const,
+                p.location,
+                entry,
+                own_code,
+            );
+            match loc {
                 Ok(l) => concrete_locs.push(l),
                 Err(e) => {
                     c.error = Some(format!("DIE {:#x}: {e}", c.die));
