@@ -27,10 +27,10 @@ use super::layout::LayoutArgs;
 /// decl_tag_kfuncs and reproducible_build, 1.28 distilled_base and
 /// global_var, 1.30 attributes, 1.31 layout; 1.32 reads dwz's alternate
 /// files and DWARF whose units refer to each other (force_cu_merging). The
-/// BTF of Debian 6.1's vmlinux and of Linux 7.2 built with GCC 16 differs
-/// from pahole 1.32's only where btfkit keeps more (tests/pahole_cli.rs,
-/// `encode_parity_with_pahole_1_32_*`; 7.2 built with clang 21 still lacks
-/// 18 of its FUNCs).
+/// BTF of Debian 6.1's vmlinux and of Linux 7.2 built with GCC 16 and
+/// clang 21 differs from pahole 1.32's only where btfkit keeps more or
+/// where the machine code shows 1.32 is wrong (tests/pahole_cli.rs,
+/// `encode_parity_with_pahole_1_32_*`).
 pub const PAHOLE_VERSION: &str = "v1.32";
 
 /// `btfkit pahole`: every argument goes to pahole's parser below.

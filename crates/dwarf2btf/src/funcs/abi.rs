@@ -8,7 +8,7 @@
 
 use super::collect::{Concrete, SrcParam};
 use super::ctype::{ArgClass, TypeInfo};
-use super::location::EntryLoc;
+use super::location::{piece_eightbytes, EntryLoc};
 use super::registers::{reg_name, ARG_REGS};
 
 /// Where the source prototype says a parameter arrives.
@@ -74,9 +74,9 @@ pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
         (EntryLoc::Pieces { pieces }, Slot::Regs(regs)) => {
             let mut in_place = 0;
             let mut dropped = 0;
-            for (i, p) in pieces.iter().enumerate() {
-                match p.reg {
-                    Some(r) if regs.get(i) == Some(&r) => in_place += 1,
+            for (eightbyte, reg) in piece_eightbytes(pieces) {
+                match reg {
+                    Some(r) if regs.get(eightbyte) == Some(&r) => in_place += 1,
                     Some(r) if ARG_REGS.contains(&r) => return ParamState::Moved,
                     Some(_) => return ParamState::Unexpected,
                     None => dropped += 1,
@@ -400,9 +400,8 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
                 ));
             }
             EntryLoc::Pieces { pieces } => {
-                let mut byte = 0u64;
-                for piece in pieces {
-                    if let Some(reg) = piece.reg {
+                for (k, reg) in piece_eightbytes(pieces) {
+                    if let Some(reg) = reg {
                         let Some(pos) = ARG_REGS.iter().position(|r| *r == reg) else {
                             return Err(format!(
                                 "part of {} arrives in {}, which is not an argument register",
@@ -410,8 +409,7 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
                                 reg_name(reg)
                             ));
                         };
-                        let k = byte / 8;
-                        let (ty, cty) = eightbyte_type(p, k);
+                        let (ty, cty) = eightbyte_type(p, k as u64);
                         placed.push((
                             pos,
                             SigParam {
@@ -422,7 +420,6 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
                             },
                         ));
                     }
-                    byte += piece.bytes;
                 }
             }
             EntryLoc::Stack { .. } => {

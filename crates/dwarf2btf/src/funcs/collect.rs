@@ -25,6 +25,7 @@ use gimli::UnitOffset;
 use rustc_hash::FxHashMap;
 
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
+use super::entry_code::EntryCode;
 use super::location::{entry_location, EntryLoc};
 use super::module_address::is_untied;
 use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
@@ -102,6 +103,7 @@ struct UnitCtx<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
     unit: &'a gimli::Unit<Reader<'u>>,
     subs: &'a Subprograms<'u>,
+    code: &'a EntryCode<'a>,
     base: u64,
     /// The units read with the unit (`partial` names them, in order).
     partial: &'a Known,
@@ -119,7 +121,7 @@ pub fn collect_unit(
     header: gimli::UnitHeader<Reader<'_>>,
     tables: &UnitTables,
     orphan: Orphan<'_>,
-    relocatable: bool,
+    code: &EntryCode<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let unit = dwarf.unit(header)?;
     let mut subs = Subprograms::default();
@@ -162,20 +164,13 @@ pub fn collect_unit(
         }
     }
     let known = imports.borrow().known();
-    collect_from_unit(
-        dwarf,
-        &unit,
-        &subs,
-        &known,
-        &|_| Need::Shapes,
-        orphan,
-        relocatable,
-    )
+    collect_from_unit(dwarf, &unit, &subs, &known, &|_| Need::Shapes, orphan, code)
 }
 
 /// Like [`collect_unit`], from the subprograms the converter's pass
 /// recorded (the encoder's), and only what `need` asks for each entry
-/// address.
+/// address. `code`: the input's machine code, where parameters' locations
+/// start after an entry prefix (entry_code.rs).
 pub fn collect_from_unit<'u>(
     dwarf: &Dwarf<'u>,
     unit: &gimli::Unit<Reader<'u>>,
@@ -183,7 +178,7 @@ pub fn collect_from_unit<'u>(
     partial: &Known,
     need: &dyn Fn(u64) -> Need,
     orphan: Orphan<'_>,
-    relocatable: bool,
+    code: &EntryCode<'_>,
 ) -> gimli::Result<Vec<Concrete>> {
     let base = unit
         .header
@@ -213,7 +208,7 @@ pub fn collect_from_unit<'u>(
         .or(ranges.first().map(|r| r.0));
         let Some(entry) = entry else { continue };
         // Read whatever the caller needs: it is left out with its reason.
-        let untied = relocatable && is_untied(entry);
+        let untied = code.relocatable && is_untied(entry);
         let need = if untied { Need::Signature } else { need(entry) };
         if need != Need::Skip {
             found.push((sub, entry, ranges, need == Need::Shapes, false, untied));
@@ -238,6 +233,7 @@ pub fn collect_from_unit<'u>(
         dwarf,
         unit,
         subs,
+        code,
         base,
         partial,
         partial_units: &partial_units,
@@ -369,9 +365,18 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             untied: false,
         };
         // Where each of the instance's parameters is at its entry.
+        let own_code = self.code.own_code(entry);
         let mut concrete_locs = Vec::with_capacity(concrete.params.len());
         for p in &concrete.params {
-            match entry_location(self.dwarf, self.unit, p.has_const, p.location, entry) {
+            let loc = entry_location(
+                self.dwarf,
+                self.unit,
+                p.has_const,
+                p.location,
+                entry,
+                own_code,
+            );
+            match loc {
                 Ok(l) => concrete_locs.push(l),
                 Err(e) => {
                     c.error = Some(format!("DIE {:#x}: {e}", c.die));

@@ -41,6 +41,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use super::abi::{analyse, SigType, Signature};
 use super::attach::{elf_symbols, KernelSymbol};
 use super::collect::{collect_from_unit, Concrete, Need};
+use super::entry_code::EntryCode;
 use super::final_link::FinalLink;
 use super::lookup::KernelLookup;
 use super::names_match;
@@ -58,6 +59,8 @@ pub struct ExactFuncs<'a> {
     lookup: KernelLookup<'a>,
     /// Set for a pre-link kernel image: which addresses are not final.
     final_link: Option<FinalLink>,
+    /// The machine code at entry addresses.
+    code: EntryCode<'a>,
 }
 
 /// The STT_FUNC symbols, by address and by name.
@@ -160,6 +163,7 @@ impl<'a> ExactFuncs<'a> {
             symbols,
             lookup,
             final_link: FinalLink::of(&obj),
+            code: EntryCode::of(&obj),
         })
     }
 
@@ -317,7 +321,7 @@ impl<'a> FuncPolicy for ExactFuncs<'a> {
             &cx.types.partial_units,
             &|entry| self.need(entry),
             &|name| unique.get(name).copied(),
-            cx.elf.relocatable,
+            &self.code,
         )
         .map_err(|source| Error::Dwarf {
             path: cx.path.to_owned(),

@@ -1,5 +1,8 @@
 //! Where a parameter is when the function is entered: the first location
-//! description that covers the entry address.
+//! description that covers the entry address, or else one that covers the
+//! start of the function's own code, past an entry prefix that changes no
+//! register (entry_code.rs: clang starts location lists after the ftrace
+//! site, GCC at the entry address).
 //!
 //! Invariant: the answer describes only the entry address; anything the
 //! evaluator does not recognise is `Computed` (a value derived from other
@@ -15,7 +18,10 @@ use crate::load::{Dwarf, Reader};
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum EntryLoc {
-    /// In a register (DWARF number), `DW_OP_regN` or `DW_OP_entry_value(DW_OP_regN)`.
+    /// In a register (DWARF number), `DW_OP_regN` or `DW_OP_entry_value(DW_OP_regN)`;
+    /// or the low bits of an argument register as clang describes a
+    /// narrow value (`DW_OP_bregN 0; DW_OP_constu 0xffffffff; DW_OP_and;
+    /// DW_OP_convert ...; DW_OP_stack_value` for a `bool`).
     Reg { reg: u16 },
     /// On the stack: `DW_OP_fbreg` (offset from the CFA at entry).
     Stack { offset: i64 },
@@ -43,14 +49,29 @@ pub struct Piece {
     pub bytes: u64,
 }
 
+/// Each piece's register with the eightbyte of the aggregate the piece
+/// starts in: eightbyte k arrives in the k-th register of its slot,
+/// however many pieces describe it (GCC writes one per eightbyte, clang
+/// one per member).
+pub fn piece_eightbytes(pieces: &[Piece]) -> impl Iterator<Item = (usize, Option<u16>)> + '_ {
+    pieces.iter().scan(0u64, |byte, p| {
+        let k = usize::try_from(*byte / 8).unwrap_or(usize::MAX);
+        *byte = byte.saturating_add(p.bytes);
+        Some((k, p.reg))
+    })
+}
+
 /// Evaluates a formal parameter's location at `entry`: `location` is its
-/// DW_AT_location, `has_const` whether it has a DW_AT_const_value.
+/// DW_AT_location, `has_const` whether it has a DW_AT_const_value,
+/// `own_code` where the function's own code starts (`entry` itself, or the
+/// end of an entry prefix that leaves every register as it was).
 pub fn entry_location(
     dwarf: &Dwarf<'_>,
     unit: &gimli::Unit<Reader<'_>>,
     has_const: bool,
     location: Option<Loc<'_>>,
     entry: u64,
+    own_code: u64,
 ) -> gimli::Result<EntryLoc> {
     if has_const {
         return Ok(EntryLoc::Const);
@@ -72,18 +93,26 @@ pub fn entry_location(
     };
     // When no entry covers the entry address, a later DW_OP_entry_value(reg)
     // still says in which register the value arrived, and a later
-    // DW_OP_GNU_parameter_ref that the parameter was removed.
+    // DW_OP_GNU_parameter_ref that the parameter was removed; failing
+    // those, the entry that covers the start of the function's own code
+    // says where the value still is, the prefix having moved nothing.
     let mut later = EntryLoc::NotAtEntry;
+    let mut at_own_code = None;
     while let Some(e) = list.next()? {
         // An empty range [a, a) still documents where the value is at `a`
         // (GCC emits them for the entry point of a parameter's lifetime).
-        let covers = if e.range.begin == e.range.end {
-            e.range.begin == entry
-        } else {
-            e.range.begin <= entry && entry < e.range.end
+        let covers = |at: u64| {
+            if e.range.begin == e.range.end {
+                e.range.begin == at
+            } else {
+                e.range.begin <= at && at < e.range.end
+            }
         };
-        if covers {
+        if covers(entry) {
             return Ok(classify(e.data, unit.encoding()));
+        }
+        if own_code != entry && at_own_code.is_none() && covers(own_code) {
+            at_own_code = Some(classify(e.data, unit.encoding()));
         }
         if later == EntryLoc::NotAtEntry {
             later = match classify_later(e.data, unit.encoding()) {
@@ -92,7 +121,10 @@ pub fn entry_location(
             };
         }
     }
-    Ok(later)
+    Ok(match (later, at_own_code) {
+        (EntryLoc::NotAtEntry, Some(l)) => l,
+        (l, _) => l,
+    })
 }
 
 /// What a location-list entry after the entry address reveals about entry.
@@ -143,6 +175,15 @@ fn single(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
                 _ => EntryLoc::Computed,
             }
         }
+        [Operation::RegisterOffset {
+            register,
+            offset: 0,
+            base_type,
+        }, narrowing @ .., Operation::StackValue]
+            if base_type.0 == 0 && ARG_REGS.contains(&register.0) && only_narrows(narrowing) =>
+        {
+            EntryLoc::Reg { reg: register.0 }
+        }
         [Operation::FrameOffset { offset }] => EntryLoc::Stack { offset: *offset },
         [Operation::ParameterRef { .. }, ..] => EntryLoc::ParamRef,
         [Operation::ImplicitValue { .. }] => EntryLoc::Const,
@@ -150,6 +191,25 @@ fn single(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
             EntryLoc::Const
         }
         _ => EntryLoc::Computed,
+    }
+}
+
+/// Whether `ops` only keep low bits of the value on the stack: masks of
+/// the form 2^k - 1 and conversions to base types (a register's value cut
+/// to the parameter's width, as the ABI passes it: no offset, no shift).
+fn only_narrows(ops: &[Operation<Reader<'_>>]) -> bool {
+    let mut rest = ops;
+    loop {
+        rest = match rest {
+            [] => return true,
+            [Operation::Convert { .. }, tail @ ..] => tail,
+            [Operation::UnsignedConstant { value }, Operation::And, tail @ ..]
+                if *value != 0 && value.wrapping_add(1) & *value == 0 =>
+            {
+                tail
+            }
+            _ => return false,
+        }
     }
 }
 

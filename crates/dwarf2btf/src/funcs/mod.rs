@@ -15,6 +15,7 @@ pub mod attach;
 pub mod collect;
 pub mod ctype;
 pub mod emit;
+pub mod entry_code;
 pub mod final_link;
 pub mod location;
 pub mod lookup;
@@ -106,8 +107,8 @@ impl FuncModel {
         let dwarf = sections.dwarf();
         let symbols = read_symbols(&obj);
         let unique = unique_names(symbols.iter().map(|s| (s.0.as_str(), s.1)));
-        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
-        let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied(), relocatable)?;
+        let code = entry_code::EntryCode::of(&obj);
+        let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied(), &code)?;
         Ok(FuncModel {
             final_link: final_link::FinalLink::of(&obj),
             ..FuncModel::join(concretes, symbols)
@@ -371,7 +372,7 @@ fn collect_all(
     elf: &ElfFile,
     dwarf: &crate::load::Dwarf<'_>,
     orphan: collect::Orphan<'_>,
-    relocatable: bool,
+    code: &entry_code::EntryCode<'_>,
 ) -> Result<Vec<Concrete>> {
     let mut headers = Vec::new();
     let mut iter = dwarf.units();
@@ -396,12 +397,10 @@ fn collect_all(
         .into_par_iter()
         .map(|h| {
             let offset = h.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
-            collect::collect_unit(dwarf, h, &tables, orphan, relocatable).map_err(|source| {
-                Error::Dwarf {
-                    path: elf.path().to_owned(),
-                    offset,
-                    error: source,
-                }
+            collect::collect_unit(dwarf, h, &tables, orphan, code).map_err(|source| Error::Dwarf {
+                path: elf.path().to_owned(),
+                offset,
+                error: source,
             })
         })
         .collect();

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::abi::{expected_slots, Slot};
 use super::ctype::TypeInfo;
-use super::location::EntryLoc;
+use super::location::{piece_eightbytes, EntryLoc, Piece};
 use super::lookup::parse_unreachable_name;
 use super::registers::{reg_name, ARG_REGS};
 use super::{FuncModel, Instance, Signature, Status};
@@ -148,11 +148,7 @@ pub fn prototype_matches(
                     // register stands.
                     let regs = match &p.loc {
                         EntryLoc::Reg { reg } => vec![*reg],
-                        EntryLoc::Pieces { pieces } => pieces
-                            .iter()
-                            .enumerate()
-                            .map(|(i, pc)| pc.reg.or(abi.get(i).copied()).unwrap_or(0))
-                            .collect(),
+                        EntryLoc::Pieces { pieces } => eightbyte_regs(pieces, &abi),
                         _ => abi,
                     };
                     (p.name.clone(), p.ty.c.as_str(), Some(&p.ty), regs)
@@ -235,6 +231,31 @@ pub fn prototype_matches(
         }
     }
     Ok(())
+}
+
+/// The registers an aggregate in pieces arrives in, eightbyte by
+/// eightbyte: those its pieces name there, or the ABI's register where
+/// none does (0, rax, where the ABI has none either).
+fn eightbyte_regs(pieces: &[Piece], abi: &[u16]) -> Vec<u16> {
+    let mut per: Vec<Vec<u16>> = Vec::new();
+    for (k, reg) in piece_eightbytes(pieces) {
+        if per.len() <= k {
+            per.resize(k + 1, Vec::new());
+        }
+        if let Some(r) = reg.filter(|r| !per[k].contains(r)) {
+            per[k].push(r);
+        }
+    }
+    per.into_iter()
+        .enumerate()
+        .flat_map(|(k, regs)| {
+            if regs.is_empty() {
+                vec![abi.get(k).copied().unwrap_or(0)]
+            } else {
+                regs
+            }
+        })
+        .collect()
 }
 
 /// Whether a BTF type's C spelling and the model's are one type: the two

@@ -1,0 +1,184 @@
+//! The instructions a kernel build puts at a function's entry before its
+//! own code: `endbr64` (IBT) and the 5-byte ftrace site, `call __fentry__`
+//! or the NOP that objtool (`--mnop`) or ftrace writes in its place.
+//! `__fentry__` saves and restores every argument register, the others
+//! change no register at all, so where a parameter is at the end of this
+//! prefix is where it arrived. clang starts parameters' location lists
+//! there, not at the entry address (GCC starts them at the entry address).
+//!
+//! Invariant: `own_code` skips only these instructions, read byte by byte
+//! in every executable section that has code at the address (in a
+//! relocatable file addresses are keyed by section, module_address.rs, so
+//! that is the one section of the key; were there several, all of them
+//! must agree); a `call` counts only when
+//! its target is `__fentry__` (the symbol's address in a linked file, a
+//! relocation against the symbol in a relocatable one).
+
+use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
+use rustc_hash::FxHashSet;
+
+use super::module_address::ModuleSections;
+
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+/// `nopl 0x0(%rax,%rax,1)`: the NOP x86 writes over a 5-byte call.
+const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+const CALL_REL32: u8 = 0xe8;
+
+struct Text<'a> {
+    address: u64,
+    bytes: &'a [u8],
+    /// In a relocatable file: offsets of relocations against `__fentry__`.
+    fentry_relocs: FxHashSet<u64>,
+}
+
+/// The executable sections of one ELF file, for reading entry prefixes.
+pub struct EntryCode<'a> {
+    text: Vec<Text<'a>>,
+    /// `__fentry__`'s address in a linked file.
+    fentry: Option<u64>,
+    /// A relocatable object (a module): its code addresses are keyed by
+    /// section (module_address.rs).
+    pub relocatable: bool,
+}
+
+impl<'a> EntryCode<'a> {
+    pub fn of(obj: &object::File<'a>) -> EntryCode<'a> {
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        let keys = ModuleSections::of(obj);
+        let fentry_sym = obj
+            .symbols()
+            .find(|s| s.name() == Ok("__fentry__"))
+            .map(|s| (s.index(), s.address(), s.is_definition()));
+        let text = obj
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| {
+                let fentry_relocs = match fentry_sym {
+                    Some((index, _, _)) if relocatable => s
+                        .relocations()
+                        .filter(|(_, r)| r.target() == RelocationTarget::Symbol(index))
+                        .map(|(offset, _)| offset)
+                        .collect(),
+                    _ => FxHashSet::default(),
+                };
+                Some(Text {
+                    address: match &keys {
+                        Some(m) => m.key(s.index().0, 0),
+                        None => s.address(),
+                    },
+                    bytes: s.data().ok()?,
+                    fentry_relocs,
+                })
+            })
+            .collect();
+        EntryCode {
+            text,
+            fentry: fentry_sym
+                .filter(|&(_, _, defined)| defined && !relocatable)
+                .map(|(_, address, _)| address),
+            relocatable,
+        }
+    }
+
+    /// Where the function entered at `entry` starts its own code: `entry`
+    /// itself unless every section with code there begins it with the same
+    /// prefix.
+    pub fn own_code(&self, entry: u64) -> u64 {
+        let mut agreed = None;
+        for t in &self.text {
+            let Some(bytes) = entry
+                .checked_sub(t.address)
+                .and_then(|off| t.bytes.get(usize::try_from(off).ok()?..))
+            else {
+                continue;
+            };
+            let end = entry + self.prefix_len(t, entry, bytes);
+            match agreed {
+                None => agreed = Some(end),
+                Some(e) if e == end => {}
+                Some(_) => return entry,
+            }
+        }
+        agreed.unwrap_or(entry)
+    }
+
+    /// The length of the prefix at `at`, whose bytes (to the section's end)
+    /// are `bytes`.
+    fn prefix_len(&self, t: &Text<'_>, at: u64, bytes: &[u8]) -> u64 {
+        let ibt = if bytes.starts_with(&ENDBR64) { 4 } else { 0 };
+        let site = &bytes[ibt..];
+        let ftrace = if site.starts_with(&NOP5) || self.calls_fentry(t, at + ibt as u64, site) {
+            5
+        } else {
+            0
+        };
+        (ibt + ftrace) as u64
+    }
+
+    /// Whether the instruction at `at` (bytes `site`) is `call __fentry__`.
+    fn calls_fentry(&self, t: &Text<'_>, at: u64, site: &[u8]) -> bool {
+        let [CALL_REL32, a, b, c, d, ..] = *site else {
+            return false;
+        };
+        if t.fentry_relocs.contains(&(at - t.address + 1)) {
+            return true;
+        }
+        let rel = i64::from(i32::from_le_bytes([a, b, c, d]));
+        self.fentry
+            .is_some_and(|f| at.wrapping_add(5).wrapping_add_signed(rel) == f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(bytes: &[u8], fentry: Option<u64>) -> EntryCode<'_> {
+        EntryCode {
+            text: vec![Text {
+                address: 0x1000,
+                bytes,
+                fentry_relocs: FxHashSet::default(),
+            }],
+            fentry,
+            relocatable: false,
+        }
+    }
+
+    #[test]
+    fn skips_endbr64_and_the_ftrace_site_only() {
+        let nop = [ENDBR64.as_slice(), &NOP5, &[0x48, 0x85, 0xf6]].concat();
+        assert_eq!(code(&nop, None).own_code(0x1000), 0x1009);
+        assert_eq!(code(&nop[4..], None).own_code(0x1000), 0x1005);
+        // call rel32 to 0x2000 from 0x1004: 0x2000 - 0x1009 = 0xff7.
+        let call = [ENDBR64.as_slice(), &[0xe8, 0xf7, 0x0f, 0, 0], &[0xc3]].concat();
+        assert_eq!(code(&call, Some(0x2000)).own_code(0x1000), 0x1009);
+        assert_eq!(code(&call, Some(0x3000)).own_code(0x1000), 0x1004);
+        // mov %rsi,%rdi first: nothing is skipped.
+        assert_eq!(code(&[0x48, 0x89, 0xf7], None).own_code(0x1000), 0x1000);
+        // Outside every section, and a truncated NOP.
+        assert_eq!(code(&nop, None).own_code(0x5000), 0x5000);
+        assert_eq!(code(&NOP5[..4], None).own_code(0x1000), 0x1000);
+    }
+
+    #[test]
+    fn sections_at_one_address_must_agree() {
+        let nop = NOP5.to_vec();
+        let other = [0x48, 0x89, 0xf7, 0, 0];
+        let text = |bytes| Text {
+            address: 0,
+            bytes,
+            fentry_relocs: FxHashSet::default(),
+        };
+        let both = EntryCode {
+            text: vec![text(&nop), text(&nop)],
+            fentry: None,
+        };
+        assert_eq!(both.own_code(0), 5);
+        let split = EntryCode {
+            text: vec![text(&nop), text(&other)],
+            fentry: None,
+        };
+        assert_eq!(split.own_code(0), 0);
+    }
+}
