@@ -98,6 +98,15 @@ if [ ! -f "$src/.btfkit-unpacked" ] || [ "$(cat "$src/.btfkit-unpacked")" != "$t
   rm -rf "$cache/build/$version-"* "$cache/$version-"*
 fi
 
+# make runs the pahole for minutes, the caller's link to it may be re-pointed
+# meanwhile (tests of other worktrees share it): make runs a link of this object tree,
+# made under the lock, to the binary resolved above.
+if [ "$real" != "$pahole" ] && [ "$pahole" != /usr/bin/pahole ]; then
+  mkdir -p "$out.pahole"
+  ln -sfn "$real" "$out.pahole/pahole"
+  pahole=$out.pahole/pahole
+fi
+
 # 2. A result of the same sources, options and pahole is reused as it is.
 # The option list: scripts/kernel/config and the second module of this version.
 options=$(cat "$here/config"; echo "$module_option")
