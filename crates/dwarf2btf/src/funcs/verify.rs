@@ -350,3 +350,35 @@ fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
         Some(TypeData::Struct { size, .. } | TypeData::Union { size, .. }) if *size > 16
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::location::Piece;
+    use super::*;
+
+    fn piece(reg: Option<u16>, bytes: u64) -> Piece {
+        Piece { reg, bytes }
+    }
+
+    #[test]
+    fn pieces_map_to_eightbytes_by_byte_offset() {
+        let (rdx, rcx) = (ARG_REGS[2], ARG_REGS[3]);
+        // clang 21's 8-byte struct printf_spec in rcx (7.2's
+        // restricted_pointer): its upper half computed from rcx.
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rcx), 4), piece(None, 4)], &[rcx]),
+            vec![rcx]
+        );
+        // A 16-byte struct: one register per eightbyte, the ABI's where no
+        // piece of an eightbyte is in one.
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rdx), 8), piece(None, 8)], &[rdx, rcx]),
+            vec![rdx, rcx]
+        );
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rdx), 4), piece(Some(rcx), 4)], &[rdx]),
+            vec![rdx, rcx],
+            "one eightbyte in two registers is no ABI placement"
+        );
+    }
+}
