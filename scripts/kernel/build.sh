@@ -98,6 +98,15 @@ if [ ! -f "$src/.btfkit-unpacked" ] || [ "$(cat "$src/.btfkit-unpacked")" != "$t
   rm -rf "$cache/build/$version-"* "$cache/$version-"*
 fi
 
+# make runs the pahole for minutes, the caller's link to it may be re-pointed
+# meanwhile (tests of other worktrees share it): make runs a link of this object tree,
+# made under the lock, to the binary resolved above.
+if [ "$real" != "$pahole" ] && [ "$pahole" != /usr/bin/pahole ]; then
+  mkdir -p "$out.pahole"
+  ln -sfn "$real" "$out.pahole/pahole"
+  pahole=$out.pahole/pahole
+fi
+
 # 2. A result of the same sources, options and pahole is reused as it is.
 # The option list: scripts/kernel/config and the second module of this version.
 options=$(cat "$here/config"; echo "$module_option")
@@ -151,8 +160,12 @@ fi
 
 # 4. Build. A different pahole binary means a new BTF step even when make sees nothing
 # else changed: drop the linked vmlinux (bzImage and the modules' final link follow).
+# 7.x links vmlinux.unstripped (with the BTF step) and only copies it to vmlinux
+# without relocations: removing vmlinux alone would copy the old BTF again.
+relink=
 if [ ! -f "$out/.btfkit-pahole" ] || [ "$(cat "$out/.btfkit-pahole")" != "$pahole_id" ]; then
-  rm -f "$out/vmlinux" "$out/.tmp_vmlinux"*
+  rm -f "$out/vmlinux" "$out/vmlinux.unstripped" "$out/.tmp_vmlinux"*
+  relink=1
 fi
 log "make bzImage modules (log: $out/btfkit-build.log)"
 start=$(date +%s)
@@ -162,6 +175,12 @@ if ! mk bzImage modules >&3 2>&3; then
   exit 1
 fi
 log "built in $(($(date +%s) - start)) s"
+# link-vmlinux.sh ends the BTF step of every version with `BTFIDS  vmlinux...`:
+# without it, vmlinux still carries the BTF of the previous pahole.
+if [ -n "$relink" ] && ! grep -qE '^  BTFIDS +vmlinux' "$out/btfkit-build.log"; then
+  echo "$0: the build did not relink vmlinux with the BTF step of $pahole (no BTFIDS line in $out/btfkit-build.log)" >&2
+  exit 1
+fi
 echo "$pahole_id" >"$out/.btfkit-pahole"
 
 # 5. The out-of-tree module of extmod/, built as a distribution's user would

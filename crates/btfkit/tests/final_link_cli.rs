@@ -1,11 +1,14 @@
 //! Addresses in the BTF of a kernel build: btfkit runs as the kernel's
 //! pahole on a pre-link image, and the final link then inserts `.BTF`
 //! before the init code, moving it. Made here with a miniature of the
-//! kernel's flow (6.1's scripts/link-vmlinux.sh): C objects with a static
-//! function of one name in `.text` and in `.init.text`, a linker script
-//! that reserves `.BTF` in the read-only data (`__start_BTF`/`__stop_BTF`)
-//! and places `.init.text` after it; `pahole -J` on the pre-link image;
-//! `objcopy` of its `.BTF` into an object; the final link with it.
+//! kernel's flow: C objects with a static function of one name in `.text`
+//! and in `.init.text`, a linker script that reserves `.BTF` in the
+//! read-only data (`__start_BTF`/`__stop_BTF`) and places `.init.text`
+//! after it; the BTF step on the pre-link image (6.1's
+//! scripts/link-vmlinux.sh: `pahole -J` in place, then `objcopy` of its
+//! `.BTF` into an object; 7.x's scripts/gen-btf.sh: `pahole -J
+//! --btf_encode_detached` leaving the image as it is, the file added to an
+//! empty object); the final link with that object.
 //! Oracles: `nm` of the final link (the addresses the kernel's kallsyms
 //! would hold) and bpftool's reading of the BTF.
 
@@ -144,6 +147,49 @@ impl Build {
         );
     }
 
+    /// 7.x's BTF step (scripts/gen-btf.sh): btfkit as `pahole -J` with
+    /// 7.2's flags into a detached file, the image left as it is; the file
+    /// becomes the allocated `.BTF` of an otherwise empty object (ET_REL).
+    fn pahole_detached(&self, image: &Path, out: &str) -> PathBuf {
+        let pahole = self.fx.path("pahole");
+        if !pahole.exists() {
+            std::os::unix::fs::symlink(BTFKIT, &pahole).expect("symlink");
+        }
+        let raw = self.fx.path(&format!("{out}.BTF"));
+        run_ok(
+            Command::new(&pahole)
+                .args([
+                    "-J",
+                    "-j",
+                    "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs,attributes,layout",
+                    "--lang_exclude=rust",
+                ])
+                .arg(format!("--btf_encode_detached={}", raw.display()))
+                .arg(image),
+        );
+        self.fx.write(&format!("{out}.empty.c"), "");
+        let btf_o = self.fx.cc(
+            &format!("{out}.btf.o"),
+            &[&format!("{out}.empty.c")],
+            &["-c"],
+        );
+        let mut section = std::ffi::OsString::from(".BTF=");
+        section.push(&raw);
+        run_ok(
+            Command::new(&self.objcopy)
+                .arg("--add-section")
+                .arg(section)
+                .args(["--set-section-flags", ".BTF=alloc,readonly"])
+                .arg(&btf_o),
+        );
+        run_ok(
+            Command::new(&self.objcopy)
+                .args(["--only-section=.BTF", "--strip-all"])
+                .arg(&btf_o),
+        );
+        btf_o
+    }
+
     /// The final link: `.BTF` of `image` as an allocated section of an
     /// object (link-vmlinux.sh's objcopy, and e_type set to ET_REL as it
     /// does), linked with the objects.
@@ -246,16 +292,48 @@ fn btfkit(args: &[&Path]) -> Output {
         .expect("run btfkit")
 }
 
+/// How the kernel build hands the BTF step's output to the final link.
+#[derive(Clone, Copy, PartialEq)]
+enum Flow {
+    /// 6.1: `pahole -J` writes `.BTF` into a copy of the pre-link image.
+    InPlace,
+    /// 7.x: `pahole -J --btf_encode_detached` on the pre-link image itself.
+    Detached,
+}
+
 #[test]
 fn kernel_build_addr_tags_and_names_match_the_final_links_nm() {
+    addr_tags_and_names_match_the_final_links_nm(Flow::InPlace);
+}
+
+#[test]
+fn kernel_build_7_x_detached_addr_tags_and_names_match_the_final_links_nm() {
+    addr_tags_and_names_match_the_final_links_nm(Flow::Detached);
+}
+
+fn addr_tags_and_names_match_the_final_links_nm(flow: Flow) {
     let Some(b) = build_or_skip() else {
         return;
     };
     let prelink = b.link("prelink", None);
-    let image = b.fx.path("tmp_vmlinux");
-    std::fs::copy(&prelink, &image).expect("copy");
-    b.pahole_j(&image);
-    let vmlinux = b.final_link(&image, "vmlinux");
+    let (image, vmlinux) = match flow {
+        Flow::InPlace => {
+            let image = b.fx.path("tmp_vmlinux");
+            std::fs::copy(&prelink, &image).expect("copy");
+            b.pahole_j(&image);
+            let vmlinux = b.final_link(&image, "vmlinux");
+            (image, vmlinux)
+        }
+        Flow::Detached => {
+            let linked = std::fs::read(&prelink).expect("read the pre-link image");
+            let btf_o = b.pahole_detached(&prelink, "prelink");
+            assert!(
+                std::fs::read(&prelink).expect("read the pre-link image") == linked,
+                "the detached BTF step leaves the pre-link image as it is"
+            );
+            (prelink.clone(), b.link("vmlinux", Some(&btf_o)))
+        }
+    };
 
     // The fixture does what a kernel build does: text stays, init moves.
     let before = b.nm_functions(&prelink);

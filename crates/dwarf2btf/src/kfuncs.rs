@@ -12,7 +12,7 @@
 //! function symbol inside such a set's [value, value + size) range is one.
 //! Kernels before 6.9 have no such flag: they get no tags, as with pahole.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
@@ -33,40 +33,71 @@ const KF_FASTCALL: u32 = 1 << 12;
 const KF_ARENA_RET: u32 = 1 << 13;
 const KF_ARENA_ARG1: u32 = 1 << 14;
 const KF_ARENA_ARG2: u32 = 1 << 15;
+const KF_IMPLICIT_ARGS: u32 = 1 << 16;
 
-/// The kfuncs of an ELF file and their flags words (of the last set that
-/// lists a name, in symbol-table order, as pahole).
-pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
-    let mut kfuncs = BTreeMap::new();
-    let Some(sec) = info.section_by_name(".BTF_ids") else {
-        return kfuncs;
-    };
-    let Some(data) = obj
-        .section_by_index(object::SectionIndex(sec.index))
-        .ok()
-        .and_then(|s| s.data().ok())
-    else {
-        return kfuncs;
-    };
-    // The second word at `value`: a set's flags, or a pair's.
-    let flags_at = |value: u64| -> Option<u32> {
-        let off = usize::try_from(value.checked_sub(sec.addr)?.checked_add(4)?).ok()?;
-        let b = data.get(off..off.checked_add(4)?)?;
+/// The `.BTF_ids` section of an ELF file and its kfunc sets.
+struct KfuncSets<'d> {
+    data: &'d [u8],
+    addr: u64,
+    index: usize,
+    /// Where each `__BTF_ID__set8__` symbol of a kfunc set is: [value, value + size).
+    ranges: Vec<(u64, u64)>,
+}
+
+impl KfuncSets<'_> {
+    /// The `n`th u32 at address `value` of the section.
+    fn word(&self, value: u64, n: u64) -> Option<u32> {
+        let off = value
+            .checked_sub(self.addr)?
+            .checked_add(n.checked_mul(4)?)?;
+        let off = usize::try_from(off).ok()?;
+        let b = self.data.get(off..off.checked_add(4)?)?;
         Some(u32::from_le_bytes(b.try_into().ok()?))
+    }
+}
+
+/// None when the file has no `.BTF_ids` or no kfunc set in it.
+fn kfunc_sets<'d>(obj: &object::File<'d>, info: &ElfInfo<'_>) -> Option<KfuncSets<'d>> {
+    let sec = info.section_by_name(".BTF_ids")?;
+    let data = obj
+        .section_by_index(object::SectionIndex(sec.index))
+        .ok()?
+        .data()
+        .ok()?;
+    let mut sets = KfuncSets {
+        data,
+        addr: sec.addr,
+        index: sec.index,
+        ranges: Vec::new(),
     };
-    let in_section = |s: &&crate::load::Symbol<'_>| s.section == Some(sec.index);
-    let ranges: Vec<(u64, u64)> = info
+    sets.ranges = info
         .symbols
         .iter()
-        .filter(in_section)
-        .filter(|s| s.name.starts_with(SET8_PREFIX))
-        .filter(|s| flags_at(s.addr).is_some_and(|f| f & BTF_SET8_KFUNCS != 0))
+        .filter(|s| s.section == Some(sec.index) && s.name.starts_with(SET8_PREFIX))
+        .filter(|s| {
+            sets.word(s.addr, 1)
+                .is_some_and(|f| f & BTF_SET8_KFUNCS != 0)
+        })
         .map(|s| (s.addr, s.addr.saturating_add(s.size)))
         .collect();
-    if ranges.is_empty() {
+    (!sets.ranges.is_empty()).then_some(sets)
+}
+
+/// The kfuncs of an ELF file and their flags words (of the last set that
+/// lists a name, in symbol-table order, as pahole). This reads the image
+/// pahole reads, before resolve_btfids: in the final vmlinux each set's
+/// pairs are sorted by BTF id, so a `__BTF_ID__func__` symbol no longer
+/// marks its own pair (see [`with_implicit_args`]).
+pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
+    let mut kfuncs = BTreeMap::new();
+    let Some(sets) = kfunc_sets(obj, info) else {
         return kfuncs;
-    }
-    for s in info.symbols.iter().filter(in_section) {
+    };
+    for s in info
+        .symbols
+        .iter()
+        .filter(|s| s.section == Some(sets.index))
+    {
         let Some(rest) = s.name.strip_prefix(FUNC_PREFIX) else {
             continue;
         };
@@ -77,11 +108,63 @@ pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u3
         if func.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        if ranges.iter().any(|&(lo, hi)| lo <= s.addr && s.addr < hi) {
-            kfuncs.insert(func.to_owned(), flags_at(s.addr).unwrap_or(0));
+        if sets
+            .ranges
+            .iter()
+            .any(|&(lo, hi)| lo <= s.addr && s.addr < hi)
+        {
+            kfuncs.insert(func.to_owned(), sets.word(s.addr, 1).unwrap_or(0));
         }
     }
     kfuncs
+}
+
+/// The kfuncs whose flags have KF_IMPLICIT_ARGS (7.x: arguments the
+/// verifier supplies), in a kernel image whose `.BTF_ids` resolve_btfids
+/// patched (the final vmlinux). The kernel build gives such a kfunc's FUNC
+/// the prototype a BPF program calls, without them, and keeps the code's
+/// prototype on a FUNC named `<kfunc>_impl` (added, or the legacy function
+/// of that name); the verifier traces the kfunc with the `_impl` prototype
+/// (7.2's kernel/bpf/verifier.c, btf_attach_func_proto). Read as the
+/// kernel reads a kfunc set: `cnt` pairs of (BTF id, flags) after the
+/// set's 8-byte header, the ids named by the image's own `.BTF`. A
+/// pre-link image (ids still 0) has none.
+pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
+    let info = ElfInfo::new(obj);
+    let Some(sets) = kfunc_sets(obj, &info) else {
+        return BTreeSet::new();
+    };
+    let mut ids = Vec::new();
+    for &(set, _) in &sets.ranges {
+        for i in 0..u64::from(sets.word(set, 0).unwrap_or(0)) {
+            let (Some(id), Some(flags)) = (sets.word(set, 2 + 2 * i), sets.word(set, 3 + 2 * i))
+            else {
+                break;
+            };
+            if id != 0 && flags & KF_IMPLICIT_ARGS != 0 {
+                ids.push(id);
+            }
+        }
+    }
+    if ids.is_empty() {
+        return BTreeSet::new();
+    }
+    let Some(btf) = obj
+        .section_by_name(".BTF")
+        .and_then(|s| s.data().ok())
+        .and_then(|d| Btf::parse(d).ok())
+    else {
+        return BTreeSet::new();
+    };
+    ids.into_iter()
+        .filter_map(|id| {
+            let t = btf.type_by_id(id)?;
+            if !matches!(t.data, TypeData::Func { .. }) {
+                return None;
+            }
+            btf.name_of(t).ok().map(str::to_owned)
+        })
+        .collect()
 }
 
 /// Tags every FUNC whose name is a kfunc (component -1): "bpf_kfunc", and

@@ -198,6 +198,7 @@ pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
         let mut tags = tags_of.get(&id).cloned().unwrap_or_default();
         tags.sort_unstable();
         let picks = lookup.picks(name);
+        let traced = cx.traced(id, name, proto);
         let mut row = FuncReach {
             btf_id: id,
             name: name.to_owned(),
@@ -205,7 +206,7 @@ pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
             address: picks.exact.or(picks.stripped),
             fentry_site: None,
             tags,
-            arg_regs: arg_regs(btf, proto),
+            arg_regs: arg_regs(btf, traced.as_ref().map_or(proto, |t| t.1)),
             reason: String::new(),
         };
         if let Some(a) = row.address {
@@ -213,7 +214,7 @@ pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
                 .fentry_sites
                 .map(|sites| has_site(sites, a, size_at.get(&a).copied().unwrap_or(0)));
         }
-        (row.reach, row.reason) = cx.judge(id, proto, name, picks, &row);
+        (row.reach, row.reason) = cx.judge(id, traced, name, picks, &row);
         out.push(row);
     }
     out
@@ -232,15 +233,45 @@ struct Context<'a, 'b> {
 }
 
 impl Context<'_, '_> {
+    /// The FUNC whose prototype the verifier traces FUNC `id` with, and that
+    /// prototype: its own, or for a kfunc with implicit arguments the one of
+    /// its `_impl` FUNC (the kernel's first of that name); an error when the
+    /// BTF has none (the load fails).
+    fn traced(&self, id: TypeId, name: &str, proto: TypeId) -> Result<(TypeId, TypeId), String> {
+        if !self
+            .input
+            .model
+            .is_some_and(|m| m.implicit_args.contains(name))
+        {
+            return Ok((id, proto));
+        }
+        let impl_name = format!("{name}_impl");
+        let found = self.funcs_named.get(impl_name.as_str()).and_then(|v| {
+            let f = *v.first()?;
+            match self.btf.type_by_id(f)?.data {
+                TypeData::Func { proto, .. } => Some((f, proto)),
+                _ => None,
+            }
+        });
+        found.ok_or_else(|| {
+            format!("kfunc with implicit arguments: the verifier traces it with the prototype of FUNC {impl_name}, which the BTF does not have")
+        })
+    }
+
     /// The verdict, in the kernel's order: prototype, name, then the code.
+    /// `traced`: the FUNC and prototype the verifier traces it with.
     fn judge(
         &self,
         id: TypeId,
-        proto: TypeId,
+        traced: Result<(TypeId, TypeId), String>,
         name: &str,
         picks: Picks,
         row: &FuncReach,
     ) -> (Reach, String) {
+        let (traced, proto) = match traced {
+            Ok(t) => t,
+            Err(why) => return (Reach::UnsupportedPrototype, why),
+        };
         if let Err(why) = distill(self.btf, proto) {
             return (Reach::UnsupportedPrototype, why);
         }
@@ -274,7 +305,7 @@ impl Context<'_, '_> {
                 );
             }
         }
-        if let Some((reach, why)) = self.safety(id, name, picks, &row.tags) {
+        if let Some((reach, why)) = self.safety(id, traced, name, picks, &row.tags) {
             return (reach, why);
         }
         if row.fentry_site == Some(false) {
@@ -289,11 +320,12 @@ impl Context<'_, '_> {
         (Reach::Attachable, String::new())
     }
 
-    /// None when the FUNC's prototype is the one of every instance the
-    /// kernel picks for its name.
+    /// None when the FUNC's prototype (the one of FUNC `traced` the verifier
+    /// uses) is the one of every instance the kernel picks for its name.
     fn safety(
         &self,
         id: TypeId,
+        traced: TypeId,
         name: &str,
         picks: Picks,
         tags: &[u64],
@@ -325,7 +357,7 @@ impl Context<'_, '_> {
                 }
                 let mut problems = Vec::new();
                 for inst in &insts {
-                    match prototype_matches(model, inst, self.btf, id, Compare::Types) {
+                    match prototype_matches(model, inst, self.btf, traced, Compare::Types) {
                         Ok(()) => problems.clear(),
                         Err(e) => problems.push(format!("{}: {e}", inst.symbol)),
                     }

@@ -97,6 +97,9 @@ pub struct FuncModel {
     pub warnings: Vec<String>,
     /// Set for a pre-link kernel image: which addresses the final link moves.
     pub final_link: Option<final_link::FinalLink>,
+    /// kfuncs the verifier traces with the prototype of their `_impl` FUNC
+    /// ([`crate::kfuncs::with_implicit_args`]).
+    pub implicit_args: std::collections::BTreeSet<String>,
 }
 
 impl FuncModel {
@@ -111,6 +114,7 @@ impl FuncModel {
         let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied(), &code)?;
         Ok(FuncModel {
             final_link: final_link::FinalLink::of(&obj),
+            implicit_args: crate::kfuncs::with_implicit_args(&obj),
             ..FuncModel::join(concretes, symbols)
         })
     }
@@ -244,6 +248,7 @@ impl FuncModel {
             instances,
             warnings,
             final_link: None,
+            implicit_args: Default::default(),
         }
     }
 

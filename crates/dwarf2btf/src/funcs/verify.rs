@@ -188,6 +188,7 @@ pub fn prototype_matches(
     let same_type = |id: TypeId, c: &str, info: Option<&TypeInfo>| {
         same_c_type(&btf::cdecl::type_name(btf, id), c)
             || info.is_some_and(|i| same_scalar(btf, id, i))
+            || (void_pointer(btf, id) && info.map_or(c.trim_end().ends_with('*'), |i| i.pointer))
     };
     if compare == Compare::Types && !same_type(*ret, &c.ret.c, Some(&c.ret)) {
         return Err(format!(
@@ -301,6 +302,48 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     }
 }
 
+/// The register of each eightbyte of a value in DWARF pieces, as the ABI
+/// passes it (one register per eightbyte): a piece belongs to the
+/// eightbyte its first byte is in (clang describes an 8-byte struct in
+/// rcx as `rcx, piece 4; (rcx >> 32), piece 4`). Where no piece of an
+/// eightbyte is in a register the ABI's register stands (0, rax, when the
+/// ABI has none); an eightbyte in several registers lists them all, which
+/// matches no ABI placement.
+fn eightbyte_regs(pieces: &[super::location::Piece], abi: &[u16]) -> Vec<u16> {
+    let mut by_eightbyte: std::collections::BTreeMap<u64, Vec<u16>> = Default::default();
+    let mut byte = 0u64;
+    for pc in pieces {
+        let regs = by_eightbyte.entry(byte / 8).or_default();
+        if let Some(r) = pc.reg.filter(|r| !regs.contains(r)) {
+            regs.push(r);
+        }
+        byte = byte.saturating_add(pc.bytes);
+    }
+    by_eightbyte
+        .into_iter()
+        .flat_map(|(k, regs)| {
+            if regs.is_empty() {
+                let abi_reg = usize::try_from(k).ok().and_then(|k| abi.get(k).copied());
+                vec![abi_reg.unwrap_or(0)]
+            } else {
+                regs
+            }
+        })
+        .collect()
+}
+
+/// Whether a BTF type is `void *`: the verifier takes a pointer to
+/// anything but a struct as a scalar (btf_ctx_access), so a `void *`
+/// describes any pointer the code takes in its registers (7.x's legacy
+/// `_impl` kfuncs take the implicit `struct btf_struct_meta *` as `void
+/// *meta__ign`, and the verifier traces the kfunc with that prototype).
+fn void_pointer(btf: &Btf, id: TypeId) -> bool {
+    match btf.resolved_type(id).map(|t| &t.data) {
+        Some(TypeData::Ptr { ty }) => btf.skip_mods_and_typedefs(*ty) == 0,
+        _ => false,
+    }
+}
+
 /// Size of a BTF type, through typedefs and modifiers.
 fn size_of(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
     Some(match &btf.resolved_type(id)?.data {
@@ -331,4 +374,36 @@ fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
         btf.resolved_type(ret).map(|t| &t.data),
         Some(TypeData::Struct { size, .. } | TypeData::Union { size, .. }) if *size > 16
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::location::Piece;
+    use super::*;
+
+    fn piece(reg: Option<u16>, bytes: u64) -> Piece {
+        Piece { reg, bytes }
+    }
+
+    #[test]
+    fn pieces_map_to_eightbytes_by_byte_offset() {
+        let (rdx, rcx) = (ARG_REGS[2], ARG_REGS[3]);
+        // clang 21's 8-byte struct printf_spec in rcx (7.2's
+        // restricted_pointer): its upper half computed from rcx.
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rcx), 4), piece(None, 4)], &[rcx]),
+            vec![rcx]
+        );
+        // A 16-byte struct: one register per eightbyte, the ABI's where no
+        // piece of an eightbyte is in one.
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rdx), 8), piece(None, 8)], &[rdx, rcx]),
+            vec![rdx, rcx]
+        );
+        assert_eq!(
+            eightbyte_regs(&[piece(Some(rdx), 4), piece(Some(rcx), 4)], &[rdx]),
+            vec![rdx, rcx],
+            "one eightbyte in two registers is no ABI placement"
+        );
+    }
 }
