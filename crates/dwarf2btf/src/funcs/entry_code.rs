@@ -173,11 +173,13 @@ mod tests {
         let both = EntryCode {
             text: vec![text(&nop), text(&nop)],
             fentry: None,
+            relocatable: true,
         };
         assert_eq!(both.own_code(0), 5);
         let split = EntryCode {
             text: vec![text(&nop), text(&other)],
             fentry: None,
+            relocatable: true,
         };
         assert_eq!(split.own_code(0), 0);
     }

@@ -302,36 +302,6 @@ fn same_scalar(btf: &Btf, id: TypeId, model: &TypeInfo) -> bool {
     }
 }
 
-/// The register of each eightbyte of a value in DWARF pieces, as the ABI
-/// passes it (one register per eightbyte): a piece belongs to the
-/// eightbyte its first byte is in (clang describes an 8-byte struct in
-/// rcx as `rcx, piece 4; (rcx >> 32), piece 4`). Where no piece of an
-/// eightbyte is in a register the ABI's register stands (0, rax, when the
-/// ABI has none); an eightbyte in several registers lists them all, which
-/// matches no ABI placement.
-fn eightbyte_regs(pieces: &[super::location::Piece], abi: &[u16]) -> Vec<u16> {
-    let mut by_eightbyte: std::collections::BTreeMap<u64, Vec<u16>> = Default::default();
-    let mut byte = 0u64;
-    for pc in pieces {
-        let regs = by_eightbyte.entry(byte / 8).or_default();
-        if let Some(r) = pc.reg.filter(|r| !regs.contains(r)) {
-            regs.push(r);
-        }
-        byte = byte.saturating_add(pc.bytes);
-    }
-    by_eightbyte
-        .into_iter()
-        .flat_map(|(k, regs)| {
-            if regs.is_empty() {
-                let abi_reg = usize::try_from(k).ok().and_then(|k| abi.get(k).copied());
-                vec![abi_reg.unwrap_or(0)]
-            } else {
-                regs
-            }
-        })
-        .collect()
-}
-
 /// Whether a BTF type is `void *`: the verifier takes a pointer to
 /// anything but a struct as a scalar (btf_ctx_access), so a `void *`
 /// describes any pointer the code takes in its registers (7.x's legacy
