@@ -113,7 +113,10 @@ options=$(cat "$here/config"; echo "$module_option")
 options_id=$(printf '%s\n' "$options" | sha256sum | cut -c1-16)
 pahole_id="$(sha256sum "$real" | cut -c1-64) $(in_tree "$pahole" --version)"
 extmod_id=$(cat "$here"/extmod/* | sha256sum | cut -c1-16)
-result_id="$(cat "$src/.btfkit-unpacked") $options_id $extmod_id $pahole_id"
+# This script's own hash too: a result made by an older recipe (one that did
+# not relink 7.x's vmlinux.unstripped for a new pahole) is rebuilt.
+recipe_id=$(sha256sum "$0" | cut -c1-16)
+result_id="$(cat "$src/.btfkit-unpacked") $options_id $extmod_id $recipe_id $pahole_id"
 if [ -f "$result/.btfkit-result" ] && [ "$(cat "$result/.btfkit-result")" = "$result_id" ]; then
   log "up to date"
   echo "$result"
