@@ -60,6 +60,7 @@ fn run(btf: &Btf, syms: &[KernelSymbol<'_>], model: Option<&FuncModel>) -> Vec<F
             symbols: syms,
             fentry_sites: None,
             model,
+            version: None,
         },
     )
 }

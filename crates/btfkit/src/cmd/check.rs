@@ -361,6 +361,9 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             symbols: &symbols,
             fentry_sites: sites.as_deref(),
             model: model.as_ref(),
+            version: obj
+                .as_ref()
+                .and_then(dwarf2btf::funcs::kernel_rules::kernel_version),
         },
     );
     let counts = attach::counts(&rows);

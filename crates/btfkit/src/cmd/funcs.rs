@@ -240,6 +240,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
             symbols: &symbols,
             fentry_sites: sites.as_deref(),
             model: Some(model),
+            version: dwarf2btf::funcs::kernel_rules::kernel_version(&obj),
         },
     );
     for r in &rows {

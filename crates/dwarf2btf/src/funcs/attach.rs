@@ -18,9 +18,12 @@
 //! image by a tool that does not know which code the final link moves
 //! (final_link.rs) fails this for init and exit code.
 
+use std::collections::BTreeSet;
+
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
+use super::kernel_rules::UNION_ARGUMENTS;
 use super::lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
 use super::module_address::{symbol_address, ModuleSections};
 use super::verify::{addr_tags, prototype_matches, Compare};
@@ -72,6 +75,11 @@ pub struct AuditInput<'a> {
     pub fentry_sites: Option<&'a [u64]>,
     /// The function model of the same kernel, when its DWARF is at hand.
     pub model: Option<&'a FuncModel>,
+    /// The kernel's (major, minor) version, when known
+    /// ([`kernel_version`](super::kernel_rules::kernel_version)): it
+    /// decides which argument types trampolines take. None: the rules of
+    /// the kernels before 6.19 (no union arguments).
+    pub version: Option<(u32, u32)>,
 }
 
 /// What happens when a tracing program attaches to a FUNC by its name.
@@ -143,6 +151,7 @@ const MAX_BPF_FUNC_ARGS: usize = 12;
 /// Audits every FUNC of `btf` (own types; a split BTF's base is not).
 pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
     let lookup = KernelLookup::new(input.symbols.iter().map(|s| (s.name, s.address)), false);
+    let unions = input.version.is_some_and(|v| v >= UNION_ARGUMENTS);
     // Function symbols by name, and sizes by address.
     let mut functions: FxHashMap<&str, Vec<u64>> = FxHashMap::default();
     let mut size_at: FxHashMap<u64, u64> = FxHashMap::default();
@@ -206,7 +215,7 @@ pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
             address: picks.exact.or(picks.stripped),
             fentry_site: None,
             tags,
-            arg_regs: arg_regs(btf, traced.as_ref().map_or(proto, |t| t.1)),
+            arg_regs: arg_regs(btf, traced.as_ref().map_or(proto, |t| t.1), unions),
             reason: String::new(),
         };
         if let Some(a) = row.address {
@@ -272,7 +281,8 @@ impl Context<'_, '_> {
             Ok(t) => t,
             Err(why) => return (Reach::UnsupportedPrototype, why),
         };
-        if let Err(why) = distill(self.btf, proto) {
+        let unions = self.input.version.is_some_and(|v| v >= UNION_ARGUMENTS);
+        if let Err(why) = distill(self.btf, proto, unions) {
             return (Reach::UnsupportedPrototype, why);
         }
         if picks.is_none() {
@@ -520,9 +530,10 @@ fn hex_list(a: &[u64]) -> String {
 }
 
 /// The kernel's `__get_type_size`: (size, aggregate). Void has size 0;
-/// pointers, integers, enums and structs have a size; anything else (unions
-/// too) is refused (None).
-fn type_size(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
+/// pointers, integers, enums and structs have a size, and unions where the
+/// kernel takes them (`unions`: 6.19 on, kernel_rules.rs); anything else is
+/// refused (None).
+fn type_size(btf: &Btf, id: TypeId, unions: bool) -> Option<(u64, bool)> {
     if id == 0 {
         return Some((0, false));
     }
@@ -531,16 +542,17 @@ fn type_size(btf: &Btf, id: TypeId) -> Option<(u64, bool)> {
         TypeData::Int { size, .. }
         | TypeData::Enum { size, .. }
         | TypeData::Enum64 { size, .. } => (u64::from(*size), false),
-        // The kernel's __btf_type_is_struct takes STRUCT only: a union
-        // argument is refused (measured: "arg0 type UNION is unsupported"
-        // for release_pages on 6.12).
+        // Before 6.19 the kernel's __btf_type_is_struct takes STRUCT only:
+        // a union argument is refused (measured: "arg0 type UNION is
+        // unsupported" for release_pages on 6.12).
         TypeData::Struct { size, .. } => (u64::from(*size), true),
+        TypeData::Union { size, .. } if unions => (u64::from(*size), true),
         _ => return None,
     })
 }
 
-/// The checks of the kernel's `btf_distill_func_proto` (6.1 to 6.12).
-fn distill(btf: &Btf, proto: TypeId) -> Result<(), String> {
+/// The checks of the kernel's `btf_distill_func_proto` (6.1 to 7.2).
+fn distill(btf: &Btf, proto: TypeId, unions: bool) -> Result<(), String> {
     let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(proto).map(|t| &t.data) else {
         return Err("no FUNC_PROTO".into());
     };
@@ -550,7 +562,7 @@ fn distill(btf: &Btf, proto: TypeId) -> Result<(), String> {
             params.len()
         ));
     }
-    match type_size(btf, *ret) {
+    match type_size(btf, *ret, unions) {
         Some((_, false)) => {}
         _ => return Err("the return type is not a scalar or pointer".into()),
     }
@@ -558,7 +570,7 @@ fn distill(btf: &Btf, proto: TypeId) -> Result<(), String> {
         if p.ty == 0 && i + 1 == params.len() {
             return Err("variable arguments".into());
         }
-        match type_size(btf, p.ty) {
+        match type_size(btf, p.ty, unions) {
             Some((1..=16, _)) => {}
             Some((0, _)) => return Err(format!("argument {i} is void")),
             _ => {
@@ -573,13 +585,13 @@ fn distill(btf: &Btf, proto: TypeId) -> Result<(), String> {
 }
 
 /// Argument registers a prototype takes (aggregates of 9-16 bytes take two).
-fn arg_regs(btf: &Btf, proto: TypeId) -> u32 {
+fn arg_regs(btf: &Btf, proto: TypeId, unions: bool) -> u32 {
     let Some(TypeData::FuncProto { params, .. }) = btf.type_by_id(proto).map(|t| &t.data) else {
         return 0;
     };
     params
         .iter()
-        .map(|p| match type_size(btf, p.ty) {
+        .map(|p| match type_size(btf, p.ty, unions) {
             Some((9..=16, true)) => 2,
             _ => 1,
         })
@@ -599,20 +611,6 @@ pub enum Outcome {
     Attach,
 }
 
-/// Functions of vmlinux the verifier refuses to trace whatever their BTF
-/// (6.1 and 6.12 kernel/bpf/verifier.c `btf_id_deny`, under their configs):
-/// the list holds vmlinux's BTF ids, so a module's own copy of one of these
-/// (7.2's prime_numbers.ko has a `__rcu_read_unlock`) is not refused.
-const DENIED: [&str; 7] = [
-    "migrate_disable",
-    "migrate_enable",
-    "rcu_read_unlock_strict",
-    "preempt_count_add",
-    "preempt_count_sub",
-    "__rcu_read_lock",
-    "__rcu_read_unlock",
-];
-
 const ENOENT: i32 = 2;
 const EINVAL: i32 = 22;
 
@@ -620,13 +618,16 @@ const EINVAL: i32 = 22;
 /// `version` (major, minor): the verifier's checks in its order, then the
 /// trampoline's (before 6.5, x86-64 trampolines take arguments in the six
 /// argument registers only), then ftrace's call site. An `unsafe` FUNC
-/// attaches: that is what makes it unsafe. `vmlinux`: the FUNC is
-/// vmlinux's (not a module's).
-pub fn predict(row: &FuncReach, version: (u32, u32), vmlinux: bool) -> Outcome {
+/// attaches: that is what makes it unsafe. `denied`: the names in the
+/// verifier's deny list (the image's `btf_id_deny` set,
+/// [`denied_functions`](super::kernel_rules::denied_functions)); the list
+/// holds vmlinux's BTF ids, so it is empty for a module's FUNCs (7.2's
+/// prime_numbers.ko has its own `__rcu_read_unlock`).
+pub fn predict(row: &FuncReach, version: (u32, u32), denied: &BTreeSet<String>) -> Outcome {
     match row.reach {
         Reach::UnsupportedPrototype => Outcome::Load(EINVAL),
         Reach::NotASymbol => Outcome::Load(ENOENT),
-        _ if vmlinux && DENIED.contains(&row.name.as_str()) => Outcome::Load(EINVAL),
+        _ if denied.contains(&row.name) => Outcome::Load(EINVAL),
         Reach::NoFentrySite | Reach::NotAFunction => Outcome::Attach,
         _ if version < (6, 5) && row.arg_regs > 6 => Outcome::Attach,
         Reach::Attachable | Reach::Unsafe | Reach::Unverified => Outcome::Ok,
@@ -663,42 +664,43 @@ mod tests {
     fn predictions_follow_the_kernels_order() {
         let v61 = (6, 1);
         let v612 = (6, 12);
+        let none = BTreeSet::new();
+        let denied: BTreeSet<String> = ["migrate_disable".to_owned()].into();
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 3), v61, true),
+            predict(&row("f", Reach::Attachable, 3), v61, &denied),
             Outcome::Ok
         );
-        assert_eq!(predict(&row("f", Reach::Unsafe, 3), v61, true), Outcome::Ok);
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 7), v61, true),
+            predict(&row("f", Reach::Unsafe, 3), v61, &denied),
+            Outcome::Ok
+        );
+        assert_eq!(
+            predict(&row("f", Reach::Attachable, 7), v61, &denied),
             Outcome::Attach
         );
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 7), v612, true),
+            predict(&row("f", Reach::Attachable, 7), v612, &denied),
             Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f..10", Reach::NotASymbol, 1), v612, true),
+            predict(&row("f..10", Reach::NotASymbol, 1), v612, &denied),
             Outcome::Load(2)
         );
         assert_eq!(
-            predict(&row("f", Reach::UnsupportedPrototype, 1), v61, true),
+            predict(&row("f", Reach::UnsupportedPrototype, 1), v61, &denied),
             Outcome::Load(22)
         );
         assert_eq!(
-            predict(&row("migrate_disable", Reach::Attachable, 0), v61, true),
+            predict(&row("migrate_disable", Reach::Attachable, 0), v61, &denied),
             Outcome::Load(EINVAL)
         );
-        // A module's own copy is not on vmlinux's deny list.
+        // Not in this kernel's deny list (a module's FUNCs: none is).
         assert_eq!(
-            predict(
-                &row("__rcu_read_unlock", Reach::NoFentrySite, 0),
-                v61,
-                false
-            ),
-            Outcome::Attach
+            predict(&row("migrate_disable", Reach::Attachable, 0), v61, &none),
+            Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f", Reach::NoFentrySite, 1), v61, true),
+            predict(&row("f", Reach::NoFentrySite, 1), v61, &denied),
             Outcome::Attach
         );
     }

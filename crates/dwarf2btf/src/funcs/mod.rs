@@ -17,6 +17,7 @@ pub mod ctype;
 pub mod emit;
 pub mod entry_code;
 pub mod final_link;
+pub mod kernel_rules;
 pub mod location;
 pub mod lookup;
 pub mod module_address;
