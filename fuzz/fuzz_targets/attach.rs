@@ -1,15 +1,24 @@
 //! The fentry audit's inputs on arbitrary bytes: the `__mcount_loc` reader
-//! (as an ELF file) and the audit itself over whatever BTF parses, against
-//! a few symbols; neither may panic.
+//! and the kernel's rules (version banner, deny set) of an ELF file, and
+//! the audit itself over whatever BTF parses, against a few symbols, by
+//! the rules of kernels before and after 6.19; none may panic.
 
 #![no_main]
 
 use dwarf2btf::funcs::attach::{audit, AuditInput, KernelSymbol};
+use dwarf2btf::funcs::kernel_rules::{denied_functions, kernel_version};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let _ = ksyms::mcount::parse(data, std::path::Path::new("fuzz.elf"));
-    if let Ok(btf) = btf::parse_any(data, None) {
+    let btf = btf::parse_any(data, None);
+    if let Ok(obj) = object::File::parse(data) {
+        let _ = kernel_version(&obj);
+        if let Ok(btf) = &btf {
+            let _ = denied_functions(&obj, btf);
+        }
+    }
+    if let Ok(btf) = btf {
         let symbols = [
             KernelSymbol { name: "f", address: 0x1000, size: 16, function: true },
             KernelSymbol { name: "f", address: 0x800, size: 0, function: false },
@@ -17,9 +26,11 @@ fuzz_target!(|data: &[u8]| {
             KernelSymbol { name: "h.llvm.7", address: 0x3000, size: 8, function: true },
         ];
         let sites = [0x1000, 0x2004];
-        let _ = audit(
-            &btf,
-            &AuditInput { symbols: &symbols, fentry_sites: Some(&sites), model: None },
-        );
+        for version in [None, Some((7, 2))] {
+            let _ = audit(
+                &btf,
+                &AuditInput { symbols: &symbols, fentry_sites: Some(&sites), model: None, version },
+            );
+        }
     }
 });
