@@ -92,7 +92,7 @@ impl<'a> EntryCode<'a> {
             else {
                 continue;
             };
-            let end = entry + self.prefix_len(t, entry, bytes);
+            let end = entry.saturating_add(self.prefix_len(t, entry, bytes));
             match agreed {
                 None => agreed = Some(end),
                 Some(e) if e == end => {}
@@ -107,7 +107,9 @@ impl<'a> EntryCode<'a> {
     fn prefix_len(&self, t: &Text<'_>, at: u64, bytes: &[u8]) -> u64 {
         let ibt = if bytes.starts_with(&ENDBR64) { 4 } else { 0 };
         let site = &bytes[ibt..];
-        let ftrace = if site.starts_with(&NOP5) || self.calls_fentry(t, at + ibt as u64, site) {
+        let ftrace = if site.starts_with(&NOP5)
+            || self.calls_fentry(t, at.saturating_add(ibt as u64), site)
+        {
             5
         } else {
             0
@@ -120,7 +122,9 @@ impl<'a> EntryCode<'a> {
         let [CALL_REL32, a, b, c, d, ..] = *site else {
             return false;
         };
-        if t.fentry_relocs.contains(&(at - t.address + 1)) {
+        if t.fentry_relocs
+            .contains(&(at.wrapping_sub(t.address).wrapping_add(1)))
+        {
             return true;
         }
         let rel = i64::from(i32::from_le_bytes([a, b, c, d]));
