@@ -57,13 +57,16 @@ if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then
   for src in a b; do cc -g -O0 -c "$work/$src.c" -o "$dwarf_seeds/$src.o"; done
 fi
 
-# Every target in fuzz/ runs in turn. Each keeps its own corpus (the first
-# directory, where libFuzzer adds what it finds); the BTF ones also start
-# from the seeds above.
-failed=()
-for target in $(cargo fuzz list); do
-  dirs=("fuzz/corpus/$target")
-  max_len=8192
+# Every target in fuzz/ runs, as many at once as there are cores (a
+# libFuzzer run takes one), each with its output kept until it ends. Each
+# keeps its own corpus (the first directory, where libFuzzer adds what it
+# finds); the BTF ones also start from the seeds above.
+cargo fuzz build -O
+logs="$(mktemp -d)"
+trap 'rm -rf "${work:-}" "$logs"' EXIT
+run_target() {
+  local target=$1 max_len=8192
+  local dirs=("fuzz/corpus/$target")
   case "$target" in
     read | dump | attach | drgn_types) dirs+=("$seeds") ;;
     layout)
@@ -77,8 +80,18 @@ for target in $(cargo fuzz list); do
   esac
   mkdir -p "${dirs[@]}"
   cargo fuzz run "$target" "${dirs[@]}" -O -- \
-    -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -print_final_stats=1 ||
-    failed+=("$target")
+    -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -print_final_stats=1 \
+    >"$logs/$target.log" 2>&1 || touch "$logs/$target.failed"
+  cat "$logs/$target.log"
+}
+for target in $(cargo fuzz list); do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  run_target "$target" &
+done
+wait
+failed=()
+for f in "$logs"/*.failed; do
+  [ -e "$f" ] && failed+=("$(basename "$f" .failed)")
 done
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "fuzz: findings in: ${failed[*]} (inputs in fuzz/artifacts/)" >&2

@@ -29,9 +29,12 @@
 //!   /proc/kcore, the entry of every instance of each name that several
 //!   functions carry: only the instance the audit says the kernel picks (the
 //!   lowest address, whose prototype the FUNC carries) may be patched.
+//!   vmlinux's FUNCs are shared among several boots of the kernel (see
+//!   [`FUNCS_PER_BOOT`]).
 //!
 //! The builds are cached (see the script), so a rerun only relinks when the
-//! btfkit binary changed. Builds and boots run one at a time.
+//! btfkit binary changed. Builds run one at a time (each takes both cores);
+//! a boot takes one core (TCG), so it runs beside a build or another boot.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -50,8 +53,17 @@ use testkit::qemu::{qemu_or_skip, Initramfs, Qemu};
 
 const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
 
-/// One kernel build or boot at a time: each takes both cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// One kernel build at a time: make takes both cores.
+static BUILDS: Mutex<()> = Mutex::new(());
+
+/// vmlinux FUNCs walked per boot. Each attach costs time in proportion to
+/// the links already attached (register_ftrace_direct copies the whole
+/// direct-call hash, entry by entry): on 7.2 a batch of 256 took 2 s at the
+/// start of one walk over every FUNC and 14 s at its end (580 s of attach
+/// in all). Every boot walks the FUNCs whose index is K modulo N (`fentry
+/// all vmlinux K/N`) and starts with no link: N boots cost N boot times
+/// and about 1/N of the growth.
+const FUNCS_PER_BOOT: usize = 4000;
 
 /// The modules of a build (scripts/kernel/build.sh): file name, module
 /// name. Two in-tree modules (a filesystem with its own types; a library,
@@ -111,6 +123,7 @@ fn fentry_targets(version: &str) -> [(&'static str, &'static [&'static str], boo
 
 /// Builds (or finds cached) the kernel; the result directory.
 fn build(version: &str, cc: &str, which: Pahole) -> Option<PathBuf> {
+    let _one = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
     testkit::kernel::build(version, cc, which, Path::new(BTFKIT))
 }
 
@@ -163,10 +176,11 @@ fn fentry_helper(dir: &Path) -> PathBuf {
     exe
 }
 
-/// The guest's checks (busybox sh). `every_func`: fentry on every FUNC of
-/// vmlinux, then where the kernel patched same-name instances; the test
-/// modules' FUNCs are all tried in every kernel.
-fn guest_script(version: &str, every_func: bool) -> String {
+/// The guest's checks (busybox sh). `vmlinux_part`: fentry on every FUNC
+/// of vmlinux whose index is K modulo N, then where the kernel patched
+/// same-name instances; the test modules' FUNCs are all tried in every
+/// kernel.
+fn guest_script(version: &str, vmlinux_part: Option<(usize, usize)>) -> String {
     let mut s = String::new();
     s.push_str(
         "if [ -r /sys/kernel/btf/vmlinux ]; then\n\
@@ -199,11 +213,16 @@ fn guest_script(version: &str, every_func: bool) -> String {
     for (_, name) in modules(version) {
         s.push_str(&format!("/bin/fentry all {name}\n"));
     }
-    if every_func {
-        s.push_str("/bin/fentry all vmlinux\n/bin/fentry instances\n");
+    if let Some(part) = vmlinux_part {
+        s.push_str(&vmlinux_part_script(part));
     }
     s.push_str("dmesg | grep -i -E 'btf|bpf' | sed 's/^/dmesg: /'\n");
     s
+}
+
+/// The guest's script of a boot that walks part K of N of vmlinux's FUNCs.
+fn vmlinux_part_script((k, n): (usize, usize)) -> String {
+    format!("/bin/fentry all vmlinux {k}/{n}\n/bin/fentry instances\n")
 }
 
 /// Linux 7.2's pahole flags (scripts/Makefile.btf for pahole 1.32, without
@@ -320,7 +339,6 @@ fn has_section(file: &Path, name: &str) -> bool {
 /// Builds, boots and checks one kernel. In the pahole 1.32 control, the
 /// modules carry BTF that btfkit encoded over pahole's vmlinux BTF.
 fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(_qemu) = qemu_or_skip() else { return };
     let Some(result) = build(version, cc, which) else {
         return;
@@ -339,9 +357,17 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let fentry = fentry_helper(dir.path());
-    // Every FUNC of vmlinux in the kernels built with btfkit; the control
-    // gets the offline audit only (budget: see every_func_in_vmlinux).
-    let every_func = which == Pahole::Btfkit;
+    // Every FUNC of vmlinux in the kernels built with btfkit, over `parts`
+    // boots; the control gets the offline audit of pahole 1.24's 6.1 and
+    // the audit of its modules only.
+    let parts = (which == Pahole::Btfkit).then(|| {
+        let funcs = btf::load_file(&result.join("vmlinux"), None)
+            .expect("vmlinux .BTF")
+            .iter()
+            .filter(|(_, t)| matches!(t.data, btf::TypeData::Func { .. }))
+            .count();
+        funcs.div_ceil(FUNCS_PER_BOOT)
+    });
     let mut initramfs = Initramfs::new();
     initramfs.file("/bin/fentry", &fentry);
     // Every addr= tag of vmlinux as "<symbol> <address>", which the guest
@@ -368,27 +394,51 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
     for (file, _, host) in &modules {
         initramfs.file(&format!("/lib/modules/{file}"), host);
     }
-    initramfs.script(&guest_script(version, every_func));
-    let initrd = dir.path().join("initrd.cpio");
-    initramfs.write(&initrd).expect("write initramfs");
-    let mut qemu = Qemu::new(&result.join("bzImage"), &initrd);
-    // Every FUNC attached: each trampoline needs memory, and `quiet` keeps
-    // the serial console (slow under TCG) to the guest's own lines.
-    qemu.memory_mb = 2048;
-    qemu.append = "quiet".into();
-    qemu.timeout = Duration::from_secs(if every_func { 3600 } else { 600 });
-    let console = qemu.run().expect("boot under QEMU");
+    // The first boot checks everything and walks part 0 of vmlinux; the
+    // others walk the other parts.
+    let boot = |script: &str, name: &str| {
+        let mut initramfs = initramfs.clone();
+        initramfs.script(script);
+        let initrd = dir.path().join(name);
+        initramfs.write(&initrd).expect("write initramfs");
+        let mut qemu = Qemu::new(&result.join("bzImage"), &initrd);
+        // Thousands of FUNCs attached: each trampoline needs memory, and
+        // `quiet` keeps the serial console (slow under TCG) to the guest's
+        // own lines.
+        qemu.memory_mb = 2048;
+        qemu.append = "quiet".into();
+        qemu.timeout = Duration::from_secs(if parts.is_some() { 3600 } else { 600 });
+        qemu.run().expect("boot under QEMU")
+    };
+    let console = boot(&guest_script(version, parts.map(|n| (0, n))), "initrd.cpio");
+    let mut walks = vec![console.clone()];
+    let n = parts.unwrap_or(1);
+    for k in 1..n {
+        walks.push(boot(
+            &vmlinux_part_script((k, n)),
+            &format!("initrd-{k}.cpio"),
+        ));
+    }
     let log = result.join("console.log");
-    let _ = std::fs::write(&log, &console.text);
+    let _ = std::fs::write(
+        &log,
+        walks
+            .iter()
+            .enumerate()
+            .map(|(k, c)| format!("=== boot {k}\n{}", c.text))
+            .collect::<String>(),
+    );
     let what = format!(
         "{version} {cc} {} (console: {})",
         result.display(),
         log.display()
     );
-    assert!(
-        console.completed(),
-        "{what}: the guest script did not finish"
-    );
+    for (k, c) in walks.iter().enumerate() {
+        assert!(
+            c.completed(),
+            "{what}: the guest script of boot {k} did not finish"
+        );
+    }
 
     // The kernel carries the BTF the build wrote, and parsed it.
     assert_eq!(
@@ -441,16 +491,17 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
             assert_eq!(got, Some(want), "{what}: fentry on {obj} {f}");
         }
     }
-    fentry_every_func(&result, version, cc, which, &modules, &console.text, &what);
+    let all: String = walks.iter().map(|c| c.text.as_str()).collect();
+    fentry_every_func(&result, (version, cc, which), parts, &modules, &all, &what);
 }
 
-/// `fentry all` of the test modules and (`which` = btfkit) of vmlinux
-/// against the audit, and where the kernel attached same-name instances.
+/// `fentry all` of the test modules and (`which` = btfkit) of vmlinux,
+/// walked in `vmlinux_parts` boots whose consoles `console` joins, against
+/// the audit, and where the kernel attached same-name instances.
 fn fentry_every_func(
     result: &Path,
-    version: &str,
-    cc: &str,
-    which: Pahole,
+    (version, cc, which): (&str, &str, Pahole),
+    vmlinux_parts: Option<usize>,
     modules: &[(&str, &str, PathBuf)],
     console: &str,
     what: &str,
@@ -488,18 +539,18 @@ fn fentry_every_func(
         );
     }
     let mut mismatches = Vec::new();
-    let mut objects: Vec<(&str, Vec<FuncReach>)> = modules
+    let mut objects: Vec<(&str, Vec<FuncReach>, usize)> = modules
         .iter()
-        .map(|(_, name, ko)| (*name, audit_module(ko, &vmlinux, v)))
+        .map(|(_, name, ko)| (*name, audit_module(ko, &vmlinux, v), 1))
         .collect();
-    if which == Pahole::Btfkit {
-        objects.push(("vmlinux", rows));
+    if let Some(parts) = vmlinux_parts {
+        objects.push(("vmlinux", rows, parts));
     }
     // The verifier's deny list holds vmlinux's BTF ids: a module's own
     // copy of a denied function is not refused.
     let denied = denied_functions(&vmlinux);
     let no_denied = std::collections::BTreeSet::new();
-    for (obj, rows) in &objects {
+    for (obj, rows, parts) in &objects {
         let lines = guest_lines(console, obj);
         // A module's BTF is relocated by the kernel when it carries a
         // distilled base: its own types keep their order, not their ids, so
@@ -522,7 +573,7 @@ fn fentry_every_func(
         } else {
             &no_denied
         };
-        let (wrong, measured) = against_audit(rows, &seen, v, denied);
+        let (wrong, measured) = against_audit(rows, &seen, v, denied, *parts);
         let attached = seen
             .values()
             .filter(|x| x.outcome == dwarf2btf::funcs::attach::Outcome::Ok)
@@ -540,11 +591,14 @@ fn fentry_every_func(
         for (k, n) in &measured {
             report(&format!("fentry:{obj}:measured"), format!("{k}: {n}"));
         }
-        if let Some(t) = console.lines().find_map(|l| {
-            l.split(&format!("BTFKIT-RESULT fentry-time:{obj}:0/1 "))
-                .nth(1)
-        }) {
-            report(&format!("fentry:{obj}:guest-time"), t.trim().to_string());
+        for l in console.lines() {
+            if let Some(t) = l.split(&format!("BTFKIT-RESULT fentry-time:{obj}:")).nth(1) {
+                let (part, time) = t.split_once(' ').unwrap_or((t, ""));
+                report(
+                    &format!("fentry:{obj}:guest-time"),
+                    format!("part={part} {}", time.trim()),
+                );
+            }
         }
         // (crc_itu_t's one FUNC has no call site: lib/ is built without.)
         assert!(
@@ -779,25 +833,33 @@ fn audit_module(ko: &Path, vmlinux: &Path, version: (u32, u32)) -> Vec<FuncReach
     )
 }
 
-/// Per FUNC: the audit's prediction against the guest's verdict. Returns
-/// the FUNCs where they differ (or that the guest did not report) and what
-/// each audit verdict measured as: "reach -> guest outcome errno" counts.
+/// Per FUNC: the audit's prediction against the guest's verdict, the
+/// FUNCs walked in `parts` boots (the n-th FUNC in boot n mod `parts`).
+/// Returns the FUNCs where they differ (or that the guest did not report)
+/// and what each audit verdict measured as: "reach -> guest outcome errno"
+/// counts.
 fn against_audit(
     rows: &[FuncReach],
     seen: &HashMap<u32, Verdict>,
     version: (u32, u32),
     denied: &std::collections::BTreeSet<String>,
+    parts: usize,
 ) -> (Vec<String>, BTreeMap<String, usize>) {
     use dwarf2btf::funcs::attach::Outcome;
     let mut out = Vec::new();
     let mut measured = BTreeMap::new();
-    // The guest keeps every link: a second FUNC resolving to code that
-    // already has a trampoline (an alias, COND_SYSCALL's sys_ni_syscall, a
-    // folded copy) cannot get its own direct call there (EBUSY).
+    // A boot keeps every link: a second FUNC of the same boot resolving to
+    // code that already has a trampoline (an alias, COND_SYSCALL's
+    // sys_ni_syscall, a folded copy) cannot get its own direct call there
+    // (EBUSY).
     let mut taken = std::collections::HashSet::new();
+    let mut ids: Vec<u32> = rows.iter().map(|r| r.btf_id).collect();
+    ids.sort_unstable();
     for r in rows {
+        let nth = ids.binary_search(&r.btf_id).expect("a row's id");
+        let at = r.address.map(|a| (nth % parts, a));
         let mut want = predict(r, version, denied);
-        let busy = want == Outcome::Ok && r.address.is_some_and(|a| taken.contains(&a));
+        let busy = want == Outcome::Ok && at.is_some_and(|a| taken.contains(&a));
         if busy {
             want = Outcome::Attach;
         }
@@ -805,7 +867,7 @@ fn against_audit(
             .get(&r.btf_id)
             .is_some_and(|v| v.outcome == Outcome::Ok)
         {
-            taken.extend(r.address);
+            taken.extend(at);
         }
         let Some(got) = seen.get(&r.btf_id) else {
             out.push(format!(
@@ -859,17 +921,20 @@ fn against_audit(
     (out, measured)
 }
 
-/// Where the kernel attached names that several functions carry. The
-/// guest's `fentry instances` read each instance's entry through
-/// /proc/kcore while every link was attached (`INSTANCE <name> <addr> call
-/// <target>|nop|other <bytes>`). A call out of the kernel's text is a
-/// patched fentry site (the target is a BPF trampoline). Checks: every
-/// patched instance is the address the audit says the kernel picks for an
-/// attachable FUNC of that name that attached, that address is the
-/// name's lowest, the FUNC's addr= tags (when it has any) name it, and
-/// every such FUNC's instance is patched. Returns the names checked and
-/// the errors. (These kernels have no KASLR: guest and System.map
-/// addresses agree.)
+/// Where the kernel attached names that several functions carry. Each
+/// boot's `fentry instances` read each instance's entry through
+/// /proc/kcore while the boot's links were attached (`INSTANCE <name>
+/// <addr> call <target>|nop|other <bytes>`); an instance is patched when
+/// one boot found it patched. A call out of the kernel's image is a
+/// patched fentry site (the target is a BPF trampoline, in module space).
+/// An instance in init text says nothing: that memory was freed after
+/// boot and holds whatever reused it (6.12's freed `kfunc_init` once read
+/// as a call into init text). Checks: every patched instance is the
+/// address the audit says the kernel picks for an attachable FUNC of that
+/// name that attached, that address is the name's lowest, the FUNC's
+/// addr= tags (when it has any) name it, and every such FUNC's instance is
+/// patched. Returns the names checked and the errors. (These kernels have
+/// no KASLR: guest and System.map addresses agree.)
 fn check_instances(
     rows: &[FuncReach],
     seen: &HashMap<u32, Verdict>,
@@ -878,15 +943,18 @@ fn check_instances(
 ) -> (usize, Vec<String>) {
     use dwarf2btf::funcs::attach::Outcome;
     let map = std::fs::read_to_string(system_map).expect("read System.map");
-    let text_end = map
-        .lines()
-        .find_map(|l| {
-            let mut f = l.split_whitespace();
-            let addr = f.next()?;
-            (f.nth(1)? == "_etext").then(|| u64::from_str_radix(addr, 16).ok())?
-        })
-        .expect("_etext in System.map");
-    let mut instances: HashMap<&str, Vec<(u64, bool)>> = HashMap::new();
+    let symbol = |want: &str| {
+        map.lines()
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let addr = f.next()?;
+                (f.nth(1)? == want).then(|| u64::from_str_radix(addr, 16).ok())?
+            })
+            .unwrap_or_else(|| panic!("{want} in {}", system_map.display()))
+    };
+    let image_end = symbol("_end");
+    let init_text = symbol("__init_begin")..symbol("__init_end");
+    let mut instances: HashMap<&str, BTreeMap<u64, bool>> = HashMap::new();
     for l in console.lines() {
         let mut f = l.trim_end().split(' ');
         if f.next() != Some("INSTANCE") {
@@ -898,11 +966,14 @@ fn check_instances(
         let Ok(addr) = u64::from_str_radix(addr, 16) else {
             continue;
         };
+        if init_text.contains(&addr) {
+            continue;
+        }
         let patched = state == "call"
             && f.next()
                 .and_then(|t| u64::from_str_radix(t, 16).ok())
-                .is_some_and(|t| t >= text_end);
-        instances.entry(name).or_default().push((addr, patched));
+                .is_some_and(|t| t >= image_end);
+        *instances.entry(name).or_default().entry(addr).or_default() |= patched;
     }
     let mut errors = Vec::new();
     let mut checked = 0;
@@ -917,7 +988,7 @@ fn check_instances(
         .map(|r| (r.name.as_str(), r))
         .collect();
     for (name, list) in &instances {
-        let patched: Vec<u64> = list.iter().filter(|i| i.1).map(|i| i.0).collect();
+        let patched: Vec<u64> = list.iter().filter(|i| *i.1).map(|i| *i.0).collect();
         let Some(row) = attached.get(name) else {
             if !patched.is_empty() {
                 errors.push(format!(
@@ -927,7 +998,7 @@ fn check_instances(
             continue;
         };
         checked += 1;
-        let lowest = list.iter().map(|i| i.0).min();
+        let lowest = list.keys().next().copied();
         if row.address.is_none() || row.address != lowest {
             errors.push(format!(
                 "{name}: the audit's pick {:x?} is not the lowest instance {lowest:x?}",
@@ -960,7 +1031,6 @@ fn booted_kernel_6_1_gcc_btf_by_btfkit() {
 /// beside btfkit's build of the same kernel.
 #[test]
 fn offline_audit_6_1_gcc_btf_by_pahole_1_24_control() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(result) = build("6.1", "gcc", Pahole::Debian124) else {
         return;
     };

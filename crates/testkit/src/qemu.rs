@@ -67,6 +67,7 @@ fn is_static_elf(path: &Path) -> bool {
     })
 }
 
+#[derive(Clone)]
 enum Entry {
     Dir,
     File { data: Vec<u8>, mode: u32 },
@@ -74,6 +75,7 @@ enum Entry {
 }
 
 /// An initramfs (newc cpio, uncompressed: every kernel reads it).
+#[derive(Clone)]
 pub struct Initramfs {
     entries: Vec<(String, Entry)>,
     script: String,
