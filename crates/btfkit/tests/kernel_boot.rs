@@ -760,13 +760,13 @@ fn denied_functions(vmlinux: &Path) -> std::collections::BTreeSet<String> {
     kernel_rules::denied_functions(&obj, &btf).expect("vmlinux's btf_id_deny set")
 }
 
-/// The same audit of a module's split BTF: the `.ko`'s function symbols
-/// (of the sections that stay after init) and the call sites its
-/// `__mcount_loc` relocations name, both as
-/// offsets in .text (other sections: (section index << 32) + offset), since
-/// a module is linked at load.
+/// The same audit of a module's split BTF, over the symbols and call
+/// sites `btfkit check --attach` takes from a module
+/// (`attach::module_input`: the symbols its kallsyms keeps after init, the
+/// targets of its `__mcount_loc` relocations, keyed by section, since a
+/// module is linked at load).
 fn audit_module(ko: &Path, vmlinux: &Path, version: (u32, u32)) -> Vec<FuncReach> {
-    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+    use object::{Object, ObjectSection};
     let data = std::fs::read(ko).expect("read module");
     let file = object::File::parse(&*data).expect("module ELF");
     // A distilled module's split BTF continues its own `.BTF.base`.
@@ -780,48 +780,8 @@ fn audit_module(ko: &Path, vmlinux: &Path, version: (u32, u32)) -> Vec<FuncReach
         None => vmlinux.to_path_buf(),
     };
     let btf = btf::load_file(ko, Some(&base)).expect("module .BTF");
-    // Keyed as the encoder keys a module's addr tags.
-    let sections =
-        dwarf2btf::funcs::module_address::ModuleSections::of(&file).expect("a relocatable module");
-    let at = |section: object::SectionIndex, offset: u64| sections.key(section.0, offset);
-    // The loader frees a module's `.init*` sections after its init runs,
-    // and their symbols are not in its kallsyms (init_module: "cannot be
-    // found").
-    let core = |s: &object::Symbol| {
-        s.section_index()
-            .and_then(|i| file.section_by_index(i).ok())
-            .and_then(|sec| sec.name().ok().map(|n| !n.starts_with(".init")))
-            .unwrap_or(false)
-    };
-    // A module's name resolves to its first symbol of that name in symbol
-    // table order (find_kallsyms_symbol_value), not to the lowest address.
-    let mut named = std::collections::HashSet::new();
-    let symbols: Vec<KernelSymbol> = file
-        .symbols()
-        .filter(|s| s.kind() == object::SymbolKind::Text && !s.name().unwrap_or("").is_empty())
-        .filter(core)
-        .filter(|s| named.insert(s.name().unwrap_or("").to_owned()))
-        .filter_map(|s| {
-            Some(KernelSymbol {
-                name: s.name().ok()?,
-                address: at(s.section_index()?, s.address()),
-                size: s.size(),
-                function: true,
-            })
-        })
-        .collect();
-    let mut sites = Vec::new();
-    if let Some(mcount) = file.section_by_name("__mcount_loc") {
-        for (_, r) in mcount.relocations() {
-            let RelocationTarget::Symbol(i) = r.target() else {
-                continue;
-            };
-            let sym = file.symbol_by_index(i).expect("relocation symbol");
-            let section = sym.section_index().expect("site in a section");
-            sites.push(at(section, sym.address().wrapping_add_signed(r.addend())));
-        }
-    }
-    sites.sort_unstable();
+    let (symbols, sites) =
+        dwarf2btf::funcs::attach::module_input(&file).expect("a relocatable module");
     audit(
         &btf,
         &AuditInput {

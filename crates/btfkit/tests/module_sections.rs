@@ -124,6 +124,54 @@ fn init_exit_and_text_functions_at_offset_0_have_their_c_declarations() {
     assert_eq!(seen, declared.keys().copied().collect());
 }
 
+/// `btfkit check --attach` of a module (oracle: the module loader's rules,
+/// which the booted kernels of kernel_boot.rs measure with this same
+/// audit): the loader frees `.init*` sections after the module's init, so
+/// their functions are not symbols a program can name; the fentry call
+/// sites are the targets of `__mcount_loc`'s relocations (the section
+/// itself holds zeros until the module is loaded).
+#[test]
+fn check_attach_of_a_module_by_the_loaders_rules_init_freed_mcount_relocations() {
+    testkit::tool_or_skip("cc", "gcc");
+    let fx = Fixture::new();
+    fx.write("m.c", SOURCE);
+    let obj = fx.cc(
+        "m.o",
+        &["m.c"],
+        &["-c", "-g", "-O2", "-pg", "-mfentry", "-mrecord-mcount"],
+    );
+    let out = fx.path("m.btf");
+    let (out, obj) = (out.to_str().expect("path"), obj.to_str().expect("path"));
+    btfkit(&["encode", "--addr-tags", "all", "-o", out, obj]);
+    let json = btfkit(&["check", "--attach", "--json", out, obj]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&json).expect("JSON");
+    let reach: BTreeMap<&str, (&str, Option<bool>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().expect("name"),
+                (
+                    r["reach"].as_str().expect("reach"),
+                    r["fentry_site"].as_bool(),
+                ),
+            )
+        })
+        .collect();
+    let want: BTreeMap<&str, (&str, Option<bool>)> = [
+        ("text_first", ("attachable", Some(true))),
+        ("mod_exit", ("attachable", Some(true))),
+        ("cleanup_module", ("attachable", Some(true))),
+        ("mod_init", ("not-a-symbol", None)),
+        ("init_module", ("not-a-symbol", None)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(reach, want, "{}", String::from_utf8_lossy(&json));
+    let text = btfkit(&["check", "--attach", out, obj]);
+    let text = String::from_utf8_lossy(&text);
+    assert!(!text.contains("call sites not checked"), "{text}");
+}
+
 #[test]
 fn init_exit_and_text_functions_at_offset_0_as_pahole_1_32() {
     let Some(sid) = testkit::sid::sid_or_skip() else {

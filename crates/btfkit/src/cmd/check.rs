@@ -333,14 +333,16 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let obj = elf.as_ref().and_then(|e| e.object().ok());
     // A module's addresses are keyed by section, as its BTF's addr tags.
-    let symbols = match &obj {
-        Some(o) if dwarf2btf::funcs::module_address::ModuleSections::of(o).is_some() => {
-            attach::elf_symbols(o)
-        }
+    // Its tags may name any of its functions; a program, only those its
+    // kallsyms keeps after init.
+    let module = obj.as_ref().and_then(attach::module_input);
+    let symbols = match (&obj, &module) {
+        (Some(o), Some(_)) => attach::elf_symbols(o),
         _ => kernel_symbols(&table),
     };
+    let (after_init, module_sites) = module.unzip();
     let (sites, model) = if let Some(elf) = &elf {
-        let sites = fentry_sites(symbols_path);
+        let sites = module_sites.or_else(|| fentry_sites(symbols_path));
         let model = if dwarf2btf::funcs::has_dwarf(elf) {
             Some(dwarf2btf::funcs::FuncModel::from_elf(elf).with_context(|| {
                 format!(
@@ -358,7 +360,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let rows = attach::audit(
         &btf,
         &AuditInput {
-            symbols: &symbols,
+            symbols: after_init.as_deref().unwrap_or(&symbols),
             fentry_sites: sites.as_deref(),
             model: model.as_ref(),
             version: obj

@@ -204,11 +204,11 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     // A module's addresses are keyed by section, as its model's.
     let elf = ElfFile::open(&args.file)?;
     let obj = elf.object()?;
-    let module = dwarf2btf::funcs::module_address::ModuleSections::of(&obj).is_some();
-    let symbols = if module {
-        attach::elf_symbols(&obj)
-    } else {
-        super::check::kernel_symbols(&table)
+    let module_input = attach::module_input(&obj);
+    let module = module_input.is_some();
+    let (symbols, module_sites) = match module_input {
+        Some((symbols, sites)) => (symbols, Some(sites)),
+        None => (super::check::kernel_symbols(&table), None),
     };
     let lookup = dwarf2btf::funcs::lookup::KernelLookup::new(
         symbols.iter().map(|s| (s.name, s.address)),
@@ -233,7 +233,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     let Some(btf) = btf else {
         return Ok(reach);
     };
-    let sites = ksyms::mcount::read(&args.file).ok();
+    let sites = module_sites.or_else(|| ksyms::mcount::read(&args.file).ok());
     let rows = attach::audit(
         &btf,
         &AuditInput {

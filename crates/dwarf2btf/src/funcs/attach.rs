@@ -45,25 +45,70 @@ pub struct KernelSymbol<'a> {
 /// address (a relocatable object's keyed by section, as its BTF's addr
 /// tags and its function model: module_address.rs).
 pub fn elf_symbols<'a>(obj: &object::File<'a>) -> Vec<KernelSymbol<'a>> {
+    listed_symbols(obj).map(|(k, _)| k).collect()
+}
+
+/// [`elf_symbols`], each with its section.
+fn listed_symbols<'a, 'o>(
+    obj: &'o object::File<'a>,
+) -> impl Iterator<Item = (KernelSymbol<'a>, object::SectionIndex)> + 'o {
     use object::{Object, ObjectSymbol};
     let sections = ModuleSections::of(obj);
-    obj.symbols()
-        .filter(|s| {
-            s.section_index().is_some()
-                && !matches!(
-                    s.kind(),
-                    object::SymbolKind::Section | object::SymbolKind::File
-                )
+    obj.symbols().filter_map(move |s| {
+        let section = s.section_index()?;
+        if matches!(
+            s.kind(),
+            object::SymbolKind::Section | object::SymbolKind::File
+        ) {
+            return None;
+        }
+        let symbol = KernelSymbol {
+            name: s.name().ok()?,
+            address: symbol_address(sections.as_ref(), &s),
+            size: s.size(),
+            function: s.kind() == object::SymbolKind::Text,
+        };
+        Some((symbol, section))
+    })
+}
+
+/// What a kernel module (a relocatable `.ko`) gives the audit: the symbols
+/// its kallsyms keeps once its init has run, and its fentry call sites,
+/// both keyed by section (module_address.rs). The loader frees the
+/// `.init*` sections after the module's init, and their symbols are gone
+/// from the module's kallsyms (a program naming `init_module` fails: "The
+/// address of function init_module cannot be found"). The call sites are
+/// the targets of `__mcount_loc`'s relocations: the section of a module
+/// holds zeros until the loader relocates it. None for a linked image.
+pub fn module_input<'a>(obj: &object::File<'a>) -> Option<(Vec<KernelSymbol<'a>>, Vec<u64>)> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+    let sections = ModuleSections::of(obj)?;
+    let freed = |index: object::SectionIndex| {
+        obj.section_by_index(index)
+            .is_ok_and(|s| s.name_bytes().is_ok_and(|n| n.starts_with(b".init")))
+    };
+    let symbols = listed_symbols(obj)
+        .filter(|(_, section)| !freed(*section))
+        .map(|(k, _)| k)
+        .collect();
+    let mut sites: Vec<u64> = obj
+        .section_by_name("__mcount_loc")
+        .map(|mcount| {
+            mcount
+                .relocations()
+                .filter_map(|(_, r)| {
+                    let RelocationTarget::Symbol(i) = r.target() else {
+                        return None;
+                    };
+                    let sym = obj.symbol_by_index(i).ok()?;
+                    let section = sym.section_index()?;
+                    Some(sections.key(section.0, sym.address().wrapping_add_signed(r.addend())))
+                })
+                .collect()
         })
-        .filter_map(|s| {
-            Some(KernelSymbol {
-                name: s.name().ok()?,
-                address: symbol_address(sections.as_ref(), &s),
-                size: s.size(),
-                function: s.kind() == object::SymbolKind::Text,
-            })
-        })
-        .collect()
+        .unwrap_or_default();
+    sites.sort_unstable();
+    Some((symbols, sites))
 }
 
 /// What the audit knows besides the BTF.
