@@ -79,14 +79,17 @@ run_target() {
       ;;
   esac
   mkdir -p "${dirs[@]}"
+  local status=0
   cargo fuzz run "$target" "${dirs[@]}" -O -- \
     -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -print_final_stats=1 \
-    >"$logs/$target.log" 2>&1 || touch "$logs/$target.failed"
+    >"$logs/$target.log" 2>&1 || status=$?
   cat "$logs/$target.log"
+  return "$status"
 }
+# A target that did not run to its end, for whatever reason, is a failure.
 for target in $(cargo fuzz list); do
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
-  run_target "$target" &
+  { run_target "$target" || touch "$logs/$target.failed"; } &
 done
 wait
 failed=()

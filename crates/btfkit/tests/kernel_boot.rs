@@ -410,15 +410,14 @@ fn boots_with_btf(version: &str, cc: &str, which: Pahole) {
         qemu.timeout = Duration::from_secs(if parts.is_some() { 3600 } else { 600 });
         qemu.run().expect("boot under QEMU")
     };
-    let console = boot(&guest_script(version, parts.map(|n| (0, n))), "initrd.cpio");
-    let mut walks = vec![console.clone()];
     let n = parts.unwrap_or(1);
-    for k in 1..n {
-        walks.push(boot(
-            &vmlinux_part_script((k, n)),
-            &format!("initrd-{k}.cpio"),
-        ));
-    }
+    let walks: Vec<_> = (0..n)
+        .map(|k| match k {
+            0 => boot(&guest_script(version, parts.map(|n| (0, n))), "initrd.cpio"),
+            _ => boot(&vmlinux_part_script((k, n)), &format!("initrd-{k}.cpio")),
+        })
+        .collect();
+    let console = &walks[0];
     let log = result.join("console.log");
     let _ = std::fs::write(
         &log,
