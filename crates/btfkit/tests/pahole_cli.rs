@@ -665,6 +665,73 @@ fn kfunc_tags_and_arena_attributes_as_pahole_1_32() {
     }
 }
 
+/// A final kernel image's kfunc set: resolve_btfids wrote each pair's BTF id
+/// and sorted the pairs by it, so the `__BTF_ID__func__` symbols, which stay
+/// where the pre-link image had them, mark other functions' pairs. Here
+/// every symbol marks another kfunc's pair (KFUNCS compiled again with
+/// its pairs so patched and its BTF embedded as `.BTF`); the flags must
+/// come by id, as the kernel reads them: `kf_fast` alone is bpf_fastcall.
+#[test]
+fn kfunc_flags_of_a_final_image_by_btf_id_as_the_kernel_reads_its_set() {
+    if testkit::tool_or_skip("objcopy", "binutils").is_none() {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("k.c", KFUNCS);
+    let exe = fx.cc("k", &["k.c"], &["-g", "-O2"]);
+    let btf_file = fx.path("k.btf");
+    pahole_btfkit(&fx, &["--btf_features=default"], &exe, &btf_file);
+    let btf = btf::load_file(&btf_file, None).expect("BTF");
+    let id = |name: &str| {
+        btf.find_by_name_kind(name, btf::Kind::FUNC)
+            .unwrap_or_else(|| panic!("no FUNC {name}"))
+    };
+    // KFUNCS's pairs in order; then by id, as resolve_btfids sorts them.
+    let pre_link = [
+        ("kf_fast", "0x1000"),
+        ("kf_arena", "0xe000"),
+        ("kf_plain", "0"),
+    ];
+    let mut sorted = pre_link.map(|(name, flags)| (name, id(name), flags));
+    sorted.sort_by_key(|p| p.1);
+    let mut source = KFUNCS.to_owned();
+    for (i, (name, flags)) in pre_link.iter().enumerate() {
+        let n = i + 1;
+        let old = format!(r#""__BTF_ID__func__{name}__{n}:\n.long 0\n.long {flags}\n""#);
+        // The i-th pair by id, under the label of the next kfunc by id.
+        let (_, id, flags) = sorted[i];
+        let label = sorted[(i + 1) % sorted.len()].0;
+        let new = format!(r#""__BTF_ID__func__{label}__{n}:\n.long {id}\n.long {flags}\n""#);
+        assert!(source.contains(&old), "{old}");
+        source = source.replace(&old, &new);
+    }
+    fx.write("final.c", &source);
+    let unsorted = fx.cc("final-no-btf", &["final.c"], &["-g", "-O2"]);
+    let image = fx.path("final");
+    let o = Command::new("objcopy")
+        .arg(format!("--add-section=.BTF={}", btf_file.display()))
+        .args([&unsorted, &image])
+        .output()
+        .expect("objcopy");
+    assert!(o.status.success(), "{}", text(&o));
+
+    let out = fx.path("final.btf");
+    pahole_btfkit(&fx, &["--btf_features=default"], &image, &out);
+    let tags: Vec<String> = funcs_with_tags(&out)
+        .into_iter()
+        .filter(|l| l.contains(" tagged "))
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            "kf_arena tagged bpf_kfunc",
+            "kf_fast tagged bpf_fastcall",
+            "kf_fast tagged bpf_kfunc",
+            "kf_plain tagged bpf_kfunc",
+        ]
+    );
+}
+
 /// Linux 7.2's scripts/Makefile.btf flags for pahole >= 1.31.
 const FLAGS_7_2: &[&str] = &[
     "-J",
@@ -749,7 +816,7 @@ fn encode_parity_with_pahole_1_32_on_7_2_clang() {
 fn parity_with_pahole_1_32(vmlinux: &Path, what: &str, pahole_wrong: &[&str]) {
     use btf::diff::{diff, Category, DiffOptions};
     use dwarf2btf::funcs::verify::{prototype_matches, Compare};
-    use std::collections::{BTreeMap, HashMap, HashSet};
+    use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
     let Some(sid) = testkit::sid::sid_or_skip() else {
         return;
     };
@@ -874,10 +941,45 @@ fn parity_with_pahole_1_32(vmlinux: &Path, what: &str, pahole_wrong: &[&str]) {
     for (name, c) in classes.iter().chain(&bad) {
         println!("| {name} | {} | {} |", c.count, c.examples.join(", "));
     }
+
+    // The kfunc tags of the image's own BTF, which the kernel build made
+    // from the image before resolve_btfids sorted each kfunc set's pairs by
+    // BTF id: btfkit reads the flags of this final image by id.
+    let own = btf::load_file(vmlinux, None).expect("the image's own .BTF");
+    let (own_tags, our_tags) = (kfunc_tags(&own), kfunc_tags(&ours));
+    let wrong = |tags: &BTreeSet<String>| {
+        tags.symmetric_difference(&own_tags)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    println!(
+        "{what}: {} kfunc tags in the image's own BTF; pahole 1.32 differs on {:?}",
+        own_tags.len(),
+        wrong(&kfunc_tags(&theirs))
+    );
+    assert!(
+        wrong(&our_tags).is_empty(),
+        "{what}: kfunc tags other than the image's own: {:?}",
+        wrong(&our_tags)
+    );
     assert!(
         bad.is_empty(),
         "{what}: differences outside the allowed classes (above)"
     );
+}
+
+/// Every "bpf_kfunc" and "bpf_fastcall" DECL_TAG, as "FUNC tagged TAG".
+fn kfunc_tags(btf: &btf::Btf) -> std::collections::BTreeSet<String> {
+    btf.iter()
+        .filter_map(|(_, t)| {
+            let btf::TypeData::DeclTag { ty, .. } = t.data else {
+                return None;
+            };
+            let tag = btf.name_of(t).ok()?;
+            let func = btf.type_by_id(ty).and_then(|f| btf.name_of(f).ok())?;
+            matches!(tag, "bpf_kfunc" | "bpf_fastcall").then(|| format!("{func} tagged {tag}"))
+        })
+        .collect()
 }
 
 /// C in the shapes clang 21 gives the kernel's functions (7.2's

@@ -84,15 +84,19 @@ fn kfunc_sets<'d>(obj: &object::File<'d>, info: &ElfInfo<'_>) -> Option<KfuncSet
 }
 
 /// The kfuncs of an ELF file and their flags words (of the last set that
-/// lists a name, in symbol-table order, as pahole). This reads the image
-/// pahole reads, before resolve_btfids: in the final vmlinux each set's
-/// pairs are sorted by BTF id, so a `__BTF_ID__func__` symbol no longer
-/// marks its own pair (see [`with_implicit_args`]).
+/// lists a name, in symbol-table order, as pahole). A kfunc is a
+/// `__BTF_ID__func__` symbol inside a kfunc set. Its flags are the second
+/// word of its pair in the image pahole reads, before resolve_btfids; in a
+/// final vmlinux each set's pairs are sorted by BTF id, so a symbol no
+/// longer marks its own pair and the flags are read by id instead
+/// ([`flags_by_id`]; pahole 1.32 reads the sorted pairs by symbol, and
+/// tags the wrong kfuncs bpf_fastcall).
 pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
     let mut kfuncs = BTreeMap::new();
     let Some(sets) = kfunc_sets(obj, info) else {
         return kfuncs;
     };
+    let by_id = flags_by_id(obj, &sets);
     for s in info
         .symbols
         .iter()
@@ -113,57 +117,75 @@ pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u3
             .iter()
             .any(|&(lo, hi)| lo <= s.addr && s.addr < hi)
         {
-            kfuncs.insert(func.to_owned(), sets.word(s.addr, 1).unwrap_or(0));
+            let flags = match &by_id {
+                // A kfunc that resolve_btfids found no FUNC for keeps id 0:
+                // which sorted pair is its own is not known.
+                Some(by_id) => by_id.get(func).copied().unwrap_or(0),
+                None => sets.word(s.addr, 1).unwrap_or(0),
+            };
+            kfuncs.insert(func.to_owned(), flags);
         }
     }
     kfuncs
 }
 
-/// The kfuncs whose flags have KF_IMPLICIT_ARGS (7.x: arguments the
-/// verifier supplies), in a kernel image whose `.BTF_ids` resolve_btfids
-/// patched (the final vmlinux). The kernel build gives such a kfunc's FUNC
-/// the prototype a BPF program calls, without them, and keeps the code's
-/// prototype on a FUNC named `<kfunc>_impl` (added, or the legacy function
-/// of that name); the verifier traces the kfunc with the `_impl` prototype
-/// (7.2's kernel/bpf/verifier.c, btf_attach_func_proto). Read as the
-/// kernel reads a kfunc set: `cnt` pairs of (BTF id, flags) after the
-/// set's 8-byte header, the ids named by the image's own `.BTF`. A
-/// pre-link image (ids still 0) has none.
-pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
-    let info = ElfInfo::new(obj);
-    let Some(sets) = kfunc_sets(obj, &info) else {
-        return BTreeSet::new();
-    };
-    let mut ids = Vec::new();
+/// The flags of the kfuncs in an image whose `.BTF_ids` resolve_btfids
+/// patched (the final vmlinux), by name. Read as the kernel reads a kfunc
+/// set: `cnt` pairs of (BTF id, flags) after the set's 8-byte header, each
+/// id naming a FUNC of the image's own `.BTF` (the last set's flags win, as
+/// in [`kfuncs`]). None for a pre-link image (every id still 0) or one
+/// whose `.BTF` does not parse.
+fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<BTreeMap<String, u32>> {
+    let mut pairs = Vec::new();
     for &(set, _) in &sets.ranges {
         for i in 0..u64::from(sets.word(set, 0).unwrap_or(0)) {
             let (Some(id), Some(flags)) = (sets.word(set, 2 + 2 * i), sets.word(set, 3 + 2 * i))
             else {
                 break;
             };
-            if id != 0 && flags & KF_IMPLICIT_ARGS != 0 {
-                ids.push(id);
+            if id != 0 {
+                pairs.push((id, flags));
             }
         }
     }
-    if ids.is_empty() {
-        return BTreeSet::new();
+    if pairs.is_empty() {
+        return None;
     }
-    let Some(btf) = obj
+    let btf = obj
         .section_by_name(".BTF")
         .and_then(|s| s.data().ok())
-        .and_then(|d| Btf::parse(d).ok())
-    else {
-        return BTreeSet::new();
+        .and_then(|d| Btf::parse(d).ok())?;
+    let name = |id| {
+        let t = btf.type_by_id(id)?;
+        if !matches!(t.data, TypeData::Func { .. }) {
+            return None;
+        }
+        btf.name_of(t).ok().map(str::to_owned)
     };
-    ids.into_iter()
-        .filter_map(|id| {
-            let t = btf.type_by_id(id)?;
-            if !matches!(t.data, TypeData::Func { .. }) {
-                return None;
-            }
-            btf.name_of(t).ok().map(str::to_owned)
-        })
+    Some(
+        pairs
+            .into_iter()
+            .filter_map(|(id, flags)| Some((name(id)?, flags)))
+            .collect(),
+    )
+}
+
+/// The kfuncs whose flags have KF_IMPLICIT_ARGS (7.x: arguments the
+/// verifier supplies), in a final kernel image ([`flags_by_id`]). The
+/// kernel build gives such a kfunc's FUNC the prototype a BPF program
+/// calls, without them, and keeps the code's prototype on a FUNC named
+/// `<kfunc>_impl` (added, or the legacy function of that name); the
+/// verifier traces the kfunc with the `_impl` prototype (7.2's
+/// kernel/bpf/verifier.c, btf_attach_func_proto). A pre-link image has
+/// none.
+pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
+    let info = ElfInfo::new(obj);
+    kfunc_sets(obj, &info)
+        .and_then(|sets| flags_by_id(obj, &sets))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&(_, flags)| flags & KF_IMPLICIT_ARGS != 0)
+        .map(|(name, _)| name)
         .collect()
 }
 
