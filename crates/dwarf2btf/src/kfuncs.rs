@@ -89,7 +89,7 @@ fn kfunc_sets<'d>(obj: &object::File<'d>, info: &ElfInfo<'_>) -> Option<KfuncSet
 /// word of its pair in the image pahole reads, before resolve_btfids; in a
 /// final vmlinux each set's pairs are sorted by BTF id, so a symbol no
 /// longer marks its own pair and the flags are read by id instead
-/// ([`flags_by_id`]; pahole 1.32 reads the sorted pairs by symbol, and
+/// (`flags_by_id`; pahole 1.32 reads the sorted pairs by symbol, and
 /// tags the wrong kfuncs bpf_fastcall).
 pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
     let mut kfuncs = BTreeMap::new();
@@ -171,7 +171,7 @@ fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<BTreeMap<
 }
 
 /// The kfuncs whose flags have KF_IMPLICIT_ARGS (7.x: arguments the
-/// verifier supplies), in a final kernel image ([`flags_by_id`]). The
+/// verifier supplies), in a final kernel image (`flags_by_id`). The
 /// kernel build gives such a kfunc's FUNC the prototype a BPF program
 /// calls, without them, and keeps the code's prototype on a FUNC named
 /// `<kfunc>_impl` (added, or the legacy function of that name); the
