@@ -96,7 +96,9 @@ pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u3
     let Some(sets) = kfunc_sets(obj, info) else {
         return kfuncs;
     };
-    let by_id = flags_by_id(obj, &sets);
+    // Later sets' flags win, as for the symbols below.
+    let by_id: Option<BTreeMap<String, u32>> =
+        flags_by_id(obj, &sets).map(|pairs| pairs.into_iter().collect());
     for s in info
         .symbols
         .iter()
@@ -129,13 +131,12 @@ pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u3
     kfuncs
 }
 
-/// The flags of the kfuncs in an image whose `.BTF_ids` resolve_btfids
-/// patched (the final vmlinux), by name. Read as the kernel reads a kfunc
-/// set: `cnt` pairs of (BTF id, flags) after the set's 8-byte header, each
-/// id naming a FUNC of the image's own `.BTF` (the last set's flags win, as
-/// in [`kfuncs`]). None for a pre-link image (every id still 0) or one
-/// whose `.BTF` does not parse.
-fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<BTreeMap<String, u32>> {
+/// The kfuncs of an image whose `.BTF_ids` resolve_btfids patched (the
+/// final vmlinux), each with its flags, in set order. Read as the kernel
+/// reads a kfunc set: `cnt` pairs of (BTF id, flags) after the set's 8-byte
+/// header, each id naming a FUNC of the image's own `.BTF`. None for a
+/// pre-link image (every id still 0) or one whose `.BTF` does not parse.
+fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<Vec<(String, u32)>> {
     let mut pairs = Vec::new();
     for &(set, _) in &sets.ranges {
         for i in 0..u64::from(sets.word(set, 0).unwrap_or(0)) {
@@ -170,14 +171,16 @@ fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<BTreeMap<
     )
 }
 
-/// The kfuncs whose flags have KF_IMPLICIT_ARGS (7.x: arguments the
-/// verifier supplies), in a final kernel image (`flags_by_id`). The
-/// kernel build gives such a kfunc's FUNC the prototype a BPF program
-/// calls, without them, and keeps the code's prototype on a FUNC named
-/// `<kfunc>_impl` (added, or the legacy function of that name); the
-/// verifier traces the kfunc with the `_impl` prototype (7.2's
-/// kernel/bpf/verifier.c, btf_attach_func_proto). A pre-link image has
-/// none.
+/// The kfuncs whose flags have KF_IMPLICIT_ARGS in any set (7.x:
+/// arguments the verifier supplies), in a final kernel image
+/// (`flags_by_id`). resolve_btfids takes the flags of the first set8, by
+/// set name, that holds the kfunc's symbol; the sets of one kfunc give it
+/// the same flags in 7.2. The kernel build gives such a kfunc's FUNC the
+/// prototype a BPF program calls, without them, and keeps the code's
+/// prototype on a FUNC named `<kfunc>_impl` (added, or the legacy function
+/// of that name); the verifier traces the kfunc with the `_impl` prototype
+/// (7.2's kernel/bpf/verifier.c, btf_attach_func_proto). A pre-link image
+/// has none.
 pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
     let info = ElfInfo::new(obj);
     kfunc_sets(obj, &info)
