@@ -173,6 +173,10 @@ fn replace(
     let (dir, prefix) = temp_prefix(target);
     remove_stale_temps(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    // Registered before it exists: a signal between the creation and the
+    // registration would leave the file behind (a signal before the
+    // creation unlinks nothing).
+    remove_on_signal(&tmp);
     let file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
         Ok(f) => f,
         // A writable file in a directory that is not: as pahole, in place.
@@ -184,7 +188,6 @@ fn replace(
         }
         Err(e) => return Err(e),
     };
-    remove_on_signal(&tmp);
     let result = (|| {
         if let Some(old) = old {
             use std::os::fd::AsRawFd;
