@@ -623,18 +623,26 @@ fn funcs_with_tags(file: &Path) -> Vec<String> {
                 .map(|l| format!("{}: {}", o.name, layout_text(l)))
         })
         .collect();
-    for (_, t) in btf.iter() {
-        if let btf::TypeData::DeclTag { ty, .. } = t.data {
+    out.extend(decl_tags(&btf));
+    out.sort();
+    out
+}
+
+/// Every DECL_TAG, as "TARGET tagged VALUE".
+fn decl_tags(btf: &btf::Btf) -> Vec<String> {
+    btf.iter()
+        .filter_map(|(_, t)| {
+            let btf::TypeData::DeclTag { ty, .. } = t.data else {
+                return None;
+            };
             let target = btf.type_by_id(ty).and_then(|f| btf.name_of(f).ok());
-            out.push(format!(
+            Some(format!(
                 "{} tagged {}",
                 target.unwrap_or("?"),
                 btf.name_of(t).unwrap_or("?")
-            ));
-        }
-    }
-    out.sort();
-    out
+            ))
+        })
+        .collect()
 }
 
 /// decl_tag_kfuncs and attributes as pahole 1.32 writes them: "bpf_kfunc"
@@ -970,15 +978,9 @@ fn parity_with_pahole_1_32(vmlinux: &Path, what: &str, pahole_wrong: &[&str]) {
 
 /// Every "bpf_kfunc" and "bpf_fastcall" DECL_TAG, as "FUNC tagged TAG".
 fn kfunc_tags(btf: &btf::Btf) -> std::collections::BTreeSet<String> {
-    btf.iter()
-        .filter_map(|(_, t)| {
-            let btf::TypeData::DeclTag { ty, .. } = t.data else {
-                return None;
-            };
-            let tag = btf.name_of(t).ok()?;
-            let func = btf.type_by_id(ty).and_then(|f| btf.name_of(f).ok())?;
-            matches!(tag, "bpf_kfunc" | "bpf_fastcall").then(|| format!("{func} tagged {tag}"))
-        })
+    decl_tags(btf)
+        .into_iter()
+        .filter(|t| t.ends_with(" tagged bpf_kfunc") || t.ends_with(" tagged bpf_fastcall"))
         .collect()
 }
 
