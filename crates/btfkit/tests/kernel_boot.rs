@@ -743,6 +743,7 @@ fn audit_vmlinux(vmlinux: &Path) -> Vec<FuncReach> {
         &btf,
         &AuditInput {
             symbols: &symbols,
+            module: false,
             fentry_sites: Some(&sites),
             model: model.as_ref(),
             version: Some(version),
@@ -785,6 +786,7 @@ fn audit_module(ko: &Path, vmlinux: &Path, version: (u32, u32)) -> Vec<FuncReach
         &btf,
         &AuditInput {
             symbols: &symbols,
+            module: true,
             fentry_sites: Some(&sites),
             model: None,
             version: Some(version),

@@ -58,6 +58,7 @@ fn run(btf: &Btf, syms: &[KernelSymbol<'_>], model: Option<&FuncModel>) -> Vec<F
         btf,
         &AuditInput {
             symbols: syms,
+            module: false,
             fentry_sites: None,
             model,
             version: None,

@@ -340,6 +340,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         (Some(o), Some(_)) => attach::elf_symbols(o),
         _ => kernel_symbols(&table),
     };
+    let is_module = module.is_some();
     let (after_init, module_sites) = module.unzip();
     let (sites, model) = if let Some(elf) = &elf {
         let sites = module_sites.or_else(|| fentry_sites(symbols_path));
@@ -361,6 +362,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         &btf,
         &AuditInput {
             symbols: after_init.as_deref().unwrap_or(&symbols),
+            module: is_module,
             fentry_sites: sites.as_deref(),
             model: model.as_ref(),
             version: obj

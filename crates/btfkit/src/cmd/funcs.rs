@@ -238,6 +238,7 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
         &btf,
         &AuditInput {
             symbols: &symbols,
+            module,
             fentry_sites: sites.as_deref(),
             model: Some(model),
             version: dwarf2btf::funcs::kernel_rules::kernel_version(&obj),

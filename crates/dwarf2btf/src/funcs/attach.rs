@@ -115,6 +115,10 @@ pub fn module_input<'a>(obj: &object::File<'a>) -> Option<(Vec<KernelSymbol<'a>>
 pub struct AuditInput<'a> {
     /// Every symbol of the kernel image.
     pub symbols: &'a [KernelSymbol<'a>],
+    /// The symbols are a module's ([`module_input`]): the kernel resolves a
+    /// name to the module's first symbol of that name in table order
+    /// (find_kallsyms_symbol_value), not to the lowest address.
+    pub module: bool,
     /// Addresses of the fentry call sites (`__mcount_loc`), sorted; None
     /// when the symbol source does not have them.
     pub fentry_sites: Option<&'a [u64]>,
@@ -141,7 +145,7 @@ pub enum Reach {
     UnsupportedPrototype,
     /// `kallsyms_lookup_name` finds nothing ("cannot be found").
     NotASymbol,
-    /// The lowest symbol of that name is not code.
+    /// The symbol the kernel picks for that name is not code.
     NotAFunction,
     /// The code has no fentry call site (notrace, noinstr): attach fails.
     NoFentrySite,
@@ -195,7 +199,10 @@ const MAX_BPF_FUNC_ARGS: usize = 12;
 
 /// Audits every FUNC of `btf` (own types; a split BTF's base is not).
 pub fn audit(btf: &Btf, input: &AuditInput<'_>) -> Vec<FuncReach> {
-    let lookup = KernelLookup::new(input.symbols.iter().map(|s| (s.name, s.address)), false);
+    let lookup = KernelLookup::new(
+        input.symbols.iter().map(|s| (s.name, s.address)),
+        input.module,
+    );
     let unions = input.version.is_some_and(|v| v >= UNION_ARGUMENTS);
     // Function symbols by name, and sizes by address.
     let mut functions: FxHashMap<&str, Vec<u64>> = FxHashMap::default();
@@ -343,7 +350,7 @@ impl Context<'_, '_> {
             if !self.functions.get(name).is_some_and(|v| v.contains(&p)) {
                 return (
                     Reach::NotAFunction,
-                    format!("the lowest symbol {name} ({p:#x}) is not code"),
+                    format!("the symbol {name} the kernel picks ({p:#x}) is not code"),
                 );
             }
         }
