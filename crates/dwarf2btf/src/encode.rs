@@ -95,6 +95,10 @@ const MIN_PIECE_BYTES: usize = 256 << 10;
 /// of the pages it faulted in.
 const HEADERS_RELEASE_BYTES: usize = 8 << 20;
 
+/// How much of a segment's .debug_info its units read between releases
+/// of their pages.
+const UNIT_RELEASE_BYTES: usize = 1 << 20;
+
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
 
@@ -626,6 +630,8 @@ fn encode_segment<P: FuncPolicy>(
     let mut vars = Vec::new();
     let mut warnings = Vec::new();
     let mut wanted = Vec::new();
+    // Where the DIEs not released yet begin (file offset).
+    let mut unreleased = None;
     for h in units {
         let r = encode_unit(
             cx.path,
@@ -640,12 +646,18 @@ fn encode_segment<P: FuncPolicy>(
         );
         cx.progress.advance(1);
         // The unit's DIEs are read: their pages may leave memory (nobody
-        // reads another unit's DIEs; a segment holds 6 MiB of them).
+        // reads another unit's DIEs; a segment holds 6 MiB of them), a
+        // few units at a time: each release interrupts the other cores to
+        // flush their TLBs.
         if let (Some(file_off), Some(start)) =
             (cx.info_file_offset, h.offset().as_debug_info_offset())
         {
-            let start = file_off + start.0;
-            cx.elf.release(start, start + h.length_including_self());
+            let end = file_off + start.0 + h.length_including_self();
+            let from = *unreleased.get_or_insert(file_off + start.0);
+            if end - from >= UNIT_RELEASE_BYTES {
+                cx.elf.release(from, end);
+                unreleased = Some(end);
+            }
         }
         let Some(u) = r? else { continue };
         warnings.extend(u.converted_warnings);
