@@ -624,6 +624,10 @@ fn encode_segment<P: FuncPolicy>(
     policy: &P,
 ) -> Result<Segment<P::Unit>> {
     let mut sink = Sink::new(cx.base.clone());
+    // About one type per 50 bytes of DWARF, as in `convert_unit`: sized up
+    // front, the segment's list grows without a dozen copies.
+    let bytes: usize = units.iter().map(|h| h.length_including_self()).sum();
+    sink.types.reserve(bytes / 50);
     // Ids (in the segment before dedup) that must survive it, by anchor number.
     let mut anchors: Vec<TypeId> = Vec::new();
     let mut out_units = Vec::new();
