@@ -685,11 +685,84 @@ fn kfunc_flags_of_a_final_image_by_btf_id_as_the_kernel_reads_its_set() {
         return;
     }
     let fx = Fixture::new();
+    let image = final_kfunc_image(&fx, None);
+    let out = fx.path("final.btf");
+    pahole_btfkit(&fx, &["--btf_features=default"], &image, &out);
+    assert_final_kfunc_tags(&out, None);
+}
+
+/// The same for a final module, whose `.BTF` is split and whose set holds
+/// ids past its base's: read over the base the encode is given
+/// (`--btf_base`), or over the module's own `.BTF.base` (an out-of-tree
+/// module's distilled base) when it has one.
+#[test]
+fn kfunc_flags_of_a_final_module_by_btf_id_over_its_base() {
+    if testkit::tool_or_skip("objcopy", "binutils").is_none() {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write(
+        "base.c",
+        "struct base_only { long a, b; };\nstruct base_only g;\nint main(void) { return g.a; }\n",
+    );
+    let base_exe = fx.cc("base", &["base.c"], &["-g", "-O2"]);
+    let base = fx.path("base.btf");
+    pahole_btfkit(&fx, &["--btf_features=default"], &base_exe, &base);
+    let image = final_kfunc_image(&fx, Some(&base));
+    let base_arg = format!("--btf_base={}", base.display());
+    let over_base = fx.path("over-base.btf");
+    pahole_btfkit(
+        &fx,
+        &["--btf_features=default", &base_arg],
+        &image,
+        &over_base,
+    );
+    assert_final_kfunc_tags(&over_base, Some(&base));
+
+    let distilled = fx.path("final-distilled");
+    objcopy(
+        &[&format!("--add-section=.BTF.base={}", base.display())],
+        &image,
+        &distilled,
+    );
+    let own_base = fx.path("own-base.btf");
+    pahole_btfkit(&fx, &["--btf_features=default"], &distilled, &own_base);
+    assert_final_kfunc_tags(&own_base, None);
+}
+
+/// The kfunc tags KFUNCS's flags give.
+const FINAL_KFUNC_TAGS: [&str; 4] = [
+    "kf_arena tagged bpf_kfunc",
+    "kf_fast tagged bpf_fastcall",
+    "kf_fast tagged bpf_kfunc",
+    "kf_plain tagged bpf_kfunc",
+];
+
+/// The kfunc tags of a BTF file (split over `base`), compared with those
+/// KFUNCS's flags give.
+fn assert_final_kfunc_tags(file: &Path, base: Option<&Path>) {
+    let tags = kfunc_tags(&btf::load_file(file, base).expect("BTF"));
+    assert_eq!(
+        tags,
+        FINAL_KFUNC_TAGS.map(str::to_owned).into(),
+        "{}",
+        file.display()
+    );
+}
+
+/// KFUNCS as resolve_btfids leaves a final image: encoded (over `base`,
+/// as a module), its set's pairs given their FUNCs' ids and sorted by id,
+/// each under the symbol of the next kfunc by id, and the BTF embedded as
+/// `.BTF`.
+fn final_kfunc_image(fx: &Fixture, base: Option<&Path>) -> PathBuf {
     fx.write("k.c", KFUNCS);
     let exe = fx.cc("k", &["k.c"], &["-g", "-O2"]);
     let btf_file = fx.path("k.btf");
-    pahole_btfkit(&fx, &["--btf_features=default"], &exe, &btf_file);
-    let btf = btf::load_file(&btf_file, None).expect("BTF");
+    let base_arg = base.map(|b| format!("--btf_base={}", b.display()));
+    let mut args = vec!["--btf_features=default"];
+    args.extend(base_arg.as_deref());
+    pahole_btfkit(fx, &args, &exe, &btf_file);
+    let btf = btf::load_file(&btf_file, base).expect("BTF");
     let id = |name: &str| {
         btf.find_by_name_kind(name, btf::Kind::FUNC)
             .unwrap_or_else(|| panic!("no FUNC {name}"))
@@ -716,28 +789,21 @@ fn kfunc_flags_of_a_final_image_by_btf_id_as_the_kernel_reads_its_set() {
     fx.write("final.c", &source);
     let unsorted = fx.cc("final-no-btf", &["final.c"], &["-g", "-O2"]);
     let image = fx.path("final");
+    objcopy(
+        &[&format!("--add-section=.BTF={}", btf_file.display())],
+        &unsorted,
+        &image,
+    );
+    image
+}
+
+fn objcopy(args: &[&str], from: &Path, to: &Path) {
     let o = Command::new("objcopy")
-        .arg(format!("--add-section=.BTF={}", btf_file.display()))
-        .args([&unsorted, &image])
+        .args(args)
+        .args([from, to])
         .output()
         .expect("objcopy");
     assert!(o.status.success(), "{}", text(&o));
-
-    let out = fx.path("final.btf");
-    pahole_btfkit(&fx, &["--btf_features=default"], &image, &out);
-    let tags: Vec<String> = funcs_with_tags(&out)
-        .into_iter()
-        .filter(|l| l.contains(" tagged "))
-        .collect();
-    assert_eq!(
-        tags,
-        [
-            "kf_arena tagged bpf_kfunc",
-            "kf_fast tagged bpf_fastcall",
-            "kf_fast tagged bpf_kfunc",
-            "kf_plain tagged bpf_kfunc",
-        ]
-    );
 }
 
 /// Linux 7.2's scripts/Makefile.btf flags for pahole >= 1.31.

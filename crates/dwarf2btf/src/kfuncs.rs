@@ -13,6 +13,7 @@
 //! Kernels before 6.9 have no such flag: they get no tags, as with pahole.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
@@ -90,53 +91,73 @@ fn kfunc_sets<'d>(obj: &object::File<'d>, info: &ElfInfo<'_>) -> Option<KfuncSet
 /// final vmlinux each set's pairs are sorted by BTF id, so a symbol no
 /// longer marks its own pair and the flags are read by id instead
 /// (`flags_by_id`; pahole 1.32 reads the sorted pairs by symbol, and
-/// tags the wrong kfuncs bpf_fastcall).
-pub fn kfuncs(obj: &object::File<'_>, info: &ElfInfo<'_>) -> BTreeMap<String, u32> {
+/// tags the wrong kfuncs bpf_fastcall). `base`: the BTF that a final
+/// module's `.BTF` is split over.
+pub fn kfuncs(
+    obj: &object::File<'_>,
+    info: &ElfInfo<'_>,
+    base: Option<&Arc<Btf>>,
+) -> BTreeMap<String, u32> {
     let mut kfuncs = BTreeMap::new();
     let Some(sets) = kfunc_sets(obj, info) else {
         return kfuncs;
     };
     // Later sets' flags win, as for the symbols below.
     let by_id: Option<BTreeMap<String, u32>> =
-        flags_by_id(obj, &sets).map(|pairs| pairs.into_iter().collect());
-    for s in info
-        .symbols
-        .iter()
-        .filter(|s| s.section == Some(sets.index))
-    {
-        let Some(rest) = s.name.strip_prefix(FUNC_PREFIX) else {
-            continue;
+        flags_by_id(obj, info, &sets, base).map(|pairs| pairs.into_iter().collect());
+    for (s, func) in kfunc_symbols(info, &sets) {
+        let flags = match &by_id {
+            // A kfunc that resolve_btfids found no FUNC for keeps id 0:
+            // which sorted pair is its own is not known.
+            Some(by_id) => by_id.get(func).copied().unwrap_or(0),
+            None => sets.word(s.addr, 1).unwrap_or(0),
         };
-        // `vfs_close__1` -> `vfs_close`: the suffix is "__" and a number.
-        let Some((func, n)) = rest.rsplit_once("__") else {
-            continue;
-        };
-        if func.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if sets
-            .ranges
-            .iter()
-            .any(|&(lo, hi)| lo <= s.addr && s.addr < hi)
-        {
-            let flags = match &by_id {
-                // A kfunc that resolve_btfids found no FUNC for keeps id 0:
-                // which sorted pair is its own is not known.
-                Some(by_id) => by_id.get(func).copied().unwrap_or(0),
-                None => sets.word(s.addr, 1).unwrap_or(0),
-            };
-            kfuncs.insert(func.to_owned(), flags);
-        }
+        kfuncs.insert(func.to_owned(), flags);
     }
     kfuncs
 }
 
+/// The `__BTF_ID__func__` symbols inside a kfunc set, each with the name
+/// of its function, in symbol-table order.
+fn kfunc_symbols<'i>(
+    info: &'i ElfInfo<'_>,
+    sets: &'i KfuncSets<'_>,
+) -> impl Iterator<Item = (&'i crate::load::Symbol<'i>, &'i str)> + 'i {
+    info.symbols
+        .iter()
+        .filter(|s| s.section == Some(sets.index))
+        .filter(|s| {
+            sets.ranges
+                .iter()
+                .any(|&(lo, hi)| lo <= s.addr && s.addr < hi)
+        })
+        .filter_map(|s| {
+            let rest = s.name.strip_prefix(FUNC_PREFIX)?;
+            // `vfs_close__1` -> `vfs_close`: the suffix is "__" and a number.
+            let (func, n) = rest.rsplit_once("__")?;
+            let numbered = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+            (!func.is_empty() && numbered).then_some((s, func))
+        })
+}
+
 /// The kfuncs of an image whose `.BTF_ids` resolve_btfids patched (the
-/// final vmlinux), each with its flags, in set order. Read as the kernel
-/// reads a kfunc set: `cnt` pairs of (BTF id, flags) after the set's 8-byte
-/// header, each id naming a FUNC of the image's own `.BTF`. None for a
-/// pre-link image (every id still 0) or one whose `.BTF` does not parse.
-fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<Vec<(String, u32)>> {
+/// final vmlinux or module), each with its flags, in set order. Read as
+/// the kernel reads a kfunc set: `cnt` pairs of (BTF id, flags) after the
+/// set's 8-byte header, each id naming a FUNC of the image's own `.BTF`.
+/// A module's `.BTF` is split: over its `.BTF.base` (the distilled base of
+/// an out-of-tree module, which its ids count from) or else over `base`
+/// (the vmlinux BTF the encode is given).
+///
+/// None for a pre-link image (every id still 0), one whose `.BTF` does not
+/// parse, or one whose ids name a function that no symbol of the sets
+/// names (a module's `.BTF` read over another kernel's base): then the
+/// flags are read by symbol, as pahole does.
+fn flags_by_id(
+    obj: &object::File<'_>,
+    info: &ElfInfo<'_>,
+    sets: &KfuncSets<'_>,
+    base: Option<&Arc<Btf>>,
+) -> Option<Vec<(String, u32)>> {
     let mut pairs = Vec::new();
     for &(set, _) in &sets.ranges {
         for i in 0..u64::from(sets.word(set, 0).unwrap_or(0)) {
@@ -152,23 +173,33 @@ fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<Vec<(Stri
     if pairs.is_empty() {
         return None;
     }
-    let btf = obj
-        .section_by_name(".BTF")
-        .and_then(|s| s.data().ok())
-        .and_then(|d| Btf::parse(d).ok())?;
+    let section = |name| obj.section_by_name(name).and_then(|s| s.data().ok());
+    let data = section(".BTF")?;
+    let btf = match section(".BTF.base") {
+        Some(distilled) => Btf::parse_split(data, Arc::new(Btf::parse(distilled).ok()?)),
+        None => match base {
+            Some(base) => Btf::parse_split(data, base.clone()),
+            None => Btf::parse(data),
+        },
+    }
+    .ok()?;
     let name = |id| {
         let t = btf.type_by_id(id)?;
         if !matches!(t.data, TypeData::Func { .. }) {
             return None;
         }
-        btf.name_of(t).ok().map(str::to_owned)
+        btf.name_of(t).ok()
     };
-    Some(
-        pairs
-            .into_iter()
-            .filter_map(|(id, flags)| Some((name(id)?, flags)))
-            .collect(),
-    )
+    let symbols: BTreeSet<&str> = kfunc_symbols(info, sets).map(|(_, f)| f).collect();
+    let mut by_id = Vec::with_capacity(pairs.len());
+    for (id, flags) in pairs {
+        let name = name(id)?;
+        if !symbols.contains(name) {
+            return None;
+        }
+        by_id.push((name.to_owned(), flags));
+    }
+    Some(by_id)
 }
 
 /// The kfuncs whose flags have KF_IMPLICIT_ARGS in any set (7.x:
@@ -184,7 +215,7 @@ fn flags_by_id(obj: &object::File<'_>, sets: &KfuncSets<'_>) -> Option<Vec<(Stri
 pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
     let info = ElfInfo::new(obj);
     kfunc_sets(obj, &info)
-        .and_then(|sets| flags_by_id(obj, &sets))
+        .and_then(|sets| flags_by_id(obj, &info, &sets, None))
         .unwrap_or_default()
         .into_iter()
         .filter(|&(_, flags)| flags & KF_IMPLICIT_ARGS != 0)
@@ -204,7 +235,7 @@ pub fn tag_kfuncs(
     attributes: bool,
     warnings: &mut Vec<String>,
 ) -> usize {
-    let kfuncs = kfuncs(obj, info);
+    let kfuncs = kfuncs(obj, info, btf.base());
     if kfuncs.is_empty() {
         return 0;
     }
