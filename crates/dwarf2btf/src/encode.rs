@@ -97,7 +97,7 @@ const HEADERS_RELEASE_BYTES: usize = 8 << 20;
 
 /// How much of a segment's .debug_info its units read between releases
 /// of their pages.
-const UNIT_RELEASE_BYTES: usize = 1 << 20;
+const UNIT_RELEASE_BYTES: usize = 256 << 10;
 
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
