@@ -224,11 +224,14 @@ where
     };
     let info_range = in_place(".debug_info");
     let info_file_offset = info_range.map(|r| r.0);
-    // The location and range lists the function policy reads: each segment
-    // reads its own units' lists, so its pages are released with the
-    // segment's DIEs (another segment's that are dropped come back from the
-    // page cache).
-    let lists_file_ranges = [
+    // What the units read in passing: the location and range lists the
+    // function policy reads, and the code whose entry it reads (one page
+    // of .text per function, and the kernel maps 64 KiB around each: all
+    // of vmlinux's 10 MB of code by the last segment, had it stayed). Each
+    // segment reads its own units' lists, so these pages are released
+    // with the segment's DIEs (another segment's that are dropped come
+    // back from the page cache).
+    let passing_file_ranges = [
         ".debug_line",
         ".debug_abbrev",
         ".debug_loclists",
@@ -238,6 +241,11 @@ where
     ]
     .into_iter()
     .filter_map(in_place)
+    .chain(
+        obj.sections()
+            .filter(|s| s.kind() == object::SectionKind::Text)
+            .filter_map(|s| s.name().ok().and_then(in_place)),
+    )
     .collect();
     // The ELF's symbols and sections are read in the policy's shadow too.
     let (policy, (headers, info)) = pool.join(make_policy, || {
@@ -280,7 +288,7 @@ where
         progress,
         elf,
         info_file_offset,
-        lists_file_ranges,
+        passing_file_ranges,
         // A small input's single dedup is the final one. (Deduplicating
         // twice is not always a no-op for split BTF: the second pass can
         // map to the base what libbpf's one pass keeps.)
@@ -604,8 +612,9 @@ struct SegmentContext<'a, 'd> {
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
     info_file_offset: Option<usize>,
-    /// File ranges of the location and range list sections read in place.
-    lists_file_ranges: Vec<(usize, usize)>,
+    /// File ranges of the sections the units read in passing
+    /// (`encode_on`), read in place.
+    passing_file_ranges: Vec<(usize, usize)>,
     /// Deduplicate each segment before the final dedup.
     dedup: bool,
 }
@@ -698,7 +707,7 @@ fn encode_segment<P: FuncPolicy>(
             cx.elf.release(file_off + start, file_off + end);
         }
     }
-    for &(start, end) in &cx.lists_file_ranges {
+    for &(start, end) in &cx.passing_file_ranges {
         cx.elf.release(start, end);
     }
     let btf = if !cx.dedup {
