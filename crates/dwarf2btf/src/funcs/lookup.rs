@@ -73,8 +73,13 @@ impl Picks {
 }
 
 /// `name` with an LLVM LTO promotion suffix (`.llvm.<hash>`) cut off.
+/// Runs for every symbol of vmlinux: `str::find` with a string pattern
+/// sets up a two-way searcher per call, here a scan for the dots, which
+/// most kernel symbols have none of.
 pub fn strip_llvm(name: &str) -> Option<&str> {
-    name.find(".llvm.").map(|i| &name[..i])
+    memchr::memchr_iter(b'.', name.as_bytes())
+        .find(|&i| name.as_bytes()[i..].starts_with(b".llvm."))
+        .map(|i| &name[..i])
 }
 
 impl<'a> KernelLookup<'a> {
@@ -203,6 +208,16 @@ mod tests {
         assert!(!l.lto());
         let m = KernelLookup::new([("f", 0x2000), ("f", 0x1000)], true);
         assert_eq!(m.picks("f").exact, Some(0x2000));
+    }
+
+    #[test]
+    fn strip_llvm_cuts_at_the_first_llvm_suffix() {
+        assert_eq!(strip_llvm("foo.isra.0.llvm.123"), Some("foo.isra.0"));
+        assert_eq!(strip_llvm("a.llvm.1.llvm.2"), Some("a"));
+        assert_eq!(strip_llvm(".llvm.7"), Some(""));
+        assert_eq!(strip_llvm("foo.llvm"), None);
+        assert_eq!(strip_llvm("foo.cold"), None);
+        assert_eq!(strip_llvm("foo"), None);
     }
 
     #[test]
