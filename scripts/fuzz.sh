@@ -55,6 +55,23 @@ mkdir -p "$dwarf_seeds"
 if [ -n "${work:-}" ] && [ -f "$work/a.o" ]; then
   cp "$work/a.o" "$seeds/a.o"
   for src in a b; do cc -g -O0 -c "$work/$src.c" -o "$dwarf_seeds/$src.o"; done
+  # A kfunc set as resolve_btfids leaves it (ids written and sorted: with
+  # pahole 1.24, kf_b is FUNC 3 and kf_a FUNC 4, so each symbol marks the
+  # other's pair), with the object's own .BTF, and the same with a
+  # .BTF.base (a module's distilled base): the encoder reads the flags by
+  # id through them.
+  cat > "$work/k.c" <<'C'
+int kf_a(int x) { return x + 1; }
+int kf_b(int x) { return x * 3; }
+asm(".pushsection .BTF_ids,\"a\"\n.p2align 2\n__BTF_ID__set8__kset:\n.long 2\n.long 1\n"
+    "__BTF_ID__func__kf_a__1:\n.long 3\n.long 0\n"
+    "__BTF_ID__func__kf_b__2:\n.long 4\n.long 0x1000\n"
+    ".size __BTF_ID__set8__kset, .-__BTF_ID__set8__kset\n.popsection\n");
+C
+  cc -g -O0 -c "$work/k.c" -o "$work/k.o"
+  pahole -J "$work/k.o"
+  cp "$work/k.o" "$dwarf_seeds/kfuncs.o"
+  objcopy --add-section .BTF.base="$seeds/a.btf" "$work/k.o" "$dwarf_seeds/kfuncs-base.o"
 fi
 
 # Every target in fuzz/ runs, as many at once as there are cores (a
