@@ -667,7 +667,7 @@ fn encode_segment<P: FuncPolicy>(
         {
             let end = file_off + start.0 + h.length_including_self();
             let from = *unreleased.get_or_insert(file_off + start.0);
-            if end - from >= UNIT_RELEASE_BYTES {
+            if end.saturating_sub(from) >= UNIT_RELEASE_BYTES {
                 cx.elf.release(from, end);
                 unreleased = Some(end);
             }
