@@ -22,6 +22,17 @@ pub fn add_own_str(btf: &mut Btf, s: &str) -> u32 {
     btf.add_own_str(s)
 }
 
+/// [`crate::dedup::dedup_owned`] that also gives back the list that held
+/// the input's types, emptied, with its capacity: an encoder that
+/// deduplicates piece after piece fills the next piece into it, where a
+/// new list would fault in every page of its memory again.
+pub fn dedup_owned_with_spare(
+    btf: Btf,
+    opts: &crate::dedup::DedupOptions,
+) -> crate::Result<(Btf, Vec<Type>)> {
+    crate::dedup::dedup_owned_with_spare(btf, opts)
+}
+
 /// [`Btf::set_contents`] of types whose builder saw every id they refer to
 /// as it wrote them, the largest being `max_ref`, with the index of
 /// `strings` that the builder kept (it must index every string of

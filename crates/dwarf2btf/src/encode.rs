@@ -99,6 +99,15 @@ const HEADERS_RELEASE_BYTES: usize = 8 << 20;
 /// of their pages.
 const UNIT_RELEASE_BYTES: usize = 256 << 10;
 
+thread_local! {
+    /// The type list of this thread's last segment, emptied by the
+    /// segment's dedup, for its next segment. With a new list for each
+    /// segment, glibc kept the freed ones in its heaps beside the new: on
+    /// vmlinux the peak was 6 MB higher (medians of 15 rounds, 111.3 and
+    /// 104.9 MB), and 10% more pages faulted in.
+    static SPARE_TYPES: std::cell::RefCell<Vec<Type>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
 
@@ -311,7 +320,10 @@ where
     );
     // The converters' scratch would otherwise stay with the pool's threads
     // through the final dedup, where memory peaks.
-    pool.broadcast(|_| convert::release_scratch());
+    pool.broadcast(|_| {
+        convert::release_scratch();
+        SPARE_TYPES.take();
+    });
     // Nothing reads the DWARF any more; the symbols, read again below, come
     // back from the page cache.
     elf.release_all();
@@ -633,9 +645,11 @@ fn encode_segment<P: FuncPolicy>(
     policy: &P,
 ) -> Result<Segment<P::Unit>> {
     let mut sink = Sink::new(cx.base.clone());
-    // About one type per 50 bytes of DWARF, as in `convert_unit`: sized up
-    // front, the segment's list grows without a dozen copies.
+    // The list of this thread's last segment, and about one type per 50
+    // bytes of DWARF, as in `convert_unit`: sized up front, the segment's
+    // list grows without a dozen copies.
     let bytes: usize = units.iter().map(|h| h.length_including_self()).sum();
+    sink.types = SPARE_TYPES.take();
     sink.types.reserve(bytes / 50);
     // Ids (in the segment before dedup) that must survive it, by anchor number.
     let mut anchors: Vec<TypeId> = Vec::new();
@@ -725,7 +739,10 @@ fn encode_segment<P: FuncPolicy>(
         }
         // A segment's strings are unique already (`Strings`): its dedup
         // keeps them as they are; the final dedup drops the unused ones.
-        let mut btf = dedup(sink.into_btf(), cx.path, true)?;
+        let (mut btf, spare) =
+            btf::encoder_hooks::dedup_owned_with_spare(sink.into_btf(), &dedup_options(true))
+                .map_err(|e| dedup_error(cx.path, e))?;
+        SPARE_TYPES.set(spare);
         anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
             path: cx.path.to_owned(),
             msg: "dedup lost track of a segment's anchors".into(),

@@ -92,7 +92,7 @@ impl Appending {
         d.prim_types(taken);
         d.collect_func_tags(btf, &btf.strings);
         d.ref_types()?;
-        btf.set_types(d.compact_and_remap()?);
+        btf.set_types(d.compact_and_remap()?.0);
         Ok(())
     }
 }

@@ -4,7 +4,9 @@ use super::*;
 
 impl Dedup<'_> {
     /// Passes 6 and 7: keep the canonical types, renumber, remap.
-    pub(super) fn compact_and_remap(mut self) -> Result<Vec<Type>> {
+    /// Returns the kept types and the emptied list they came from, with its
+    /// capacity (see [`super::dedup_owned_with_spare`]).
+    pub(super) fn compact_and_remap(mut self) -> Result<(Vec<Type>, Vec<Type>)> {
         // Reuse the hypothetical map as old id -> new id.
         let new_ids = &mut self.hypot_map;
         for (id, v) in new_ids.iter_mut().enumerate().take(self.start_id as usize) {
@@ -20,13 +22,13 @@ impl Dedup<'_> {
                 UNPROCESSED
             };
         }
-        let old = std::mem::take(&mut self.types);
+        let mut old = std::mem::take(&mut self.types);
         let mut kept = Vec::with_capacity((next - self.start_id) as usize);
         // The kept types' records move together into fresh chunks, so
         // that those of the dropped ones (most, in an encode's dedups) go
         // with theirs, and are changed there.
         let mut arena = Arena::new();
-        for (i, mut t) in old.into_iter().enumerate() {
+        for (i, mut t) in old.drain(..).enumerate() {
             let id = self.start_id + i as u32;
             if self.map[id as usize] != id {
                 continue;
@@ -49,6 +51,6 @@ impl Dedup<'_> {
             }
             kept.push(t);
         }
-        Ok(kept)
+        Ok((kept, old))
     }
 }

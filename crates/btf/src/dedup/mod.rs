@@ -263,14 +263,14 @@ pub fn dedup(btf: &mut Btf, opts: &DedupOptions) -> Result<()> {
 /// types are copied first; [`dedup_owned`] does without the copy).
 pub fn dedup_with_stats(btf: &mut Btf, opts: &DedupOptions) -> Result<DedupStats> {
     check_ids(btf)?;
-    let (types, strings, stats) = match run(btf, btf.types.clone(), opts) {
+    let d = match run(btf, btf.types.clone(), opts) {
         Err(Error::DedupCycle { .. }) if opts.rules == Rules::Libbpf1_1 => {
             run(btf, btf.types.clone(), &newer(opts))?
         }
         r => r?,
     };
-    btf.set_contents(types, strings);
-    Ok(stats)
+    btf.set_contents(d.types, d.strings);
+    Ok(d.stats)
 }
 
 /// `opts` with libbpf 1.8's rules, for the second try.
@@ -284,28 +284,42 @@ fn newer(opts: &DedupOptions) -> DedupOptions {
 /// [`dedup`] of a BTF the caller gives away: its types are deduplicated in
 /// place, without the copy that keeps [`dedup_with_stats`]'s input intact
 /// on error (half of the allocations when most types are duplicates).
-pub fn dedup_owned(mut btf: Btf, opts: &DedupOptions) -> Result<Btf> {
+pub fn dedup_owned(btf: Btf, opts: &DedupOptions) -> Result<Btf> {
+    dedup_owned_with_spare(btf, opts).map(|(btf, _)| btf)
+}
+
+/// [`dedup_owned`], also giving back the list that held the input's types:
+/// empty, with its capacity (`encoder_hooks::dedup_owned_with_spare`).
+pub(crate) fn dedup_owned_with_spare(
+    mut btf: Btf,
+    opts: &DedupOptions,
+) -> Result<(Btf, Vec<Type>)> {
     check_ids(&btf)?;
     // The first try works on the types in place; only when it may fail on a
     // cycle is a copy kept for the second.
     let own = std::mem::take(&mut btf.types);
-    let spare =
+    let copy =
         (opts.rules == Rules::Libbpf1_1 && has_ref_cycle(btf.start_id, &own)).then(|| own.clone());
-    let (types, strings, _) = match (run(&btf, own, opts), spare) {
-        (Err(Error::DedupCycle { .. }), Some(spare)) => run(&btf, spare, &newer(opts))?,
+    let d = match (run(&btf, own, opts), copy) {
+        (Err(Error::DedupCycle { .. }), Some(copy)) => run(&btf, copy, &newer(opts))?,
         (r, _) => r?,
     };
-    btf.set_contents(types, strings);
-    Ok(btf)
+    btf.set_contents(d.types, d.strings);
+    Ok((btf, d.spare))
+}
+
+/// What [`run`] makes.
+struct Deduplicated {
+    types: Vec<Type>,
+    strings: Vec<u8>,
+    stats: DedupStats,
+    /// The list the input's types came in, emptied, with its capacity.
+    spare: Vec<Type>,
 }
 
 /// The passes, on `types` (the own types of `btf`, which `btf` may no
 /// longer hold: only its base, ids and strings are read).
-fn run(
-    btf: &Btf,
-    mut types: Vec<Type>,
-    opts: &DedupOptions,
-) -> Result<(Vec<Type>, Vec<u8>, DedupStats)> {
+fn run(btf: &Btf, mut types: Vec<Type>, opts: &DedupOptions) -> Result<Deduplicated> {
     let strings = if opts.keep_strings {
         btf.strings.to_vec()
     } else {
@@ -319,14 +333,19 @@ fn run(
     d.struct_types()?;
     d.resolve_fwds();
     d.ref_types()?;
-    let types = d.compact_and_remap()?;
+    let (types, spare) = d.compact_and_remap()?;
     let stats = DedupStats {
         types_in: stats_in.0,
         types_out: types.len() as u32,
         strings_in: stats_in.1,
         strings_out: strings.len() as u32,
     };
-    Ok((types, strings, stats))
+    Ok(Deduplicated {
+        types,
+        strings,
+        stats,
+        spare,
+    })
 }
 
 /// Every id a type of `btf` or of its bases refers to must exist: the passes
@@ -725,6 +744,24 @@ mod tests {
         let mut bad = parsed_then_added(7);
         let e = dedup(&mut bad, &DedupOptions::default()).unwrap_err();
         assert!(e.to_string().contains("refers to type id 7"), "{e}");
+    }
+
+    /// The spare list is the input's, emptied: the next piece of an encoder
+    /// fills it without allocating; the output is `dedup_owned`'s.
+    #[test]
+    fn dedup_owned_with_spare_gives_back_the_input_list() {
+        let mut b = Btf::new();
+        let int = b.add_str("int");
+        for _ in 0..100 {
+            b.add_type(int_type(int));
+            b.add_type(Type::new(0, TypeData::Ptr { ty: 1 }));
+        }
+        let want = dedup_owned(b.clone(), &DedupOptions::default()).unwrap();
+        let (got, spare) = dedup_owned_with_spare(b, &DedupOptions::default()).unwrap();
+        assert_eq!(got.to_bytes(), want.to_bytes());
+        assert_eq!(got.type_count(), 3);
+        assert!(spare.is_empty());
+        assert!(spare.capacity() >= 200, "{}", spare.capacity());
     }
 
     /// Three CUs of `struct c { int v; }` and `struct a { struct c *x, *y,
