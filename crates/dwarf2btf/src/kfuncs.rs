@@ -102,10 +102,11 @@ pub fn kfuncs(
     let Some(sets) = kfunc_sets(obj, info) else {
         return kfuncs;
     };
+    let symbols: Vec<_> = kfunc_symbols(info, &sets).collect();
     // Later sets' flags win, as for the symbols below.
     let by_id: Option<BTreeMap<String, u32>> =
-        flags_by_id(obj, info, &sets, base).map(|pairs| pairs.into_iter().collect());
-    for (s, func) in kfunc_symbols(info, &sets) {
+        flags_by_id(obj, &sets, &symbols, base).map(|pairs| pairs.into_iter().collect());
+    for &(s, func) in &symbols {
         let flags = match &by_id {
             // A kfunc that resolve_btfids found no FUNC for keeps id 0:
             // which sorted pair is its own is not known.
@@ -149,13 +150,13 @@ fn kfunc_symbols<'i>(
 /// (the vmlinux BTF the encode is given).
 ///
 /// None for a pre-link image (every id still 0), one whose `.BTF` does not
-/// parse, or one whose ids name a function that no symbol of the sets
-/// names (a module's `.BTF` read over another kernel's base): then the
-/// flags are read by symbol, as pahole does.
+/// parse, or one whose ids name a function that none of `symbols` (the
+/// sets' [`kfunc_symbols`]) names (a module's `.BTF` read over another
+/// kernel's base): then the flags are read by symbol, as pahole does.
 fn flags_by_id(
     obj: &object::File<'_>,
-    info: &ElfInfo<'_>,
     sets: &KfuncSets<'_>,
+    symbols: &[(&crate::load::Symbol<'_>, &str)],
     base: Option<&Arc<Btf>>,
 ) -> Option<Vec<(String, u32)>> {
     let mut pairs = Vec::new();
@@ -190,11 +191,11 @@ fn flags_by_id(
         }
         btf.name_of(t).ok()
     };
-    let symbols: BTreeSet<&str> = kfunc_symbols(info, sets).map(|(_, f)| f).collect();
+    let named: BTreeSet<&str> = symbols.iter().map(|&(_, f)| f).collect();
     let mut by_id = Vec::with_capacity(pairs.len());
     for (id, flags) in pairs {
         let name = name(id)?;
-        if !symbols.contains(name) {
+        if !named.contains(name) {
             return None;
         }
         by_id.push((name.to_owned(), flags));
@@ -215,7 +216,10 @@ fn flags_by_id(
 pub fn with_implicit_args(obj: &object::File<'_>) -> BTreeSet<String> {
     let info = ElfInfo::new(obj);
     kfunc_sets(obj, &info)
-        .and_then(|sets| flags_by_id(obj, &info, &sets, None))
+        .and_then(|sets| {
+            let symbols: Vec<_> = kfunc_symbols(&info, &sets).collect();
+            flags_by_id(obj, &sets, &symbols, None)
+        })
         .unwrap_or_default()
         .into_iter()
         .filter(|&(_, flags)| flags & KF_IMPLICIT_ARGS != 0)
