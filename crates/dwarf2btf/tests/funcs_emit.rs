@@ -167,6 +167,52 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     bpftool_accepts(&btf);
 }
 
+/// A clone whose result no caller uses returns nothing: GCC's IPA-SRA
+/// removed the value of `ret_drop.isra.0` (a.c) while its DWARF keeps the
+/// source's `long`. The FUNC says void, so that no fexit program reads rax
+/// as its result. Oracle: objdump, in which the clone's code reaches its
+/// `ret` without writing rax.
+#[test]
+fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
+    let Some((_fx, exe)) = common::build_fixture() else {
+        return;
+    };
+    let name = "ret_drop.isra.0";
+    let code = testkit::objdump::code_to_first_ret(&exe, name);
+    assert!(
+        !code.iter().any(|i| testkit::objdump::writes_rax(i)),
+        "{name} writes rax before its ret: {code:?}"
+    );
+    let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
+    let inst = model
+        .instances
+        .iter()
+        .find(|i| i.symbol == name)
+        .expect("an instance");
+    let concrete = model.concrete(inst).expect("its DWARF");
+    assert_eq!(
+        concrete.ret.c, "long int",
+        "the DWARF keeps the source's type"
+    );
+    assert_eq!(inst.status, Status::ChangedAbi);
+    assert!(
+        inst.detail
+            .as_deref()
+            .is_some_and(|d| d.contains("IPA-SRA")),
+        "{:?}",
+        inst.detail
+    );
+    let f = funcs(&encode(&exe, AddrTags::Ambiguous));
+    assert_eq!(
+        f[name][0].0,
+        format!("void {name}(long int a, long int b)"),
+        "{:?}",
+        f[name]
+    );
+    // IPA-CP alone keeps the value.
+    assert!(f["cp_fn.constprop.0"][0].0.starts_with("long int "));
+}
+
 #[test]
 fn funcs_emit_debian_seed_examples_system_map() {
     let Some(k) = testkit::debian_kernel_or_skip() else {

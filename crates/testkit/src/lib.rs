@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod kernel;
+pub mod objdump;
 pub mod qemu;
 pub mod sid;
 

@@ -192,6 +192,36 @@ pub struct Verdict {
     pub signature: Signature,
     /// Why it is not encoded, or what changed.
     pub detail: Option<String>,
+    /// What an encodable signature returns.
+    pub returns: Returns,
+}
+
+/// What a FUNC may say the code returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Returns {
+    /// The source's return type (void included).
+    #[default]
+    Source,
+    /// void, where the source returns a value the compiler removed or may
+    /// have removed (see `removed_return`).
+    Void,
+}
+
+impl Returns {
+    /// The return type of `c`'s prototype: None for void.
+    pub fn of(self, c: &Concrete) -> Option<&TypeInfo> {
+        match self {
+            Returns::Source if c.ret.die.is_some() => Some(&c.ret),
+            _ => None,
+        }
+    }
+}
+
+/// A verdict on the parameters, before the return value is looked at.
+struct Params {
+    status: Status,
+    signature: Signature,
+    detail: Option<String>,
 }
 
 /// A symbol whose code no DWARF subprogram describes, with the one
@@ -199,14 +229,14 @@ pub struct Verdict {
 /// the symbol, named exactly as the source function (no compiler suffix:
 /// collect.rs matches whole names), keeps the source ABI (GCC renames what
 /// it changes).
-fn bodiless(c: &Concrete) -> Verdict {
+fn bodiless(c: &Concrete) -> Params {
     let die = c.source_die;
     if let Some(i) = c.params.iter().position(|p| p.name.is_empty()) {
         let reason = format!(
             "no DWARF subprogram starts here; DIE {die:#x} leaves parameter {} unnamed",
             i + 1
         );
-        return Verdict {
+        return Params {
             status: Status::NoDwarf,
             signature: Signature::Unwritable {
                 reason: reason.clone(),
@@ -214,7 +244,7 @@ fn bodiless(c: &Concrete) -> Verdict {
             detail: Some(reason),
         };
     }
-    Verdict {
+    Params {
         status: Status::PrototypeOnly,
         signature: Signature::Source,
         detail: Some(format!(
@@ -229,9 +259,65 @@ fn bodiless(c: &Concrete) -> Verdict {
 /// unsuffixed function keeps its source ABI whatever its DWARF says about
 /// unused parameters.
 pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
-    if c.bodiless {
-        return bodiless(c);
+    let p = if c.bodiless {
+        bodiless(c)
+    } else {
+        params(c, suffix)
+    };
+    let mut v = Verdict {
+        status: p.status,
+        signature: p.signature,
+        detail: p.detail,
+        returns: Returns::Source,
+    };
+    let encodable = matches!(v.signature, Signature::Source | Signature::True { .. });
+    if let Some(why) = removed_return(c, suffix, &v.signature).filter(|_| encodable) {
+        v.returns = Returns::Void;
+        if v.status == Status::Consistent {
+            v.status = Status::ChangedAbi;
+        }
+        v.detail = Some(match v.detail {
+            Some(d) => format!("{d}; {why}"),
+            None => why,
+        });
     }
+    v
+}
+
+/// Why the code may not return the value its source prototype returns:
+/// compilers remove a return value that no caller uses, and the DWARF keeps
+/// the source's return type. GCC does so in IPA-SRA clones (`.isra`) and in
+/// split parts (`.part`) that leave the value to their caller, and names
+/// nothing else that way; clang wherever DeadArgumentElimination changed the
+/// function's type, which it marks DW_CC_nocall (LLVM: "it may not be safe
+/// to call this function or try to interpret the return value"). Only
+/// clang's mark with every parameter where the ABI puts it says for certain
+/// that the value went (the type changed, not in its parameters: on 7.2
+/// built with clang 21, `mount_nodev_root` returns at `ret` right after a
+/// `test %rax,%rax`). A FUNC that kept the source's return type would let
+/// an fexit program read whatever rax holds as the result; one that says
+/// void may hide a value the code still returns, never show one it does
+/// not.
+fn removed_return(c: &Concrete, suffix: Option<&str>, params: &Signature) -> Option<String> {
+    let clone_kind = |kind: &str| suffix.is_some_and(|s| s.split('.').any(|k| k == kind));
+    let why = if c.ret.die.is_none() {
+        return None;
+    } else if c.nocall && *params == Signature::Source {
+        "return value removed (DW_CC_nocall with every parameter in place)"
+    } else if c.nocall {
+        "the return value may have been removed with them"
+    } else if clone_kind("isra") {
+        "an IPA-SRA clone may not return the value"
+    } else if clone_kind("part") {
+        "a split part may leave the return value to its caller"
+    } else {
+        return None;
+    };
+    Some(format!("{why}: returns void"))
+}
+
+/// The verdict on the parameters of an instance with code.
+fn params(c: &Concrete, suffix: Option<&str>) -> Params {
     let clone = suffix.is_some();
     let isra = suffix.is_some_and(|s| s.contains(".isra"));
     let slots = expected_slots(&c.ret, &c.params);
@@ -265,12 +351,12 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
     };
     if changed && !all_in_place {
         return match true_signature(c, isra) {
-            Ok(params) => Verdict {
+            Ok(params) => Params {
                 status: Status::ChangedAbi,
                 signature: Signature::True { params },
                 detail: Some(changes(c, &states)),
             },
-            Err(reason) => Verdict {
+            Err(reason) => Params {
                 status: Status::ChangedAbi,
                 signature: Signature::Unwritable {
                     reason: reason.clone(),
@@ -285,14 +371,14 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
     {
         // Unsuffixed, so callers still pass the source ABI; DWARF only
         // describes where the prologue moves the values.
-        return Verdict {
+        return Params {
             status: Status::UnexpectedRegister,
             signature: Signature::Source,
             detail: Some(describe(ParamState::Scope)),
         };
     }
     if states.contains(&ParamState::Unexpected) {
-        return Verdict {
+        return Params {
             status: Status::UnexpectedRegister,
             signature: Signature::Unwritable {
                 reason: describe(ParamState::Unexpected),
@@ -301,7 +387,7 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
         };
     }
     if states.contains(&ParamState::Moved) {
-        return Verdict {
+        return Params {
             status: Status::Reordered,
             signature: Signature::Unwritable {
                 reason: describe(ParamState::Moved),
@@ -310,7 +396,7 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
         };
     }
     if let Some((p, _)) = on_stack {
-        return Verdict {
+        return Params {
             status: Status::AggregateOnStack,
             signature: Signature::Source,
             detail: Some(format!(
@@ -329,7 +415,7 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
         .map(|(p, _)| p.name.as_str())
         .collect();
     if !dropped.is_empty() {
-        return Verdict {
+        return Params {
             status: Status::OptimizedParameters,
             signature: Signature::Source,
             detail: Some(format!(
@@ -338,7 +424,7 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
             )),
         };
     }
-    Verdict {
+    Params {
         status: Status::Consistent,
         signature: Signature::Source,
         detail: None,

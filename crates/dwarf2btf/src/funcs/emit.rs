@@ -224,12 +224,16 @@ impl<'a> ExactFuncs<'a> {
                     Some(d) => cx.types.type_id_global(gimli::DebugInfoOffset(d as usize)),
                 }
             };
-            let Some(ret) = die_id(c.ret.die) else {
+            let ret_type = verdict.returns.of(c);
+            let Some(ret) = die_id(ret_type.and_then(|r| r.die)) else {
                 continue;
             };
             let mut key = FxHasher::default();
             // The C text always, the fingerprint where `need` asked for it.
-            (name, &c.ret.c, c.ret.shape).hash(&mut key);
+            match ret_type {
+                Some(r) => (name, &r.c, r.shape).hash(&mut key),
+                None => (name, "void", 0u64).hash(&mut key),
+            }
             let mut params: Vec<(String, TypeId)> = Vec::new();
             let mut ok = true;
             match &verdict.signature {

@@ -30,7 +30,7 @@ use object::{Object, ObjectSymbol};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-pub use abi::{SigParam, SigType, Signature, Status};
+pub use abi::{Returns, SigParam, SigType, Signature, Status};
 pub use collect::{Concrete, SrcParam};
 pub use location::EntryLoc;
 
@@ -62,6 +62,8 @@ pub struct Instance {
     pub parent: Option<usize>,
     pub status: Status,
     pub signature: Signature,
+    /// What the signature returns.
+    pub returns: Returns,
     /// What changed, or why the instance cannot be encoded.
     pub detail: Option<String>,
 }
@@ -166,6 +168,7 @@ impl FuncModel {
                     parent: None,
                     status: Status::NoDwarf,
                     signature: Signature::None,
+                    returns: Returns::Source,
                     detail: None,
                 };
                 let pick = by_entry
@@ -216,6 +219,7 @@ impl FuncModel {
                         let v = abi::analyse(c, inst.suffix());
                         inst.status = v.status;
                         inst.signature = v.signature;
+                        inst.returns = v.returns;
                         inst.detail = v.detail;
                     }
                 } else if let Some((_, &(hi, ci))) = secondary.range(..=address).next_back() {
@@ -272,15 +276,16 @@ impl FuncModel {
     /// The prototype in C: the true one when the ABI changed, else the source one.
     pub fn prototype_c(&self, inst: &Instance) -> Option<String> {
         let c = self.concrete(inst)?;
+        let ret = inst.returns.of(c).map_or("void", |r| r.c.as_str());
         match &inst.signature {
             Signature::Source => Some(c_prototype(
-                &c.ret.c,
+                ret,
                 inst.btf_name(),
                 c.params.iter().map(|p| (p.ty.c.as_str(), p.name.as_str())),
                 c.varargs,
             )),
             Signature::True { params } => Some(c_prototype(
-                &c.ret.c,
+                ret,
                 inst.btf_name(),
                 params.iter().map(|p| (p.c.as_str(), p.name.as_str())),
                 false,

@@ -16,7 +16,7 @@ use super::ctype::TypeInfo;
 use super::location::{piece_eightbytes, EntryLoc, Piece};
 use super::lookup::parse_unreachable_name;
 use super::registers::{reg_name, ARG_REGS};
-use super::{FuncModel, Instance, Signature, Status};
+use super::{FuncModel, Instance, Returns, Signature, Status};
 
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -190,11 +190,17 @@ pub fn prototype_matches(
             || info.is_some_and(|i| same_scalar(btf, id, i))
             || (void_pointer(btf, id) && info.map_or(c.trim_end().ends_with('*'), |i| i.pointer))
     };
-    if compare == Compare::Types && !same_type(*ret, &c.ret.c, Some(&c.ret)) {
+    let code_ret = inst.returns.of(c);
+    let code_ret_c = code_ret.map_or("void", |r| r.c.as_str());
+    if compare == Compare::Types && !same_type(*ret, code_ret_c, code_ret) {
+        let removed = if inst.returns == Returns::Void {
+            " (the compiler removed the value, or may have)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "returns {} where the code returns {}",
+            "returns {} where the code returns {code_ret_c}{removed}",
             btf::cdecl::type_name(btf, *ret),
-            c.ret.c
         ));
     }
     let mut next = usize::from(returns_in_memory(btf, *ret));

@@ -37,3 +37,10 @@ int coerce_caller(long *a, sockptr_t u) { return coerce_fn(a, u) + coerce_fn(a +
 
 /* weak definition; b.c holds the strong one */
 __attribute__((weak, noinline)) int weak_fn(int x) { return x + 1; }
+
+/* .isra without its return value: no caller uses it, so IPA-SRA drops it
+ * while the DWARF keeps `long` */
+long ret_total;
+static __attribute__((noinline)) long ret_drop(long a, long b) { ret_total += a * b; return ret_total; }
+void ret_caller1(long a) { ret_drop(a, 2); }
+void ret_caller2(long a) { ret_drop(a, 3); }
