@@ -1194,7 +1194,8 @@ fn nop_ftrace_sites(exe: &Path, out: &Path) -> usize {
 /// every parameter in place): pahole 1.32 says it returns `int`, btfkit
 /// `void`, and objdump shows its code reaching `ret` without writing rax.
 /// Each FUNC's parameters are where the DWARF of its code puts them (funcs
-/// --verify's comparison).
+/// --verify's comparison). `--funcs pahole` leaves both changed functions
+/// out.
 #[test]
 fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
     use btf::diff::{diff, Category, DiffOptions};
@@ -1262,4 +1263,27 @@ fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
             }
         }
     }
+
+    // `--funcs pahole` writes source prototypes: none for the two
+    // functions clang changed (DW_CC_nocall), and the others the same.
+    let pahole_mode = fx.path("entry.pahole-mode");
+    let o = run(
+        Path::new(BTFKIT),
+        &[
+            "encode",
+            "--funcs",
+            "pahole",
+            "-o",
+            &pahole_mode.display().to_string(),
+            &exe.display().to_string(),
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let kept: Vec<&str> = CLANG_ENTRY_FUNCS
+        .iter()
+        .copied()
+        .filter(|f| !f.starts_with("free_all:") && !f.starts_with("report:"))
+        .collect();
+    assert_eq!(funcs_with_tags(&pahole_mode), kept);
 }

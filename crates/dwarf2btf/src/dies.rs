@@ -105,6 +105,7 @@ impl Fields {
     pub const FUNCS: Fields = Fields(
         Field::Name.bit()
             | Field::Type.bit()
+            | Field::CallingConvention.bit()
             | Field::Declaration.bit()
             | Field::Specification.bit()
             | Field::AbstractOrigin.bit()

@@ -13,6 +13,13 @@
 //! threads) whose code starts at the address the kernel picks for that name;
 //! a name with no such definition (the code there has no DWARF, has an
 //! unnamed parameter, or the name's lowest symbol is data) gets no FUNC.
+//!
+//! Nor does a definition clang marks DW_CC_nocall: clang keeps a function's
+//! name when DeadArgumentElimination removes parameters or the return
+//! value, and the source prototype pahole 1.24 writes would then let a
+//! program read arguments from the wrong registers (on 7.2 built with clang
+//! 21, 360 FUNCs that `check --attach` finds unsafe, `syscall_get_nr` among
+//! them: two parameters in the source, one in the code).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -87,27 +94,40 @@ impl Candidates {
     }
 }
 
-/// Name and type of a DIE, looking through DW_AT_abstract_origin and
+/// What a DIE says, looking through DW_AT_abstract_origin and
 /// DW_AT_specification (concrete instances and out-of-line definitions
-/// carry neither themselves).
-fn name_and_type<'d>(
+/// carry neither name nor type themselves).
+struct Described<'d> {
+    name: Option<&'d [u8]>,
+    ty: Option<u32>,
+    /// DW_CC_nocall on a DIE of the chain: clang changed the function's
+    /// type (removed parameters or its return value).
+    nocall: bool,
+}
+
+fn described<'d>(
     cx: &UnitContext<'_, 'd>,
     dies: &mut DieReader<'_, 'd>,
     attrs: &Attrs<'d>,
-) -> gimli::Result<(Option<&'d [u8]>, Option<u32>)> {
-    let mut name = attrs.name().bytes(cx.dwarf, cx.unit);
-    let mut ty = attrs.ty();
+) -> gimli::Result<Described<'d>> {
+    let is_nocall = |a: &Attrs<'d>| a.calling_convention() == Some(u64::from(dw::DW_CC_nocall.0));
+    let mut d = Described {
+        name: attrs.name().bytes(cx.dwarf, cx.unit),
+        ty: attrs.ty(),
+        nocall: is_nocall(attrs),
+    };
     let mut next = attrs.abstract_origin().or(attrs.specification());
     for _ in 0..4 {
-        let Some(at) = next.filter(|_| name.is_none() || ty.is_none()) else {
+        let Some(at) = next.filter(|_| d.name.is_none() || d.ty.is_none()) else {
             break;
         };
         let Some(die) = dies.die_at(at)? else { break };
-        name = name.or_else(|| die.attrs.name().bytes(cx.dwarf, cx.unit));
-        ty = ty.or(die.attrs.ty());
+        d.name = d.name.or_else(|| die.attrs.name().bytes(cx.dwarf, cx.unit));
+        d.ty = d.ty.or(die.attrs.ty());
+        d.nocall |= is_nocall(&die.attrs);
         next = die.attrs.abstract_origin().or(die.attrs.specification());
     }
-    Ok((name, ty))
+    Ok(d)
 }
 
 /// Where the code of the subprogram DIE at `offset` starts: DW_AT_entry_pc,
@@ -168,9 +188,13 @@ impl<'a> PaholeFuncs<'a> {
                 0 => continue,
                 1 if tag == dw::DW_TAG_subprogram && !die.attrs.declaration() => {
                     let attrs = die.attrs;
-                    let (name, ret) = name_and_type(cx, &mut dies, &attrs)?;
+                    let Described {
+                        name,
+                        ty: ret,
+                        nocall,
+                    } = described(cx, &mut dies, &attrs)?;
                     let name = name.and_then(|n| std::str::from_utf8(n).ok());
-                    match name.filter(|n| cx.elf.func_names.contains(n)) {
+                    match name.filter(|n| !nocall && cx.elf.func_names.contains(n)) {
                         Some(name) => {
                             let start = out.params.len() as u32;
                             let entry = entry_address(cx, die_offset)?;
@@ -192,11 +216,11 @@ impl<'a> PaholeFuncs<'a> {
                         match tag {
                             dw::DW_TAG_formal_parameter => {
                                 let attrs = die.attrs;
-                                let (pname, pty) = name_and_type(cx, &mut dies, &attrs)?;
-                                match pname.and_then(|n| std::str::from_utf8(n).ok()) {
+                                let param = described(cx, &mut dies, &attrs)?;
+                                match param.name.and_then(|n| std::str::from_utf8(n).ok()) {
                                     Some(n) => {
                                         let n = out.push_str(n);
-                                        out.params.push((n, type_of(pty)));
+                                        out.params.push((n, type_of(param.ty)));
                                     }
                                     None => *named = false,
                                 }
