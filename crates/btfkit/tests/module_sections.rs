@@ -14,7 +14,7 @@ use std::process::Command;
 
 use btf::{Btf, TypeData};
 use dwarf2btf::funcs::lookup::parse_unreachable_name;
-use dwarf2btf::funcs::module_address::ModuleSections;
+use ksyms::module_sections::ModuleSections;
 use object::{Object, ObjectSection, ObjectSymbol};
 use testkit::Fixture;
 
@@ -265,7 +265,7 @@ struct Placed {
     offset: u64,
 }
 
-/// The function symbols of a module: its address key (module_address.rs)
+/// The function symbols of a module: its address key (ksyms::module_sections)
 /// -> names and place, and each name's first symbol in table order (the
 /// one a module's name lookup returns).
 struct ModuleSymbols {

@@ -62,6 +62,7 @@ pub mod kallsyms;
 pub mod link;
 pub mod location;
 pub mod mcount;
+pub mod module_sections;
 mod scan;
 pub mod system_map;
 pub mod table;
