@@ -274,6 +274,7 @@ fn debian_module_funcs_by_name_at_readelf_section_offset_with_addr2line_prototyp
 
 /// By address: a hex number is a `.text` offset, `SECTION+0xOFF` an offset
 /// in that section; each resolves to a symbol readelf puts there.
+/// An offset beyond what a section can hold is an error.
 #[test]
 fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
     if testkit::tool_or_skip("readelf", "binutils").is_none() {
@@ -309,5 +310,24 @@ fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
         }
         assert!(at.keys().any(|a| a.starts_with(".init.text+")), "{rel}");
         assert!(at.keys().any(|a| a.starts_with("0x")), "{rel}");
+        // An offset no section can have (it would be the next section's
+        // key): an error naming the file, exit 1.
+        let out = Command::new(BTFKIT)
+            .args([
+                "resolve",
+                "--elf",
+                ko_s,
+                "--btf",
+                btf_s,
+                ".init.text+0x100000000",
+            ])
+            .output()
+            .expect("run btfkit");
+        assert_eq!(out.status.code(), Some(1), "{rel}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("does not fit section .init.text of {ko_s}")),
+            "{text}"
+        );
     }
 }

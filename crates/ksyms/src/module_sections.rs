@@ -132,9 +132,12 @@ impl NamedSections {
         Some((name, offset))
     }
 
-    /// The key of `offset` in the (first) section named `name`.
+    /// The key of `offset` in the (first) section named `name`; None when
+    /// there is no such section or the offset does not fit a key (2^32 or
+    /// more: the next section's keys).
     pub fn key(&self, name: &str, offset: u64) -> Option<u64> {
         let section = self.names.iter().position(|n| n == name)?;
+        u32::try_from(offset).ok()?;
         Some(self.sections.key(section, offset))
     }
 }
@@ -204,5 +207,6 @@ mod tests {
         // A section that does not exist has no name.
         assert_eq!(n.place(9 << 32), None);
         assert_eq!(n.key(".exit.text", 0), None);
+        assert_eq!(n.key(".init.text", 1 << 32), None);
     }
 }

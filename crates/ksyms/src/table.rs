@@ -445,7 +445,8 @@ impl Table {
 
     /// The address of `offset` in the section named `section` of a
     /// relocatable object (`.init.text`, 0 gives `init_module`'s key);
-    /// None for a linked image or a section it does not have.
+    /// None for a linked image, a section it does not have or an offset of
+    /// 4 GiB or more.
     pub fn section_address(&self, section: &str, offset: u64) -> Option<u64> {
         self.sections.as_ref()?.key(section, offset)
     }

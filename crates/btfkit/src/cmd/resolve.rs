@@ -418,26 +418,36 @@ impl Resolver<'_> {
             return vec![self.resolve_addr(input, addr)];
         }
         match parse_symbol_offset(input) {
-            Some(so) => match self.section_offset(&so) {
-                Some(addr) => vec![self.resolve_addr(input, addr)],
-                None => self.resolve_symbol_offset(input, &so),
-            },
+            Some(so) if self.is_section(&so) => {
+                match self.table.section_address(so.name, so.offset) {
+                    Some(addr) => vec![self.resolve_addr(input, addr)],
+                    None => vec![Resolved {
+                        input: input.to_owned(),
+                        kind: "unresolved",
+                        error: Some(format!(
+                            "offset {:#x} does not fit section {} of {}",
+                            so.offset,
+                            so.name,
+                            self.table.source().display()
+                        )),
+                        ..Default::default()
+                    }],
+                }
+            }
+            Some(so) => self.resolve_symbol_offset(input, &so),
             None => self.resolve_name(input),
         }
     }
 
-    /// `.init.text+0x10`: the address of that offset in a section of the
+    /// Whether `so` is `.init.text+0x10`: an offset in a section of the
     /// module given as --elf, as `address_text` shows it. A symbol of that
     /// name comes first.
-    fn section_offset(&self, so: &SymbolOffset<'_>) -> Option<u64> {
-        if !so.name.starts_with('.')
-            || so.size.is_some()
-            || so.module.is_some()
-            || self.table.by_name(so.name).next().is_some()
-        {
-            return None;
-        }
-        self.table.section_address(so.name, so.offset)
+    fn is_section(&self, so: &SymbolOffset<'_>) -> bool {
+        so.name.starts_with('.')
+            && so.size.is_none()
+            && so.module.is_none()
+            && self.table.section_address(so.name, 0).is_some()
+            && self.table.by_name(so.name).next().is_none()
     }
 }
 
