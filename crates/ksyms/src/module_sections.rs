@@ -1,4 +1,4 @@
-//! Code addresses of a kernel module (a relocatable object: `.ko`, `.o`).
+//! Addresses in a kernel module (a relocatable object: `.ko`, `.o`).
 //!
 //! Every section of a relocatable object starts at address 0, so an offset
 //! alone does not say which code it is: `init_module` at `.init.text`+0,
@@ -6,13 +6,13 @@
 //! share offset 0. Module code is therefore keyed by section: an offset in
 //! `.text` stands for itself (the addr tags of a module's `.text` functions
 //! are their offsets), an offset in any other section is
-//! `(section index << 32) + offset`. The symbol table of [`crate::elf`],
-//! and in dwarf2btf the function model, the encoder's FUNCs and addr tags
-//! and the attach audit all key module addresses with
-//! [`ModuleSections::key`]: ELF symbols by their section, DWARF code
-//! addresses by the section of the symbol their relocation names
-//! (dwarf2btf's relocator, load.rs, writes the keys into the DWARF it
-//! relocates). The rule lives here, with the symbol tables, so that a
+//! `(section index << 32) + offset`. The symbol table of [`crate::elf`]
+//! (every symbol, data too), and in dwarf2btf the function model, the
+//! encoder's FUNCs and addr tags and the attach audit all key module
+//! addresses with [`ModuleSections::key`]: ELF symbols by their section,
+//! DWARF code addresses by the section of the symbol their relocation
+//! names (dwarf2btf's relocator, load.rs, writes the keys into the DWARF
+//! it relocates). The rule lives here, with the symbol tables, so that a
 //! symbol's address means the same to every crate that reads one.
 //!
 //! A DWARF code address that no relocation ties to a section (lld's `-r`
