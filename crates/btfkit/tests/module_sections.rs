@@ -14,9 +14,14 @@ use std::process::Command;
 
 use btf::{Btf, TypeData};
 use dwarf2btf::funcs::lookup::parse_unreachable_name;
-use dwarf2btf::funcs::module_address::ModuleSections;
+use ksyms::module_sections::ModuleSections;
 use object::{Object, ObjectSection, ObjectSymbol};
 use testkit::Fixture;
+
+mod common {
+    pub mod addr2line;
+}
+use common::addr2line::addr2line;
 
 const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
 
@@ -265,7 +270,7 @@ struct Placed {
     offset: u64,
 }
 
-/// The function symbols of a module: its address key (module_address.rs)
+/// The function symbols of a module: its address key (ksyms::module_sections)
 /// -> names and place, and each name's first symbol in table order (the
 /// one a module's name lookup returns).
 struct ModuleSymbols {
@@ -309,32 +314,6 @@ fn module_symbols(ko: &Path) -> ModuleSymbols {
             .push(name.to_owned());
     }
     m
-}
-
-/// The DWARF subprogram whose code is at each offset of a section,
-/// as binutils' addr2line finds it (`-i`: the outermost function last).
-fn addr2line(ko: &Path, section: &str, offsets: &[u64]) -> Vec<String> {
-    let mut cmd = Command::new("addr2line");
-    cmd.args(["-f", "-i", "-a", "-e"])
-        .arg(ko)
-        .args(["-j", section]);
-    for o in offsets {
-        cmd.arg(format!("{o:#x}"));
-    }
-    let out = String::from_utf8(testkit::run_ok(&mut cmd)).expect("UTF-8");
-    // Per address: "0x<address>", then function and file:line pairs.
-    let mut names = Vec::new();
-    let mut lines = out.lines().peekable();
-    while let Some(l) = lines.next() {
-        assert!(l.starts_with("0x"), "addr2line: {out}");
-        let mut last = String::new();
-        while let Some(f) = lines.next_if(|l| !l.starts_with("0x")) {
-            last = f.to_owned();
-            lines.next();
-        }
-        names.push(last);
-    }
-    names
 }
 
 #[test]

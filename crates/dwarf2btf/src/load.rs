@@ -8,16 +8,16 @@
 //! values, as pahole assumes too. In a relocatable object (a kernel module,
 //! ET_REL) the debug sections hold zeros where string offsets, unit offsets
 //! and addresses go: their RELA relocations are applied to owned copies,
-//! with code addresses keyed by section (funcs/module_address.rs).
+//! with code addresses keyed by section (ksyms::module_sections).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use gimli::{EndianSlice, RunTimeEndian, SectionId};
+use ksyms::module_sections::{ModuleSections, UNTIED};
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
-use crate::funcs::module_address::{ModuleSections, UNTIED};
 
 /// The reader every DWARF consumer in this crate uses.
 pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -340,7 +340,7 @@ impl<'o, 'a> Relocator<'o, 'a> {
             .elf_section_table()
             .relocation_sections(endian, symbols.section())
             .map_err(|e| bad(e.to_string()))?;
-        // Code addresses are keyed by section (funcs/module_address.rs);
+        // Code addresses are keyed by section (ksyms::module_sections);
         // an undefined symbol (symbol 0 included) ties nothing to a section.
         let sections = ModuleSections::of(obj).unwrap_or_default();
         let values = symbols

@@ -1,10 +1,13 @@
 //! An ELF `.symtab` (vmlinux, or a module's `.ko`): the same symbols as
-//! System.map, plus the size of every function and object.
+//! System.map, plus the size of every function and object. A relocatable
+//! object's (a `.ko`, a `.o`) symbols are keyed by section
+//! ([`crate::module_sections`]): each of its sections starts at 0.
 
 use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolScope};
 
+use crate::module_sections::{symbol_address, NamedSections};
 use crate::{Error, RawSymbol, Result, Symbols};
 
 /// Reads the symbol table of an ELF file, mapped rather than read: a
@@ -73,7 +76,10 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Symbols> {
         modules: Vec::new(),
         source: path.to_owned(),
         addresses_hidden: false,
+        sections: None,
     };
+    let sections = NamedSections::of(&file);
+    let keys = sections.as_ref().map(NamedSections::sections);
     for sym in file.symbols() {
         if sym.is_undefined() || matches!(sym.kind(), SymbolKind::Section | SymbolKind::File) {
             continue;
@@ -104,7 +110,7 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Symbols> {
         }
         let (name_start, name_len) = out.push_name(name);
         out.raw.push(RawSymbol {
-            addr: sym.address(),
+            addr: symbol_address(keys, &sym),
             size,
             name_start,
             name_len,
@@ -112,5 +118,6 @@ pub fn parse(data: &[u8], path: &Path) -> Result<Symbols> {
             type_char,
         });
     }
+    out.sections = sections;
     Ok(out)
 }

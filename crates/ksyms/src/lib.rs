@@ -14,8 +14,11 @@
 //!
 //! Addresses are virtual addresses, as the source states them: run-time
 //! addresses for `/proc/kallsyms`, link-time ones for System.map and an ELF
-//! file (move them with [`Symbols::relocate`] and [`kaslr_offset`]). Sizes
-//! and offsets are in bytes.
+//! file (move them with [`Symbols::relocate`] and [`kaslr_offset`]). In a
+//! relocatable object (a module's `.ko`), where every section starts at 0,
+//! they are keys of section and offset ([`module_sections`]), which
+//! [`Table::address_text`] shows as `.init.text+0x0`. Sizes and offsets are
+//! in bytes.
 //!
 //! # Example
 //!
@@ -62,11 +65,14 @@ pub mod kallsyms;
 pub mod link;
 pub mod location;
 pub mod mcount;
+pub mod module_sections;
 mod scan;
 pub mod system_map;
 pub mod table;
 
 use std::path::{Path, PathBuf};
+
+use module_sections::NamedSections;
 
 pub use error::Error;
 pub use link::{BtfIndex, FuncMatch};
@@ -100,6 +106,8 @@ pub struct Symbols {
     pub(crate) modules: Vec<String>,
     pub(crate) source: PathBuf,
     pub(crate) addresses_hidden: bool,
+    /// A relocatable object's sections, whose keys the addresses are.
+    pub(crate) sections: Option<NamedSections>,
 }
 
 impl Symbols {

@@ -191,7 +191,19 @@ impl<'a> BtfIndex<'a> {
             _ => None,
         };
         if let Some(entry) = entry.filter(|_| self.has_addr_tags()) {
-            if let Some(id) = self.funcs_at(entry).next() {
+            // Aliases (`init_module` of a module's init function) share the
+            // code and the tag: the FUNC of the symbol's own name first.
+            let named = |&id: &TypeId| {
+                self.btf
+                    .type_by_id(id)
+                    .and_then(|t| self.btf.name_of(t).ok())
+                    == Some(name)
+            };
+            if let Some(id) = self
+                .funcs_at(entry)
+                .find(named)
+                .or_else(|| self.funcs_at(entry).next())
+            {
                 return FuncMatch::Exact(id);
             }
         }

@@ -56,6 +56,7 @@ pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols>
         modules: Vec::new(),
         source: path.to_owned(),
         addresses_hidden: false,
+        sections: None,
     };
     let b = names.as_bytes();
     let len = b.len();

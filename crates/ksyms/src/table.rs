@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHasher;
 
+use crate::module_sections::NamedSections;
 use crate::{Error, Result, Symbols};
 
 /// What a symbol is, from its name, type letter and module.
@@ -89,10 +90,11 @@ impl TrampolineTarget {
 pub enum SizeSource {
     /// The ELF symbol table states it.
     Exact,
-    /// The distance to the next higher address in the same module: an upper
-    /// bound that includes alignment padding.
+    /// The distance to the next higher address in the same module (and
+    /// section, in a relocatable object): an upper bound that includes
+    /// alignment padding.
     NextSymbol,
-    /// The last symbol of its module: nothing bounds it.
+    /// The last symbol of its module (or section): nothing bounds it.
     Unknown,
 }
 
@@ -332,6 +334,8 @@ pub struct Table {
     by_base_name: OnceLock<Vec<(u64, u32)>>,
     source: std::path::PathBuf,
     addresses_hidden: bool,
+    /// A relocatable object's sections, whose keys the addresses are.
+    sections: Option<NamedSections>,
 }
 
 impl Table {
@@ -344,6 +348,7 @@ impl Table {
             modules,
             source,
             addresses_hidden,
+            sections,
         } = symbols;
         let mut entries: Vec<Entry> = raw
             .iter()
@@ -377,7 +382,14 @@ impl Table {
 
         // Sizes from the next higher address in the same module, walking
         // backwards: per module, the lowest address seen so far above the
-        // current one.
+        // current one. In a relocatable object the next address in another
+        // section bounds nothing: sections are apart when loaded.
+        let section_of = |addr: u64| {
+            sections
+                .as_ref()
+                .and_then(|s| s.sections().place(addr))
+                .map(|(section, _)| section)
+        };
         let mut cur = vec![None::<u64>; modules.len() + 1];
         let mut next = vec![None::<u64>; modules.len() + 1];
         for e in entries.iter_mut().rev() {
@@ -391,7 +403,7 @@ impl Table {
                 *cur_m = Some(addr);
             }
             if e.size_source == SizeSource::Unknown {
-                if let Some(n) = *next_m {
+                if let Some(n) = next_m.filter(|&n| section_of(n) == section_of(addr)) {
                     e.size = n - addr;
                     e.size_source = SizeSource::NextSymbol;
                 }
@@ -409,7 +421,34 @@ impl Table {
             by_base_name: OnceLock::new(),
             source,
             addresses_hidden,
+            sections,
         }
+    }
+
+    /// The section of a relocatable object that a key is in (None in a
+    /// linked image).
+    fn section_of(&self, addr: u64) -> Option<usize> {
+        let (section, _) = self.sections.as_ref()?.sections().place(addr)?;
+        Some(section)
+    }
+
+    /// `addr` as the user knows it: `0x1a0`, or in a relocatable object
+    /// (a module) whose every section starts at 0, `.init.text+0x0` for an
+    /// address keyed by its section (a `.text` offset stands alone, see
+    /// [`crate::module_sections`]).
+    pub fn address_text(&self, addr: u64) -> String {
+        match self.sections.as_ref().and_then(|s| s.place(addr)) {
+            Some((section, offset)) => format!("{section}+{offset:#x}"),
+            None => format!("{addr:#x}"),
+        }
+    }
+
+    /// The address of `offset` in the section named `section` of a
+    /// relocatable object (`.init.text`, 0 gives `init_module`'s key);
+    /// None for a linked image, a section it does not have or an offset of
+    /// 4 GiB or more.
+    pub fn section_address(&self, section: &str, offset: u64) -> Option<u64> {
+        self.sections.as_ref()?.key(section, offset)
     }
 
     fn name_index(&self) -> &[(u64, u32)] {
@@ -527,6 +566,11 @@ impl Table {
             .enumerate()
             .min_by_key(|(_, e)| preference(e))
             .map(|(i, e)| (start + i, e))?;
+        // The last symbol of a section of a relocatable object does not
+        // reach into the next one.
+        if self.sections.is_some() && self.section_of(last) != self.section_of(addr) {
+            return None;
+        }
         let offset = addr - last;
         match e.size_source {
             SizeSource::Unknown => {}

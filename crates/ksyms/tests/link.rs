@@ -89,3 +89,35 @@ fn without_tags_a_name_match_is_ambiguous() {
         FuncMatch::None
     );
 }
+
+/// A module's `cleanup_module` is an alias of its exit function: one
+/// address, one tag value on two FUNCs, as btfkit's encoder writes them.
+#[test]
+fn an_alias_is_matched_to_the_tagged_func_of_its_own_name() {
+    let mut b = Builder::new();
+    let int = b.add_int("int", 4, btf::format::BTF_INT_SIGNED);
+    let proto = b.add_func_proto(int, &[]);
+    let tag = addr_tag::format(0xffffffff81000110, &mut [0; addr_tag::MAX_LEN]).to_owned();
+    let mut ids = Vec::new();
+    for name in ["mod_exit", "cleanup_module"] {
+        let f = b.add_func(name, proto, Linkage::Static);
+        b.add_decl_tag(&tag, f, None);
+        ids.push(f);
+    }
+    let btf = b.finish();
+    let text = "ffffffff81000000 T _stext\n\
+                ffffffff81000110 t mod_exit\n\
+                ffffffff81000110 T cleanup_module\n\
+                ffffffff81000200 T _etext\n";
+    let table =
+        Table::new(kallsyms::parse(text.into(), Path::new("k"), Hidden::Error).expect("parse"));
+    let index = BtfIndex::new(&btf);
+    for (name, id) in ["mod_exit", "cleanup_module"].into_iter().zip(ids) {
+        let sym = table.by_name(name).next().expect(name);
+        assert_eq!(
+            index.match_function(&table, &sym),
+            FuncMatch::Exact(id),
+            "{name}"
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! btfkit's own output) to symbols, offsets and prototypes; names to every
 //! instance with its address and prototype; variables to their type. With
 //! `--elf` a vmlinux with DWARF, a function's prototype is its instance's
-//! own, from the DWARF at its address.
+//! own, from the DWARF at its address. With `--elf` a module (`.ko`), whose
+//! every section starts at 0, addresses are shown and read as
+//! `.init.text+0x0`, a bare hex address being a `.text` offset.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -28,16 +30,20 @@ pub struct ResolveArgs {
     /// Link-time symbols (`nm -n`); moved by the KASLR offset when --kallsyms is given too
     #[arg(long)]
     system_map: Option<PathBuf>,
-    /// vmlinux with a symbol table, for exact sizes (takes precedence over
-    /// --system-map); with DWARF, each function instance's own prototype
-    #[arg(long, value_name = "VMLINUX")]
+    /// vmlinux or module (.ko) with a symbol table, for exact sizes (takes
+    /// precedence over --system-map); with DWARF, each function instance's
+    /// own prototype. A module's addresses are section offsets, shown as
+    /// `.init.text+0x0`; a hex address is a `.text` offset
+    #[arg(long, value_name = "VMLINUX|MODULE")]
     elf: Option<PathBuf>,
     /// Print a JSON array, one object per result
     #[arg(long)]
     json: bool,
-    /// Addresses (hex; `0x` or at least 8 digits), `name+0xOFF[/0xSIZE]`
-    /// (as an oops prints them, optionally followed by ` [module]`) or
-    /// names. None, or `-`: one per line on stdin
+    /// Addresses (hex; `0x` or at least 8 digits; of a module given as
+    /// --elf, a `.text` offset), `name+0xOFF[/0xSIZE]` (as an oops prints
+    /// them, optionally followed by ` [module]`), `SECTION+0xOFF` (a
+    /// section of a module given as --elf) or names. None, or `-`: one per
+    /// line on stdin
     #[arg(value_name = "ADDR|NAME")]
     inputs: Vec<String>,
 }
@@ -109,11 +115,14 @@ fn load_table(args: &ResolveArgs) -> anyhow::Result<(Table, i64)> {
     })
 }
 
-/// The function instances of a vmlinux's DWARF by link-time address, and
-/// how far the symbol table moved them (KASLR).
+/// The function instances of a vmlinux's or module's DWARF by link-time
+/// address (a module's keyed by section, as the symbol table's), and how
+/// far the symbol table moved them (KASLR).
 struct Dwarf {
     model: FuncModel,
-    by_addr: std::collections::HashMap<u64, usize>,
+    /// Per address, the instances there: one per symbol (aliases such as
+    /// `init_module` share their function's code).
+    by_addr: std::collections::HashMap<u64, Vec<usize>>,
     kaslr: i64,
 }
 
@@ -129,7 +138,7 @@ impl Dwarf {
         let mut by_addr = std::collections::HashMap::new();
         for (i, inst) in model.instances.iter().enumerate() {
             if inst.concrete.is_some() {
-                by_addr.entry(inst.address).or_insert(i);
+                by_addr.entry(inst.address).or_insert_with(Vec::new).push(i);
             }
         }
         Ok(Some(Dwarf {
@@ -140,9 +149,15 @@ impl Dwarf {
     }
 
     /// The C prototype of the instance whose code starts at `addr` (a
-    /// table address), named as its symbol.
-    fn prototype(&self, addr: u64) -> Option<String> {
-        let i = *self.by_addr.get(&addr.wrapping_sub(self.kaslr as u64))?;
+    /// table address), named as `symbol` when it is one of the aliases
+    /// there.
+    fn prototype(&self, addr: u64, symbol: &str) -> Option<String> {
+        let at = self.by_addr.get(&addr.wrapping_sub(self.kaslr as u64))?;
+        let i = at
+            .iter()
+            .copied()
+            .find(|&i| self.model.instances[i].symbol == symbol)
+            .or_else(|| at.first().copied())?;
         self.model.prototype_c(&self.model.instances[i])
     }
 }
@@ -176,7 +191,7 @@ impl Resolver<'_> {
     /// Fills in what a symbol is: its FUNC and prototype, or its VAR and type.
     fn describe(&self, sym: &Symbol<'_>, out: &mut Resolved) {
         out.kind = kind_name(sym.kind);
-        out.addr = Some(format!("{:#x}", sym.addr));
+        out.addr = Some(self.table.address_text(sym.addr));
         out.symbol = Some(sym.name.to_owned());
         out.module = sym.module.map(str::to_owned);
         out.size = sym.size;
@@ -191,7 +206,7 @@ impl Resolver<'_> {
                 // The DWARF of this very code says what it takes, whatever
                 // FUNC the name leads to.
                 let dwarf = (sym.kind == SymbolKind::Function)
-                    .then(|| self.dwarf.as_ref()?.prototype(sym.addr))
+                    .then(|| self.dwarf.as_ref()?.prototype(sym.addr, sym.name))
                     .flatten();
                 let mut warnings = Vec::new();
                 if let Some(parent) = sym.parent() {
@@ -275,7 +290,7 @@ impl Resolver<'_> {
             }
             None => {
                 out.kind = "unresolved";
-                out.addr = Some(format!("{addr:#x}"));
+                out.addr = Some(self.table.address_text(addr));
                 out.error = Some(format!(
                     "no symbol of {} contains this address",
                     self.table.source().display()
@@ -371,10 +386,10 @@ impl Resolver<'_> {
                 let mut warnings: Vec<String> = r.warning.take().into_iter().collect();
                 if past_end {
                     r.error = Some(format!(
-                        "offset {:#x} is past the end of {} at {:#x} (size {:#x})",
+                        "offset {:#x} is past the end of {} at {} (size {:#x})",
                         so.offset,
                         so.name,
-                        s.addr,
+                        self.table.address_text(s.addr),
                         s.size.unwrap_or(0)
                     ));
                 }
@@ -403,9 +418,36 @@ impl Resolver<'_> {
             return vec![self.resolve_addr(input, addr)];
         }
         match parse_symbol_offset(input) {
+            Some(so) if self.is_section(&so) => {
+                match self.table.section_address(so.name, so.offset) {
+                    Some(addr) => vec![self.resolve_addr(input, addr)],
+                    None => vec![Resolved {
+                        input: input.to_owned(),
+                        kind: "unresolved",
+                        error: Some(format!(
+                            "offset {:#x} does not fit section {} of {}",
+                            so.offset,
+                            so.name,
+                            self.table.source().display()
+                        )),
+                        ..Default::default()
+                    }],
+                }
+            }
             Some(so) => self.resolve_symbol_offset(input, &so),
             None => self.resolve_name(input),
         }
+    }
+
+    /// Whether `so` is `.init.text+0x10`: an offset in a section of the
+    /// module given as --elf, as `address_text` shows it. A symbol of that
+    /// name comes first.
+    fn is_section(&self, so: &SymbolOffset<'_>) -> bool {
+        so.name.starts_with('.')
+            && so.size.is_none()
+            && so.module.is_none()
+            && self.table.section_address(so.name, 0).is_some()
+            && self.table.by_name(so.name).next().is_none()
     }
 }
 

@@ -21,11 +21,11 @@
 use std::collections::BTreeSet;
 
 use btf::{Btf, TypeData, TypeId};
+use ksyms::module_sections::{symbol_address, ModuleSections};
 use rustc_hash::FxHashMap;
 
 use super::kernel_rules::UNION_ARGUMENTS;
 use super::lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
-use super::module_address::{symbol_address, ModuleSections};
 use super::verify::{addr_tags, prototype_matches, Compare};
 use super::{FuncModel, Status};
 
@@ -43,7 +43,7 @@ pub struct KernelSymbol<'a> {
 /// Every symbol of an ELF file that kallsyms would list (functions and
 /// data; not sections, files or undefined ones), in table order, at its
 /// address (a relocatable object's keyed by section, as its BTF's addr
-/// tags and its function model: module_address.rs).
+/// tags and its function model: ksyms::module_sections).
 pub fn elf_symbols<'a>(obj: &object::File<'a>) -> Vec<KernelSymbol<'a>> {
     listed_symbols(obj).map(|(k, _)| k).collect()
 }
@@ -74,7 +74,7 @@ fn listed_symbols<'a, 'o>(
 
 /// What a kernel module (a relocatable `.ko`) gives the audit: the symbols
 /// its kallsyms keeps once its init has run, and its fentry call sites,
-/// both keyed by section (module_address.rs). The loader frees the
+/// both keyed by section (ksyms::module_sections). The loader frees the
 /// `.init*` sections after the module's init, and their symbols are gone
 /// from the module's kallsyms (a program naming `init_module` fails: "The
 /// address of function init_module cannot be found"). The call sites are

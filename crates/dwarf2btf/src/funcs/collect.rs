@@ -14,20 +14,20 @@
 //! code. Declarations name no parameters and are left out.
 //!
 //! In a relocatable object addresses are keyed by section
-//! (module_address.rs). A subprogram whose code address no relocation ties
-//! to a section is collected whatever the caller needs, with an `error`
-//! saying so, and no definition without code of its name is placed: no
-//! symbol gets a prototype from code whose section is unknown.
+//! (ksyms::module_sections). A subprogram whose code address no relocation
+//! ties to a section is collected whatever the caller needs, with an
+//! `error` saying so, and no definition without code of its name is placed:
+//! no symbol gets a prototype from code whose section is unknown.
 
 use std::cell::RefCell;
 
 use gimli::UnitOffset;
+use ksyms::module_sections::is_untied;
 use rustc_hash::FxHashMap;
 
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::entry_code::EntryCode;
 use super::location::{entry_location, EntryLoc};
-use super::module_address::is_untied;
 use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
 use crate::partial_units::{Imports, Known, UnitTables};
@@ -37,7 +37,7 @@ use crate::subprograms::{RawSub, Subprograms};
 const MAX_CHAIN: usize = 8;
 
 /// Why a subprogram of a relocatable object whose code address no
-/// relocation ties to a section is left out (module_address.rs).
+/// relocation ties to a section is left out (ksyms::module_sections).
 pub const UNTIED_REASON: &str = "its code address is tied to no section (the linker voided its relocation, or it names an undefined symbol): the code it describes is not known, so no symbol gets its prototype";
 
 /// What a caller needs of a concrete subprogram, decided by its entry
@@ -91,7 +91,7 @@ pub struct Concrete {
     /// symbol of its name (see the module's invariant).
     pub bodiless: bool,
     /// Its code address is tied to no section of the relocatable object
-    /// (module_address.rs): `error` says so.
+    /// (ksyms::module_sections): `error` says so.
     pub untied: bool,
 }
 

@@ -8,16 +8,15 @@
 //!
 //! Invariant: `own_code` skips only these instructions, read byte by byte
 //! in every executable section that has code at the address (in a
-//! relocatable file addresses are keyed by section, module_address.rs, so
+//! relocatable file addresses are keyed by section, ksyms::module_sections, so
 //! that is the one section of the key; were there several, all of them
 //! must agree); a `call` counts only when
 //! its target is `__fentry__` (the symbol's address in a linked file, a
 //! relocation against the symbol in a relocatable one).
 
+use ksyms::module_sections::ModuleSections;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
 use rustc_hash::FxHashSet;
-
-use super::module_address::ModuleSections;
 
 const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 /// `nopl 0x0(%rax,%rax,1)`: the NOP x86 writes over a 5-byte call.
@@ -37,7 +36,7 @@ pub struct EntryCode<'a> {
     /// `__fentry__`'s address in a linked file.
     fentry: Option<u64>,
     /// A relocatable object (a module): its code addresses are keyed by
-    /// section (module_address.rs).
+    /// section (ksyms::module_sections).
     pub relocatable: bool,
 }
 

@@ -8,7 +8,7 @@
 //! code. Symbols at a subprogram's secondary range (`foo.cold`) are
 //! fragments of it; `.part.N` clones are linked to the unsuffixed function
 //! of the same unit. In a relocatable object (a module), where every
-//! section starts at 0, addresses are keyed by section (module_address.rs).
+//! section starts at 0, addresses are keyed by section (ksyms::module_sections).
 
 pub mod abi;
 pub mod attach;
@@ -20,12 +20,12 @@ pub mod final_link;
 pub mod kernel_rules;
 pub mod location;
 pub mod lookup;
-pub mod module_address;
 pub mod registers;
 pub mod verify;
 
 use std::collections::BTreeMap;
 
+use ksyms::module_sections::{symbol_address, ModuleSections};
 use object::{Object, ObjectSymbol};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -139,7 +139,7 @@ impl FuncModel {
             map.entry(c.entry).or_default().push(i);
         }
         // Subprograms of a relocatable object whose code is in no known
-        // section (module_address.rs), by name: they describe no symbol.
+        // section (ksyms::module_sections), by name: they describe no symbol.
         let untied: FxHashMap<&str, u64> = concretes
             .iter()
             .filter(|c| c.untied)
@@ -423,9 +423,9 @@ fn collect_all(
 }
 
 /// Every defined STT_FUNC symbol of the ELF symbol table, at its address
-/// (a relocatable object's keyed by section: module_address.rs).
+/// (a relocatable object's keyed by section: ksyms::module_sections).
 pub fn read_symbols(obj: &object::File<'_>) -> Vec<(String, u64, u64, Binding)> {
-    let sections = module_address::ModuleSections::of(obj);
+    let sections = ModuleSections::of(obj);
     obj.symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.section_index().is_some())
         .filter_map(|s| {
@@ -440,7 +440,7 @@ pub fn read_symbols(obj: &object::File<'_>) -> Vec<(String, u64, u64, Binding)> 
             } else {
                 Binding::Local
             };
-            let address = module_address::symbol_address(sections.as_ref(), &s);
+            let address = symbol_address(sections.as_ref(), &s);
             Some((name.to_owned(), address, s.size(), binding))
         })
         .collect()

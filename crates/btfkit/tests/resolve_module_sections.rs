@@ -1,0 +1,333 @@
+//! `btfkit resolve --elf MODULE.ko`: every section of a module starts at 0,
+//! so its addresses are shown and read as `SECTION+0xOFF` (a bare hex
+//! address is a `.text` offset), and each function gets the prototype of
+//! the code at its own section and offset. Oracles, on Debian's 6.1
+//! modules: binutils' `readelf -sW` and `-SW` (each symbol's section,
+//! offset and size), binutils' `addr2line -f -j SECTION` (which DWARF
+//! subprogram is there).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use testkit::Fixture;
+
+mod common {
+    pub mod addr2line;
+}
+use common::addr2line::addr2line;
+
+const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
+
+const MODULES: [&str; 3] = [
+    "fs/configfs/configfs.ko",
+    "fs/fat/fat.ko",
+    "fs/isofs/isofs.ko",
+];
+
+/// A FUNC symbol as readelf lists it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ElfFunc {
+    section: String,
+    offset: u64,
+    size: u64,
+}
+
+impl ElfFunc {
+    /// The address as a user of the module knows it: a `.text` offset
+    /// alone, any other section's with the section's name.
+    fn text(&self) -> String {
+        if self.section == ".text" {
+            format!("{:#x}", self.offset)
+        } else {
+            format!("{}+{:#x}", self.section, self.offset)
+        }
+    }
+}
+
+fn readelf(args: &[&str], ko: &Path) -> String {
+    let out = testkit::run_ok(Command::new("readelf").args(args).arg(ko));
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// Every FUNC symbol of `ko` by name, from `readelf -sW` with the section
+/// names of `readelf -SW`.
+fn elf_funcs(ko: &Path) -> BTreeMap<String, BTreeSet<ElfFunc>> {
+    let mut sections: BTreeMap<u32, String> = BTreeMap::new();
+    for line in readelf(&["-SW"], ko).lines() {
+        let Some((index, rest)) = line
+            .trim_start()
+            .strip_prefix('[')
+            .and_then(|l| l.split_once(']'))
+        else {
+            continue;
+        };
+        let (Ok(index), Some(name)) = (index.trim().parse(), rest.split_whitespace().next()) else {
+            continue;
+        };
+        sections.insert(index, name.to_owned());
+    }
+    let mut funcs: BTreeMap<String, BTreeSet<ElfFunc>> = BTreeMap::new();
+    for line in readelf(&["-sW"], ko).lines() {
+        // Num: Value Size Type Bind Vis Ndx Name
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 8 || f[3] != "FUNC" {
+            continue;
+        }
+        let Ok(ndx) = f[6].parse::<u32>() else {
+            continue;
+        };
+        let size = match f[2].strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => f[2].parse(),
+        }
+        .expect("size");
+        funcs.entry(f[7].to_owned()).or_default().insert(ElfFunc {
+            section: sections.get(&ndx).expect("section of a symbol").clone(),
+            offset: u64::from_str_radix(f[1], 16).expect("value"),
+            size,
+        });
+    }
+    funcs
+}
+
+/// `btfkit resolve --json ARGS`, which must succeed.
+fn resolve(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = Command::new(BTFKIT)
+        .args(["resolve", "--json"])
+        .args(args)
+        .output()
+        .expect("run btfkit");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// `SECTION+0xOFF` or a `.text` offset, as the JSON's `addr` says it.
+fn place(addr: &str) -> (String, u64) {
+    let (section, offset) = addr.split_once('+').unwrap_or((".text", addr));
+    let offset = u64::from_str_radix(offset.trim_start_matches("0x"), 16).expect("hex");
+    (section.to_owned(), offset)
+}
+
+/// The function name of a C prototype (`foo.part.0` for a clone's).
+fn function_name(proto: &str) -> &str {
+    let open = proto.find('(').expect("(");
+    let start = proto[..open]
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map_or(0, |i| i + 1);
+    &proto[start..open]
+}
+
+/// A C prototype with its function's name as `F`.
+fn unnamed(proto: &str) -> String {
+    proto.replacen(&format!("{}(", function_name(proto)), "F(", 1)
+}
+
+/// Debian's debug module `rel`, copied into `fx`, and its BTF as btfkit
+/// encodes it (standalone, every FUNC tagged with its address key).
+fn module(fx: &Fixture, rel: &str) -> Option<(PathBuf, PathBuf)> {
+    let k = testkit::debian_kernel_or_skip()?;
+    let src = k.dbg_modules.join("kernel").join(rel);
+    if !src.is_file() {
+        testkit::skip(&format!(
+            "{} is not cached: run scripts/fetch-debian-kernel.sh",
+            src.display()
+        ));
+        return None;
+    }
+    let ko = fx.path("m.ko");
+    std::fs::copy(&src, &ko).expect("copy module");
+    let btf = fx.path("m.btf");
+    testkit::run_ok(
+        Command::new(BTFKIT)
+            .args(["encode", "--addr-tags", "all", "-o"])
+            .args([&btf, &ko]),
+    );
+    Some((ko, btf))
+}
+
+/// By name, every FUNC symbol of a module: its address is the section and
+/// offset readelf gives it, its size readelf's, and its prototype (from
+/// the DWARF at that address) is the one of the subprogram addr2line
+/// finds there, named as the symbol. Then the same without DWARF: the
+/// FUNC that the BTF's address tag gives each symbol is that one.
+#[test]
+fn debian_module_funcs_by_name_at_readelf_section_offset_with_addr2line_prototype() {
+    if testkit::tool_or_skip("readelf", "binutils").is_none()
+        || testkit::tool_or_skip("addr2line", "binutils").is_none()
+        || testkit::tool_or_skip("objcopy", "binutils").is_none()
+    {
+        return;
+    }
+    let (mut checked, mut keyed, mut tagged) = (0, 0, 0);
+    for rel in MODULES {
+        let fx = Fixture::new();
+        let Some((ko, btf)) = module(&fx, rel) else {
+            return;
+        };
+        let funcs = elf_funcs(&ko);
+        let (ko_s, btf_s) = (ko.to_str().expect("path"), btf.to_str().expect("path"));
+        let mut args = vec!["--elf", ko_s, "--btf", btf_s];
+        args.extend(funcs.keys().map(String::as_str));
+        let results = resolve(&args);
+        // Per symbol: where resolve puts it, and the prototype there.
+        let mut got: BTreeMap<String, BTreeSet<ElfFunc>> = BTreeMap::new();
+        // (symbol, place) -> (prototype, its FUNC in the encoded BTF).
+        let mut protos: BTreeMap<(String, ElfFunc), (String, Option<u64>)> = BTreeMap::new();
+        for r in &results {
+            let name = r["symbol"].as_str().expect("symbol");
+            if r["input"] != name {
+                continue; // a clone of the name asked for: asked for itself too
+            }
+            let (section, offset) = place(r["addr"].as_str().expect("addr"));
+            let f = ElfFunc {
+                section,
+                offset,
+                size: r["size"].as_u64().expect("size"),
+            };
+            got.entry(name.to_owned()).or_default().insert(f.clone());
+            if r["prototype_from"] == "dwarf" {
+                let proto = r["prototype"].as_str().expect("prototype").to_owned();
+                protos.insert((name.to_owned(), f), (proto, r["btf_id"].as_u64()));
+            }
+        }
+        assert_eq!(got, funcs, "{rel}: resolve against readelf");
+        keyed += funcs
+            .values()
+            .flatten()
+            .filter(|f| f.section != ".text")
+            .count();
+
+        // addr2line, per section: the subprogram at each symbol.
+        let mut by_section: BTreeMap<&str, Vec<&(String, ElfFunc)>> = BTreeMap::new();
+        for key in protos.keys() {
+            by_section
+                .entry(key.1.section.as_str())
+                .or_default()
+                .push(key);
+        }
+        let mut wrong = Vec::new();
+        for (section, keys) in by_section {
+            let offsets: Vec<u64> = keys.iter().map(|k| k.1.offset).collect();
+            let subs = addr2line(&ko, section, &offsets);
+            for (key @ (name, f), sub) in keys.into_iter().zip(subs) {
+                let proto = &protos[key].0;
+                // The prototype is named as the symbol: a clone's base name
+                // is `sub`; an alias (init_module) has the prototype of the
+                // symbol named `sub` at the same place.
+                let own = function_name(proto);
+                let same_code = own.split('.').next() == Some(sub.as_str())
+                    || (own == name
+                        && protos
+                            .iter()
+                            .find(|((n, g), _)| *n == sub && g == f)
+                            .is_some_and(|(_, (p, _))| unnamed(p) == unnamed(proto)));
+                if !same_code {
+                    wrong.push(format!(
+                        "{rel}: {name} at {}: {proto}, addr2line: {sub}",
+                        f.text()
+                    ));
+                }
+                checked += 1;
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+        // Without DWARF, the address tags alone link each symbol to its
+        // FUNC, whose prototype is the one the DWARF at the symbol gave.
+        let stripped = fx.path("stripped.ko");
+        testkit::run_ok(
+            Command::new("objcopy")
+                .arg("--strip-debug")
+                .args([&ko, &stripped]),
+        );
+        let mut args = vec!["--elf", stripped.to_str().expect("path"), "--btf", btf_s];
+        let names: BTreeSet<&str> = protos.keys().map(|(n, _)| n.as_str()).collect();
+        args.extend(names.iter().copied());
+        for r in resolve(&args) {
+            let name = r["symbol"].as_str().expect("symbol");
+            let (section, offset) = place(r["addr"].as_str().expect("addr"));
+            let f = ElfFunc {
+                section,
+                offset,
+                size: r["size"].as_u64().expect("size"),
+            };
+            // Functions the encoder left out have no FUNC to find.
+            let Some((want, Some(_))) = protos.get(&(name.to_owned(), f)) else {
+                continue;
+            };
+            assert_eq!(r["prototype_from"], "btf", "{rel}: {r}");
+            assert_eq!(r["prototype"].as_str(), Some(want.as_str()), "{rel}: {r}");
+            tagged += 1;
+        }
+    }
+    eprintln!("{checked} prototypes checked, {keyed} symbols outside .text, {tagged} FUNCs by tag");
+    assert!(checked > 200, "{checked}");
+    assert!(keyed >= 2 * MODULES.len(), "{keyed}");
+    assert!(tagged > 200, "{tagged}");
+}
+
+/// By address: a hex number is a `.text` offset, `SECTION+0xOFF` an offset
+/// in that section; each resolves to a symbol readelf puts there.
+/// An offset beyond what a section can hold is an error.
+#[test]
+fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
+    if testkit::tool_or_skip("readelf", "binutils").is_none() {
+        return;
+    }
+    for rel in MODULES {
+        let fx = Fixture::new();
+        let Some((ko, btf)) = module(&fx, rel) else {
+            return;
+        };
+        let funcs = elf_funcs(&ko);
+        let mut at: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        for (name, places) in &funcs {
+            for f in places {
+                at.entry(f.text()).or_default().insert(name);
+            }
+        }
+        let (ko_s, btf_s) = (ko.to_str().expect("path"), btf.to_str().expect("path"));
+        let mut args = vec!["--elf", ko_s, "--btf", btf_s];
+        args.extend(at.keys().map(String::as_str));
+        let results = resolve(&args);
+        assert_eq!(results.len(), at.len(), "{rel}");
+        for r in &results {
+            let input = r["input"].as_str().expect("input");
+            let names = &at[input];
+            let symbol = r["symbol"].as_str().expect("symbol");
+            assert!(
+                names.contains(symbol),
+                "{rel}: {input}: {r}, readelf: {names:?}"
+            );
+            assert_eq!(r["offset"], 0, "{rel}: {r}");
+            assert_eq!(r["addr"], input, "{rel}: {r}");
+        }
+        assert!(at.keys().any(|a| a.starts_with(".init.text+")), "{rel}");
+        assert!(at.keys().any(|a| a.starts_with("0x")), "{rel}");
+        // An offset no section can have (it would be the next section's
+        // key): an error naming the file, exit 1.
+        let out = Command::new(BTFKIT)
+            .args([
+                "resolve",
+                "--elf",
+                ko_s,
+                "--btf",
+                btf_s,
+                ".init.text+0x100000000",
+            ])
+            .output()
+            .expect("run btfkit");
+        assert_eq!(out.status.code(), Some(1), "{rel}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("does not fit section .init.text of {ko_s}")),
+            "{text}"
+        );
+    }
+}
