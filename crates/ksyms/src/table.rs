@@ -338,6 +338,13 @@ pub struct Table {
     sections: Option<NamedSections>,
 }
 
+/// The section of a relocatable object that a key is in (None in a linked
+/// image).
+fn section_of(sections: Option<&NamedSections>, addr: u64) -> Option<usize> {
+    let (section, _) = sections?.sections().place(addr)?;
+    Some(section)
+}
+
 impl Table {
     /// Sorts `symbols` by address, gives each a size (the stated one, else
     /// the distance to the next symbol of its module) and a [`SymbolKind`].
@@ -384,12 +391,7 @@ impl Table {
         // backwards: per module, the lowest address seen so far above the
         // current one. In a relocatable object the next address in another
         // section bounds nothing: sections are apart when loaded.
-        let section_of = |addr: u64| {
-            sections
-                .as_ref()
-                .and_then(|s| s.sections().place(addr))
-                .map(|(section, _)| section)
-        };
+        let section_of = |addr| section_of(sections.as_ref(), addr);
         let mut cur = vec![None::<u64>; modules.len() + 1];
         let mut next = vec![None::<u64>; modules.len() + 1];
         for e in entries.iter_mut().rev() {
@@ -423,13 +425,6 @@ impl Table {
             addresses_hidden,
             sections,
         }
-    }
-
-    /// The section of a relocatable object that a key is in (None in a
-    /// linked image).
-    fn section_of(&self, addr: u64) -> Option<usize> {
-        let (section, _) = self.sections.as_ref()?.sections().place(addr)?;
-        Some(section)
     }
 
     /// `addr` as the user knows it: `0x1a0`, or in a relocatable object
@@ -568,7 +563,8 @@ impl Table {
             .map(|(i, e)| (start + i, e))?;
         // The last symbol of a section of a relocatable object does not
         // reach into the next one.
-        if self.sections.is_some() && self.section_of(last) != self.section_of(addr) {
+        let sections = self.sections.as_ref();
+        if sections.is_some() && section_of(sections, last) != section_of(sections, addr) {
             return None;
         }
         let offset = addr - last;
