@@ -331,3 +331,72 @@ fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
         );
     }
 }
+
+/// A module's BTF as the kernel has it: split over its vmlinux's. With
+/// `--base` (Debian's vmlinux, whose .BTF the module's is split over),
+/// each function's FUNC, found without DWARF, has the prototype that the
+/// DWARF of the code at its symbol gives (itself checked against
+/// addr2line above); without it, an error that names the file and the
+/// option, exit 1.
+#[test]
+fn debian_module_split_btf_with_base_gives_the_dwarf_prototypes() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let rel = MODULES[0];
+    let fx = Fixture::new();
+    let Some((ko, _)) = module(&fx, rel) else {
+        return;
+    };
+    let split = fx.path("m.split.btf");
+    testkit::run_ok(
+        Command::new(BTFKIT)
+            .args(["encode", "--addr-tags", "all", "--base"])
+            .arg(&k.vmlinux)
+            .arg("-o")
+            .arg(&split)
+            .arg(&ko),
+    );
+    let stripped = fx.path("stripped.ko");
+    testkit::run_ok(
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .args([&ko, &stripped]),
+    );
+    let (ko_s, stripped_s) = (ko.to_str().expect("path"), stripped.to_str().expect("path"));
+    let (split_s, base_s) = (
+        split.to_str().expect("path"),
+        k.vmlinux.to_str().expect("path"),
+    );
+    let names: Vec<String> = elf_funcs(&ko).into_keys().collect();
+    let mut with_dwarf = vec!["--elf", ko_s, "--btf", split_s, "--base", base_s];
+    with_dwarf.extend(names.iter().map(String::as_str));
+    let mut by_btf = vec!["--elf", stripped_s, "--btf", split_s, "--base", base_s];
+    by_btf.extend(names.iter().map(String::as_str));
+    let mut matched = 0;
+    for (d, b) in resolve(&with_dwarf).iter().zip(resolve(&by_btf)) {
+        assert_eq!(d["addr"], b["addr"], "{rel}: {d} {b}");
+        if d["prototype_from"] != "dwarf" || b["prototype_from"] != "btf" {
+            continue;
+        }
+        assert_eq!(d["prototype"], b["prototype"], "{rel}: {d} {b}");
+        matched += 1;
+    }
+    eprintln!("{rel}: {matched} prototypes from split BTF equal the DWARF's");
+    assert!(matched > 50, "{matched}");
+
+    let out = Command::new(BTFKIT)
+        .args([
+            "resolve",
+            "--elf",
+            stripped_s,
+            "--btf",
+            split_s,
+            "init_module",
+        ])
+        .output()
+        .expect("run btfkit");
+    assert_eq!(out.status.code(), Some(1), "{rel}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(split_s) && err.contains("--base"), "{err}");
+}

@@ -24,6 +24,10 @@ pub struct ResolveArgs {
     /// BTF with the prototypes and types [default: the --elf file, else /sys/kernel/btf/vmlinux]
     #[arg(long)]
     btf: Option<PathBuf>,
+    /// Base BTF of a split --btf (a module's: its vmlinux ELF, raw BTF or
+    /// /sys/kernel/btf/vmlinux)
+    #[arg(long, value_name = "BTF")]
+    base: Option<PathBuf>,
     /// Symbols of a running kernel [default: /proc/kallsyms, unless --system-map or --elf is given]
     #[arg(long)]
     kallsyms: Option<PathBuf>,
@@ -527,7 +531,7 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(|| args.elf.clone())
         .unwrap_or_else(|| PathBuf::from(btf::SYSFS_VMLINUX));
-    let btf = match btf::load_file(&btf_path, None) {
+    let btf = match btf::load_file(&btf_path, args.base.as_deref()) {
         Ok(b) => Some(b),
         // Without BTF, symbols still resolve; only an explicit --btf must load.
         Err(e) if args.btf.is_none() && args.elf.is_none() => {
