@@ -1,5 +1,6 @@
-//! One name for a split BTF's base in every command: `--base`. `layout`
-//! also keeps pahole's `--btf_base`. Oracles: pahole 1.32's layout view (the
+//! One name for a split BTF's base in every command: `--base` (`layout`,
+//! `dump`, `diff`, `funcs`, `resolve`). `layout` also keeps pahole's
+//! `--btf_base`. Oracles: pahole 1.32's layout view (the
 //! one btfkit follows, from the sid chroot) of a Debian module over Debian's
 //! vmlinux, and bpftool's dump with `-B`.
 
@@ -54,4 +55,48 @@ fn base_flag_layout_dump_diff_debian_module_pahole_bpftool() {
         "{}",
         String::from_utf8_lossy(&same.stdout)
     );
+
+    // `funcs` and `resolve` find the module's FUNCs at bpftool's ids.
+    let bpftool_funcs: Vec<(u64, String)> = String::from_utf8_lossy(&theirs)
+        .lines()
+        .filter_map(|l| {
+            let (id, rest) = l.strip_prefix('[')?.split_once("] FUNC '")?;
+            Some((id.parse().ok()?, rest.split('\'').next()?.to_owned()))
+        })
+        .collect();
+    assert!(bpftool_funcs.len() > 50, "{}", bpftool_funcs.len());
+    let json = |out: Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let funcs = json(btfkit(&["funcs", "--json", "--base", base, ko]));
+    let ours: Vec<(u64, String)> = funcs
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["btf_id"].as_u64().expect("id"),
+                r["name"].as_str().expect("name").to_owned(),
+            )
+        })
+        .collect();
+    let sorted = |mut v: Vec<(u64, String)>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(ours), sorted(bpftool_funcs.clone()), "funcs --base");
+    let (id, name) = &bpftool_funcs[0];
+    let r = json(btfkit(&[
+        "resolve", "--json", "--elf", ko, "--base", base, name,
+    ]));
+    assert_eq!(r[0]["btf_id"].as_u64(), Some(*id), "resolve --base: {r}");
+    // Without the base, the error names the option.
+    let out = btfkit(&["funcs", ko, ko]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--base"));
 }

@@ -1,4 +1,4 @@
-//! `btfkit funcs FILE [BTF] [--name N] [--ambiguous] [--json]`: every
+//! `btfkit funcs FILE [BTF] [--base B] [--name N] [--ambiguous] [--json]`: every
 //! function instance with its address, prototype and status, and whether
 //! fentry reaches it by name through a FUNC of BTF (default: FILE's own
 //! .BTF section); `--verify ELF BTF` checks a BTF's addr tags against the
@@ -22,6 +22,10 @@ pub struct FuncsArgs {
     /// The BTF whose FUNCs fentry attaches through (default: FILE's .BTF
     /// section); with --verify, the BTF whose addr tags are checked
     btf: Option<PathBuf>,
+    /// Base BTF of a split BTF (a module's: its vmlinux ELF, raw BTF or
+    /// /sys/kernel/btf/vmlinux)
+    #[arg(long, value_name = "BTF")]
+    base: Option<PathBuf>,
     /// Only instances whose source name or symbol is N
     #[arg(long)]
     name: Option<String>,
@@ -216,10 +220,10 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     );
     let btf = match &args.btf {
         Some(p) => Some(
-            btf::load_file(p, None)
+            btf::load_file(p, args.base.as_deref())
                 .with_context(|| format!("cannot load BTF from {}", p.display()))?,
         ),
-        None => btf::load_file(&args.file, None).ok(),
+        None => btf::load_file(&args.file, args.base.as_deref()).ok(),
     };
     let mut reach = Reach {
         by_name: HashMap::new(),
@@ -329,7 +333,7 @@ struct BtfRow {
 
 /// Rows from a BTF: one per addr tag, one per untagged FUNC.
 fn from_btf(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
-    let btf = btf::load_file(&args.file, None)
+    let btf = btf::load_file(&args.file, args.base.as_deref())
         .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
     let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
     let mut tagged: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
@@ -404,7 +408,7 @@ fn verify(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
     let elf = ElfFile::open(&args.file)?;
     let model = FuncModel::from_elf(&elf)
         .with_context(|| format!("cannot build the function model of {}", args.file.display()))?;
-    let btf = btf::load_file(btf_path, None)
+    let btf = btf::load_file(btf_path, args.base.as_deref())
         .with_context(|| format!("cannot load BTF from {}", btf_path.display()))?;
     let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
     let violations = dwarf2btf::funcs::verify::verify(&model, &btf);
