@@ -91,13 +91,18 @@ fn elf_funcs(ko: &Path) -> BTreeMap<String, BTreeSet<ElfFunc>> {
     funcs
 }
 
-/// `btfkit resolve --json ARGS`, which must succeed.
-fn resolve(args: &[&str]) -> Vec<serde_json::Value> {
-    let out = Command::new(BTFKIT)
-        .args(["resolve", "--json"])
+/// `btfkit resolve ARGS`.
+fn run_resolve(args: &[&str]) -> std::process::Output {
+    Command::new(BTFKIT)
+        .arg("resolve")
         .args(args)
         .output()
-        .expect("run btfkit");
+        .expect("run btfkit")
+}
+
+/// `btfkit resolve --json ARGS`, which must succeed.
+fn resolve(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = run_resolve(&[&["--json"], args].concat());
     assert!(
         out.status.success(),
         "{}{}",
@@ -129,8 +134,9 @@ fn unnamed(proto: &str) -> String {
 }
 
 /// Debian's debug module `rel`, copied into `fx`, and its BTF as btfkit
-/// encodes it (standalone, every FUNC tagged with its address key).
-fn module(fx: &Fixture, rel: &str) -> Option<(PathBuf, PathBuf)> {
+/// encodes it (every FUNC tagged with its address key; standalone unless
+/// `encode` adds `--base VMLINUX`).
+fn module(fx: &Fixture, rel: &str, encode: &[&Path]) -> Option<(PathBuf, PathBuf)> {
     let k = testkit::debian_kernel_or_skip()?;
     let src = k.dbg_modules.join("kernel").join(rel);
     if !src.is_file() {
@@ -145,7 +151,9 @@ fn module(fx: &Fixture, rel: &str) -> Option<(PathBuf, PathBuf)> {
     let btf = fx.path("m.btf");
     testkit::run_ok(
         Command::new(BTFKIT)
-            .args(["encode", "--addr-tags", "all", "-o"])
+            .args(["encode", "--addr-tags", "all"])
+            .args(encode)
+            .arg("-o")
             .args([&btf, &ko]),
     );
     Some((ko, btf))
@@ -167,7 +175,7 @@ fn debian_module_funcs_by_name_at_readelf_section_offset_with_addr2line_prototyp
     let (mut checked, mut keyed, mut tagged) = (0, 0, 0);
     for rel in MODULES {
         let fx = Fixture::new();
-        let Some((ko, btf)) = module(&fx, rel) else {
+        let Some((ko, btf)) = module(&fx, rel, &[]) else {
             return;
         };
         let funcs = elf_funcs(&ko);
@@ -282,7 +290,7 @@ fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
     }
     for rel in MODULES {
         let fx = Fixture::new();
-        let Some((ko, btf)) = module(&fx, rel) else {
+        let Some((ko, btf)) = module(&fx, rel, &[]) else {
             return;
         };
         let funcs = elf_funcs(&ko);
@@ -312,17 +320,7 @@ fn debian_module_addresses_are_text_offsets_or_section_offsets_readelf() {
         assert!(at.keys().any(|a| a.starts_with("0x")), "{rel}");
         // An offset no section can have (it would be the next section's
         // key): an error naming the file, exit 1.
-        let out = Command::new(BTFKIT)
-            .args([
-                "resolve",
-                "--elf",
-                ko_s,
-                "--btf",
-                btf_s,
-                ".init.text+0x100000000",
-            ])
-            .output()
-            .expect("run btfkit");
+        let out = run_resolve(&["--elf", ko_s, "--btf", btf_s, ".init.text+0x100000000"]);
         assert_eq!(out.status.code(), Some(1), "{rel}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -345,18 +343,9 @@ fn debian_module_split_btf_with_base_gives_the_dwarf_prototypes() {
     };
     let rel = MODULES[0];
     let fx = Fixture::new();
-    let Some((ko, _)) = module(&fx, rel) else {
+    let Some((ko, split)) = module(&fx, rel, &[Path::new("--base"), &k.vmlinux]) else {
         return;
     };
-    let split = fx.path("m.split.btf");
-    testkit::run_ok(
-        Command::new(BTFKIT)
-            .args(["encode", "--addr-tags", "all", "--base"])
-            .arg(&k.vmlinux)
-            .arg("-o")
-            .arg(&split)
-            .arg(&ko),
-    );
     let stripped = fx.path("stripped.ko");
     testkit::run_ok(
         Command::new("objcopy")
@@ -385,17 +374,7 @@ fn debian_module_split_btf_with_base_gives_the_dwarf_prototypes() {
     eprintln!("{rel}: {matched} prototypes from split BTF equal the DWARF's");
     assert!(matched > 50, "{matched}");
 
-    let out = Command::new(BTFKIT)
-        .args([
-            "resolve",
-            "--elf",
-            stripped_s,
-            "--btf",
-            split_s,
-            "init_module",
-        ])
-        .output()
-        .expect("run btfkit");
+    let out = run_resolve(&["--elf", stripped_s, "--btf", split_s, "init_module"]);
     assert_eq!(out.status.code(), Some(1), "{rel}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(split_s) && err.contains("--base"), "{err}");
