@@ -53,6 +53,12 @@ enum Field {
     /// are read with gimli for the few DIEs that need them).
     LowPc,
     Ranges,
+    /// DW_AT_call_tail_call (DW_AT_GNU_tail_call) of a call site: the call
+    /// is a jump that the caller's return leaves to the callee.
+    TailCall,
+    /// DW_AT_call_origin of a call site: the callee's DIE, an offset in
+    /// the unit (not followed into other units).
+    CallOrigin,
     /// DW_AT_import of a DW_TAG_imported_unit: read for its side effect,
     /// the partial unit it names joins the conversion (partial_units.rs).
     Import,
@@ -126,7 +132,9 @@ impl Fields {
             | Field::CallingConvention.bit()
             | Field::LowPc.bit()
             | Field::Ranges.bit()
-            | Field::ParamLocation.bit(),
+            | Field::ParamLocation.bit()
+            | Field::TailCall.bit()
+            | Field::CallOrigin.bit(),
     );
     /// What the type namer reads of type DIEs and their children.
     pub const NAMER: Fields = Fields(
@@ -167,6 +175,9 @@ impl Fields {
         if tag != dw::DW_TAG_formal_parameter {
             f &= !Field::ParamLocation.bit();
         }
+        if !matches!(tag, dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site) {
+            f &= !(Field::TailCall.bit() | Field::CallOrigin.bit());
+        }
         Fields(f)
     }
 }
@@ -204,6 +215,8 @@ impl Field {
             dw::DW_AT_low_pc => Field::LowPc,
             dw::DW_AT_ranges => Field::Ranges,
             dw::DW_AT_import => Field::Import,
+            dw::DW_AT_call_tail_call | dw::DW_AT_GNU_tail_call => Field::TailCall,
+            dw::DW_AT_call_origin => Field::CallOrigin,
             _ => return None,
         })
     }
@@ -470,6 +483,16 @@ impl<'d> Attrs<'d> {
     /// Whether the DIE has DW_AT_low_pc or DW_AT_ranges (code).
     pub fn has_code(&self) -> bool {
         self.present & (Field::LowPc.bit() | Field::Ranges.bit()) != 0
+    }
+
+    /// Whether a call site is a tail call.
+    pub fn tail_call(&self) -> bool {
+        self.get(Field::TailCall).is_some_and(|v| v != 0)
+    }
+
+    /// DW_AT_call_origin of a call site in the unit's own DIEs.
+    pub fn call_origin(&self) -> Option<u32> {
+        self.get_u32(Field::CallOrigin)
     }
 
     /// A parameter's DW_AT_location.
@@ -858,7 +881,10 @@ impl<'d> Cursor<'_, 'd> {
                 f,
                 Field::DeclFile | Field::DeclLine | Field::CallingConvention
             );
-        let flag = matches!(f, Field::Declaration | Field::External | Field::Prototyped);
+        let flag = matches!(
+            f,
+            Field::Declaration | Field::External | Field::Prototyped | Field::TailCall
+        );
         let reference = matches!(
             f,
             Field::Type
@@ -867,6 +893,7 @@ impl<'d> Cursor<'_, 'd> {
                 | Field::AbstractOrigin
                 | Field::GnuAnnotation
                 | Field::Import
+                | Field::CallOrigin
         );
         Some(match form {
             dw::DW_FORM_data1 if plain => Step::U8(f),
@@ -1163,7 +1190,8 @@ impl<'d> Cursor<'_, 'd> {
             | Field::Sibling
             | Field::AbstractOrigin
             | Field::GnuAnnotation
-            | Field::Import => {
+            | Field::Import
+            | Field::CallOrigin => {
                 return self.store_ref(a, field, form, &v);
             }
             Field::ConstValue => {
@@ -1200,7 +1228,7 @@ impl<'d> Cursor<'_, 'd> {
             | Field::CallingConvention => v.unsigned(),
             // Marked present by their own step, never stored.
             Field::LowPc | Field::Ranges => Some(1),
-            Field::Declaration | Field::External | Field::Prototyped => {
+            Field::Declaration | Field::External | Field::Prototyped | Field::TailCall => {
                 Some(u64::from(!matches!(v, Value::Flag(false))))
             }
             Field::MemberLocation => match v {
@@ -1237,8 +1265,9 @@ impl<'d> Cursor<'_, 'd> {
         );
         let key = match self.unit_ref(v) {
             // Sibling and annotation chains are followed in this unit's
-            // bytes: they stay offsets. An annotation chain of a partial
-            // unit read into another unit cannot be followed there.
+            // bytes, and call origins matched to its own subprograms: they
+            // stay offsets. An annotation chain of a partial unit read into
+            // another unit cannot be followed there.
             Some(off) if !keyed => (self.base == 0).then_some(u64::from(off)),
             Some(off) => Some(u64::from(off) + self.base),
             None if keyed => self.foreign_key(v).map(u64::from),

@@ -12,7 +12,10 @@
 //! undescribed, or abstract instances). The subprograms of units read
 //! with the unit (partial_units.rs) follow under their keys; those of a
 //! compilation unit read so ([`Subprograms::imported_die`]) are in `subs`
-//! only: its functions are its own conversion's.
+//! only: its functions are its own conversion's. `tail_calls` lists the
+//! tail calls (DW_AT_call_tail_call) that the unit's own unit-level
+//! subprograms make outside inlined code (whose DIEs the converter skips),
+//! in order.
 
 use gimli::constants as dw;
 
@@ -63,6 +66,12 @@ pub struct Subprograms<'d> {
     cu_name: Str<'d>,
     /// Depth of the last subprogram while its children are being read.
     open: Option<isize>,
+    /// (caller's offset, callee's offset) of each tail call.
+    tail_calls: Vec<(u32, u32)>,
+    /// The own unit-level subprogram whose children are being read.
+    caller: Option<u32>,
+    /// Depth of the inlined subroutine whose children are being read.
+    inlined: Option<isize>,
 }
 
 impl<'d> Subprograms<'d> {
@@ -83,6 +92,12 @@ impl<'d> Subprograms<'d> {
         if self.open.is_some_and(|d| die.depth <= d) {
             self.open = None;
         }
+        if self.inlined.is_some_and(|d| die.depth <= d) {
+            self.inlined = None;
+        }
+        if die.depth == 1 {
+            self.caller = None;
+        }
         match die.tag {
             _ if die.depth == 0 => self.cu_name = a.name(),
             dw::DW_TAG_subprogram => {
@@ -90,6 +105,7 @@ impl<'d> Subprograms<'d> {
                     return;
                 };
                 if die.depth == 1 && own {
+                    self.caller = Some(offset);
                     if !a.declaration() && a.has_code() {
                         self.concrete.push(self.subs.len());
                     } else if !a.declaration() && a.name().is_some() {
@@ -131,6 +147,18 @@ impl<'d> Subprograms<'d> {
                     sub.varargs = true;
                 }
             }
+            dw::DW_TAG_inlined_subroutine if die.has_children && self.inlined.is_none() => {
+                self.inlined = Some(die.depth);
+            }
+            dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
+                if a.tail_call() && self.inlined.is_none() =>
+            {
+                if let (Some(caller), Some(callee)) =
+                    (self.caller, a.call_origin().or(a.abstract_origin()))
+                {
+                    self.tail_calls.push((caller, callee));
+                }
+            }
             _ => {}
         }
     }
@@ -149,6 +177,11 @@ impl<'d> Subprograms<'d> {
     /// The named unit-level definitions without code, in order.
     pub fn bodiless(&self) -> impl Iterator<Item = &RawSub<'d>> {
         self.bodiless.iter().filter_map(|&i| self.subs.get(i))
+    }
+
+    /// (caller's offset, callee's offset) of each tail call, in order.
+    pub fn tail_calls(&self) -> &[(u32, u32)] {
+        &self.tail_calls
     }
 
     pub fn cu_name(&self) -> Str<'d> {

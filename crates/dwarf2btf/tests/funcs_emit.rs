@@ -213,6 +213,60 @@ fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
     assert!(f["cp_fn.constprop.0"][0].0.starts_with("long int "));
 }
 
+/// A split part whose value its parent returns by jumping to it keeps its
+/// return type: `part_kept` (c.c) returns `long` and jumps to
+/// `part_kept.part.0`, so the part's rax is its result. A part that its
+/// callers only call (`part_fn.part.0`) stays void, and so does a clone
+/// that a void function jumps to (`ret_caller1` to `ret_drop.isra.0`).
+/// Oracle: objdump (the jumps and calls, and the part writing rax before
+/// its `ret`).
+#[test]
+fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
+    let Some((_fx, exe)) = common::build_fixture() else {
+        return;
+    };
+    let branches = |caller: &str, insn: &str, callee: &str| {
+        let out = testkit::run_ok(
+            std::process::Command::new("objdump")
+                .args([
+                    "-d",
+                    "--no-show-raw-insn",
+                    &format!("--disassemble={caller}"),
+                ])
+                .arg(&exe),
+        );
+        String::from_utf8_lossy(&out)
+            .lines()
+            .any(|l| l.contains(&format!("\t{insn} ")) && l.ends_with(&format!("<{callee}>")))
+    };
+    let name = "part_kept.part.0";
+    assert!(branches("part_kept", "jmp", name), "no tail jump to {name}");
+    assert!(branches("ret_caller1", "jmp", "ret_drop.isra.0"));
+    for caller in ["pcall1", "pcall2", "pcall3"] {
+        assert!(branches(caller, "call", "part_fn.part.0"), "{caller}");
+    }
+    let code = testkit::objdump::code_to_first_ret(&exe, name);
+    assert!(
+        code.iter().any(|i| testkit::objdump::writes_rax(i)),
+        "{name} does not write rax before its ret: {code:?}"
+    );
+    let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
+    let status = |symbol: &str| {
+        let i = model.instances.iter().find(|i| i.symbol == symbol);
+        i.map(|i| (i.status, i.detail.clone()))
+            .expect("an instance")
+    };
+    assert_eq!(status(name), (Status::Consistent, None));
+    assert_eq!(status("part_fn.part.0").0, Status::ChangedAbi);
+    let f = funcs(&encode(&exe, AddrTags::Ambiguous));
+    assert_eq!(
+        f[name][0].0,
+        format!("long int {name}(struct tty *tty, int sig)")
+    );
+    assert!(f["part_fn.part.0"][0].0.starts_with("void "));
+    assert!(f["ret_drop.isra.0"][0].0.starts_with("void "));
+}
+
 #[test]
 fn funcs_emit_debian_seed_examples_system_map() {
     let Some(k) = testkit::debian_kernel_or_skip() else {

@@ -257,8 +257,10 @@ fn bodiless(c: &Concrete) -> Params {
 /// compiler suffix (`.isra.0`, `.constprop.1`, `.part.0`, `.llvm.N`): GCC and
 /// LLVM rename every function whose calling convention they change, so an
 /// unsuffixed function keeps its source ABI whatever its DWARF says about
-/// unused parameters.
-pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
+/// unused parameters. `keeps_return(entry)`: whether the code at `entry`
+/// returns its source's value wherever that is not void (no symbol there
+/// names a clone that may drop it, [`may_drop_return`]).
+pub fn analyse(c: &Concrete, suffix: Option<&str>, keeps_return: &dyn Fn(u64) -> bool) -> Verdict {
     let p = if c.bodiless {
         bodiless(c)
     } else {
@@ -271,7 +273,7 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
         returns: Returns::Source,
     };
     let encodable = matches!(v.signature, Signature::Source | Signature::True { .. });
-    if let Some(why) = removed_return(c, suffix, &v.signature).filter(|_| encodable) {
+    if let Some(why) = removed_return(c, suffix, &v.signature, keeps_return).filter(|_| encodable) {
         v.returns = Returns::Void;
         if v.status == Status::Consistent {
             v.status = Status::ChangedAbi;
@@ -298,11 +300,26 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>) -> Verdict {
 /// an fexit program read whatever rax holds as the result; one that says
 /// void may hide a value the code still returns, never show one it does
 /// not.
-fn removed_return(c: &Concrete, suffix: Option<&str>, params: &Signature) -> Option<String> {
+///
+/// Where the removal is only possible, a tail call proves the value kept:
+/// a caller that returns a value of its own and jumps to the instance
+/// (DW_AT_call_tail_call, collect.rs's `tail_callers`) returns whatever the
+/// instance leaves in rax, so the compiler kept the value that the
+/// caller's callers use (`return foo.part.0(x);` in `foo`). The caller
+/// counts when its own value is certain: not DW_CC_nocall (collect.rs) and
+/// no clone that may drop it (`keeps_return`).
+fn removed_return(
+    c: &Concrete,
+    suffix: Option<&str>,
+    params: &Signature,
+    keeps_return: &dyn Fn(u64) -> bool,
+) -> Option<String> {
     let clone_kind = |kind: &str| suffix.is_some_and(|s| s.split('.').any(|k| k == kind));
-    let why = if c.ret.die.is_none() {
+    let certain = c.nocall && *params == Signature::Source;
+    let returned_by_caller = !certain && c.tail_callers.iter().any(|&e| keeps_return(e));
+    let why = if c.ret.die.is_none() || returned_by_caller {
         return None;
-    } else if c.nocall && *params == Signature::Source {
+    } else if certain {
         "return value removed (DW_CC_nocall with every parameter in place)"
     } else if c.nocall {
         "the return value may have been removed with them"
@@ -314,6 +331,15 @@ fn removed_return(c: &Concrete, suffix: Option<&str>, params: &Signature) -> Opt
         return None;
     };
     Some(format!("{why}: returns void"))
+}
+
+/// Whether `symbol` names a clone whose code may not return its source's
+/// value (see `removed_return`): GCC's `.isra` and `.part`.
+pub fn may_drop_return(symbol: &str) -> bool {
+    symbol
+        .split('.')
+        .skip(1)
+        .any(|k| k == "isra" || k == "part")
 }
 
 /// The verdict on the parameters of an instance with code.

@@ -93,6 +93,9 @@ pub struct Concrete {
     /// Its code address is tied to no section of the relocatable object
     /// (ksyms::module_sections): `error` says so.
     pub untied: bool,
+    /// Entries of the unit's functions that tail-call it and whose source
+    /// returns a value, not DW_CC_nocall (abi.rs's `removed_return`).
+    pub tail_callers: Vec<u64>,
 }
 
 /// For a top-level subprogram without code named `name`: the address of
@@ -256,6 +259,26 @@ pub fn collect_from_unit<'u>(
         }
         out.push(c);
     }
+    // Tail calls between the unit's functions with code.
+    let by_die: FxHashMap<u64, usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.bodiless)
+        .map(|(i, c)| (c.die, i))
+        .collect();
+    for &(caller, callee) in subs.tail_calls() {
+        let (Some(&from), Some(&to)) = (
+            by_die.get(&ctx.global(caller)),
+            by_die.get(&ctx.global(callee)),
+        ) else {
+            continue;
+        };
+        let c = &out[from];
+        if from != to && c.error.is_none() && !c.nocall && c.ret.die.is_some() {
+            let entry = c.entry;
+            out[to].tail_callers.push(entry);
+        }
+    }
     // The code of a definition without code of the name of an untied
     // subprogram is that subprogram's, whose section is unknown: it gives
     // no symbol its prototype.
@@ -363,6 +386,7 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             error: None,
             bodiless: false,
             untied: false,
+            tail_callers: Vec::new(),
         };
         // Where each of the instance's parameters is at its entry.
         let own_code = self.code.own_code(entry);

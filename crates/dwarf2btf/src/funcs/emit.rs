@@ -38,7 +38,7 @@ use btf::{Btf, Param, Type, TypeData, TypeId};
 use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-use super::abi::{analyse, SigType, Signature};
+use super::abi::{analyse, may_drop_return, SigType, Signature};
 use super::attach::{elf_symbols, KernelSymbol};
 use super::collect::{collect_from_unit, Concrete, Need};
 use super::entry_code::EntryCode;
@@ -211,7 +211,11 @@ impl<'a> ExactFuncs<'a> {
             let suffix = sym
                 .strip_prefix(src_name)
                 .filter(|s| !src_name.is_empty() && s.starts_with('.'));
-            let verdict = analyse(c, suffix);
+            let verdict = analyse(c, suffix, &|e| {
+                self.symbols
+                    .at(e)
+                    .is_some_and(|names| !names.iter().any(|n| may_drop_return(n)))
+            });
             // Named as the symbol table names it, whether or not the
             // compiler changed the ABI: that is the name kallsyms resolves.
             let name = match &verdict.signature {

@@ -154,6 +154,12 @@ impl FuncModel {
                 }
             }
         }
+        // Whether the code at an address returns its source's value
+        // (abi::analyse): no symbol there names a clone that may drop it.
+        let mut keeps_return: FxHashMap<u64, bool> = FxHashMap::default();
+        for (name, address, ..) in &symbols {
+            *keeps_return.entry(*address).or_insert(true) &= !abi::may_drop_return(name);
+        }
         let mut instances: Vec<Instance> = symbols
             .into_iter()
             .map(|(symbol, address, size, binding)| {
@@ -216,7 +222,9 @@ impl FuncModel {
                         inst.signature = Signature::Unwritable { reason: e.clone() };
                         inst.detail = Some(e.clone());
                     } else {
-                        let v = abi::analyse(c, inst.suffix());
+                        let v = abi::analyse(c, inst.suffix(), &|e| {
+                            keeps_return.get(&e) == Some(&true)
+                        });
                         inst.status = v.status;
                         inst.signature = v.signature;
                         inst.returns = v.returns;

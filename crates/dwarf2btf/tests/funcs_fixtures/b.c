@@ -6,4 +6,6 @@ long b_entry(struct device *d, struct device_attribute *a, char *b) { return wak
 __attribute__((noinline)) int weak_fn(int x) { return x + 2; }
 void sink(long v) { __asm__ volatile("" :: "r"(v)); }
 void die(const char *m) { __asm__ volatile("" :: "r"(m)); __builtin_trap(); }
+long owner(void) { long v; __asm__ volatile("" : "=r"(v)); return v; }
+long kill_group(long pgrp, int sig) { __asm__ volatile("" : "+r"(pgrp) : "r"(sig)); return pgrp; }
 int main(void) { return 0; }
