@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use dwarf2btf::funcs::abi::{self, Returns};
 use dwarf2btf::funcs::{FuncModel, Instance, Signature, Status};
 use dwarf2btf::load::ElfFile;
 
@@ -383,4 +384,69 @@ fn funcs_bad_input_errors_not_panics() {
         // Either outcome is fine; finishing without a panic is the test.
         let _ = ElfFile::open(&p).and_then(|e| FuncModel::from_elf(&e));
     }
+}
+
+/// A `.isra` or `.part` clone of Debian's kernel (its symbol is its DWARF
+/// name with that suffix) that keeps its source's return value does so
+/// because a function that returns a value of its own ends in a jump to it
+/// (abi.rs, `removed_return`). Oracle: objdump, in which each such clone is
+/// the target of a `jmp` in a function that returns a value and is no such
+/// clone.
+#[test]
+fn funcs_debian_clones_returned_by_a_tail_jump_keep_their_value_objdump() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let m = model(&k.vmlinux);
+    let out = testkit::run_ok(
+        Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(&k.vmlinux),
+    );
+    let text = String::from_utf8_lossy(&out);
+    // Target address -> the functions that jump to it.
+    let mut jumpers: std::collections::HashMap<u64, Vec<&str>> = Default::default();
+    let mut function = "";
+    for line in text.lines() {
+        if let Some(label) = line.strip_suffix(">:") {
+            function = label.split_once(" <").map_or("", |(_, n)| n);
+        } else if let Some((_, insn)) = line.split_once(":\tjmp ") {
+            let target = insn.split_whitespace().next().unwrap_or("");
+            if let Ok(a) = u64::from_str_radix(target, 16) {
+                jumpers.entry(a).or_default().push(function);
+            }
+        }
+    }
+    // Functions whose source returns a value, which no clone drops.
+    let returns_value: std::collections::HashSet<&str> = m
+        .instances
+        .iter()
+        .filter(|i| !abi::may_drop_return(&i.symbol) && i.returns == Returns::Source)
+        .filter(|i| m.concrete(i).is_some_and(|c| c.ret.die.is_some()))
+        .map(|i| i.symbol.as_str())
+        .collect();
+    let mut kept = 0;
+    for i in &m.instances {
+        let Some(c) = m.concrete(i) else { continue };
+        let clone = i.suffix().is_some_and(abi::may_drop_return);
+        if !clone || c.ret.die.is_none() || !i.encodable() {
+            continue;
+        }
+        let by_value = jumpers
+            .get(&i.address)
+            .is_some_and(|f| f.iter().any(|f| returns_value.contains(f)));
+        match i.returns {
+            Returns::Source => {
+                assert!(
+                    by_value,
+                    "{} at {:#x} keeps its value, and no function jumps to it",
+                    i.symbol, i.address
+                );
+                kept += 1;
+            }
+            Returns::Void => {}
+        }
+    }
+    // 38 on Debian's 6.1.
+    assert!(kept >= 30, "{kept} clones keep their value");
 }
