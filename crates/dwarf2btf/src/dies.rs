@@ -59,6 +59,10 @@ enum Field {
     /// DW_AT_call_origin of a call site: the callee's DIE, an offset in
     /// the unit (not followed into other units).
     CallOrigin,
+    /// DW_AT_call_return_pc of a call site (DW_AT_low_pc of a
+    /// DW_TAG_GNU_call_site): an address, or an index in .debug_addr where
+    /// [`RETURN_PC_INDEX`] is set.
+    CallReturnPc,
     /// DW_AT_import of a DW_TAG_imported_unit: read for its side effect,
     /// the partial unit it names joins the conversion (partial_units.rs).
     Import,
@@ -75,6 +79,9 @@ const FIELDS: usize = Field::ParamLocation as usize + 1;
 pub const DW_AT_GNU_ANNOTATION: dw::DwAt = dw::DwAt(0x2139);
 /// A bit of `Attrs::present` past the fields': DW_AT_type is foreign.
 const FOREIGN_TYPE: u32 = 1 << FIELDS;
+/// A bit of `Attrs::present` past the fields': the call return address is
+/// an index in .debug_addr (DW_FORM_addrx*).
+const RETURN_PC_INDEX: u32 = 1 << (FIELDS + 1);
 /// The key of an abstract origin or specification that leaves the unit
 /// where no unit read with it holds the DIE: no DIE has it (keys are below
 /// 2 GiB), so that what depends on it is known to be incomplete.
@@ -134,7 +141,8 @@ impl Fields {
             | Field::Ranges.bit()
             | Field::ParamLocation.bit()
             | Field::TailCall.bit()
-            | Field::CallOrigin.bit(),
+            | Field::CallOrigin.bit()
+            | Field::CallReturnPc.bit(),
     );
     /// What the type namer reads of type DIEs and their children.
     pub const NAMER: Fields = Fields(
@@ -175,8 +183,8 @@ impl Fields {
         if tag != dw::DW_TAG_formal_parameter {
             f &= !Field::ParamLocation.bit();
         }
-        if !matches!(tag, dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site) {
-            f &= !(Field::TailCall.bit() | Field::CallOrigin.bit());
+        if !is_call_site(tag) {
+            f &= !(Field::TailCall.bit() | Field::CallOrigin.bit() | Field::CallReturnPc.bit());
         }
         Fields(f)
     }
@@ -217,6 +225,7 @@ impl Field {
             dw::DW_AT_import => Field::Import,
             dw::DW_AT_call_tail_call | dw::DW_AT_GNU_tail_call => Field::TailCall,
             dw::DW_AT_call_origin => Field::CallOrigin,
+            dw::DW_AT_call_return_pc => Field::CallReturnPc,
             _ => return None,
         })
     }
@@ -298,6 +307,20 @@ impl<'d> Loc<'d> {
             Loc::ListIndex(i) => AttributeValue::DebugLocListsIndex(gimli::DebugLocListsIndex(i)),
         }
     }
+}
+
+/// An address attribute as found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Address {
+    /// DW_FORM_addr.
+    At(u64),
+    /// DW_FORM_addrx*: an index in the unit's .debug_addr entries.
+    Index(u64),
+}
+
+/// Whether DIEs of `tag` describe calls (DWARF 5 and GNU DWARF 4).
+fn is_call_site(tag: dw::DwTag) -> bool {
+    matches!(tag, dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site)
 }
 
 /// A reference to another DIE as read (DW_AT_type, DW_AT_specification).
@@ -493,6 +516,16 @@ impl<'d> Attrs<'d> {
     /// DW_AT_call_origin of a call site in the unit's own DIEs.
     pub fn call_origin(&self) -> Option<u32> {
         self.get_u32(Field::CallOrigin)
+    }
+
+    /// The return address of a call site.
+    pub fn call_return_pc(&self) -> Option<Address> {
+        let v = self.get(Field::CallReturnPc)?;
+        Some(if self.present & RETURN_PC_INDEX != 0 {
+            Address::Index(v)
+        } else {
+            Address::At(v)
+        })
     }
 
     /// A parameter's DW_AT_location.
@@ -822,6 +855,7 @@ impl<'d> Cursor<'_, 'd> {
                 Some(Field::Location) if fields.has(Field::ParamLocation) => {
                     Some(Field::ParamLocation)
                 }
+                Some(Field::LowPc) if fields.has(Field::CallReturnPc) => Some(Field::CallReturnPc),
                 f => f,
             }
             .filter(|&f| fields.has(f));
@@ -904,6 +938,9 @@ impl<'d> Cursor<'_, 'd> {
             dw::DW_FORM_flag if flag => Step::U8(f),
             dw::DW_FORM_flag_present if flag => Step::Set(f),
             dw::DW_FORM_ref4 if reference => Step::Ref4(f),
+            dw::DW_FORM_addr if f == Field::CallReturnPc && self.encoding.address_size == 8 => {
+                Step::U64(f)
+            }
             dw::DW_FORM_strp
                 if f == Field::Name && self.encoding.format == gimli::Format::Dwarf32 =>
             {
@@ -1121,6 +1158,8 @@ enum Value<'d> {
     /// A location list: an offset, or an index (DW_FORM_loclistx).
     LocList(usize),
     LocListIndex(usize),
+    Addr(u64),
+    AddrIndex(u64),
     /// Something the converter has no use for.
     Other,
 }
@@ -1150,6 +1189,8 @@ impl<'d> Value<'d> {
             AttributeValue::Block(b) => Value::Block(b.slice()),
             AttributeValue::LocationListsRef(o) => Value::LocList(o.0),
             AttributeValue::DebugLocListsIndex(i) => Value::LocListIndex(i.0),
+            AttributeValue::Addr(a) => Value::Addr(a),
+            AttributeValue::DebugAddrIndex(i) => Value::AddrIndex(i.0 as u64),
             _ => Value::Other,
         }
     }
@@ -1204,6 +1245,17 @@ impl<'d> Cursor<'_, 'd> {
                 };
                 a.const_value = c;
                 a.present |= Field::ConstValue.bit();
+                return;
+            }
+            Field::CallReturnPc => {
+                match v {
+                    Value::Addr(addr) => a.set(field, addr),
+                    Value::AddrIndex(i) => {
+                        a.set(field, i);
+                        a.present |= RETURN_PC_INDEX;
+                    }
+                    _ => {}
+                }
                 return;
             }
             Field::ParamLocation => {

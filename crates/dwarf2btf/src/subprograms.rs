@@ -12,14 +12,13 @@
 //! undescribed, or abstract instances). The subprograms of units read
 //! with the unit (partial_units.rs) follow under their keys; those of a
 //! compilation unit read so ([`Subprograms::imported_die`]) are in `subs`
-//! only: its functions are its own conversion's. `tail_calls` lists the
-//! tail calls (DW_AT_call_tail_call) that the unit's own unit-level
-//! subprograms make outside inlined code (whose DIEs the converter skips),
-//! in order.
+//! only: its functions are its own conversion's. `calls` lists the calls
+//! that the unit's own unit-level subprograms make outside inlined code
+//! (whose DIEs the converter skips), in order.
 
 use gimli::constants as dw;
 
-use crate::dies::{Die, Loc, Str};
+use crate::dies::{Address, Die, Loc, Str};
 
 /// One DW_TAG_subprogram as it describes itself.
 #[derive(Clone, Debug)]
@@ -54,6 +53,20 @@ pub struct RawParam<'d> {
     pub has_const: bool,
 }
 
+/// A call site (DW_TAG_call_site, DW_TAG_GNU_call_site) that names its
+/// callee.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    /// The offset of the unit-level subprogram that makes the call.
+    pub caller: u32,
+    /// The callee's DIE (DW_AT_call_origin, DW_AT_abstract_origin).
+    pub callee: u32,
+    /// DW_AT_call_tail_call: a jump that leaves the caller's return to
+    /// the callee.
+    pub tail: bool,
+    pub return_pc: Option<Address>,
+}
+
 /// The record of one unit's subprograms (see the module's invariant).
 #[derive(Default)]
 pub struct Subprograms<'d> {
@@ -66,8 +79,7 @@ pub struct Subprograms<'d> {
     cu_name: Str<'d>,
     /// Depth of the last subprogram while its children are being read.
     open: Option<isize>,
-    /// (caller's offset, callee's offset) of each tail call.
-    tail_calls: Vec<(u32, u32)>,
+    calls: Vec<Call>,
     /// The own unit-level subprogram whose children are being read.
     caller: Option<u32>,
     /// Depth of the inlined subroutine whose children are being read.
@@ -150,13 +162,16 @@ impl<'d> Subprograms<'d> {
             dw::DW_TAG_inlined_subroutine if die.has_children && self.inlined.is_none() => {
                 self.inlined = Some(die.depth);
             }
-            dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site
-                if a.tail_call() && self.inlined.is_none() =>
-            {
+            dw::DW_TAG_call_site | dw::DW_TAG_GNU_call_site if self.inlined.is_none() => {
                 if let (Some(caller), Some(callee)) =
                     (self.caller, a.call_origin().or(a.abstract_origin()))
                 {
-                    self.tail_calls.push((caller, callee));
+                    self.calls.push(Call {
+                        caller,
+                        callee,
+                        tail: a.tail_call(),
+                        return_pc: a.call_return_pc(),
+                    });
                 }
             }
             _ => {}
@@ -179,9 +194,9 @@ impl<'d> Subprograms<'d> {
         self.bodiless.iter().filter_map(|&i| self.subs.get(i))
     }
 
-    /// (caller's offset, callee's offset) of each tail call, in order.
-    pub fn tail_calls(&self) -> &[(u32, u32)] {
-        &self.tail_calls
+    /// The calls of the unit's own functions, in order.
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
     }
 
     pub fn cu_name(&self) -> Str<'d> {

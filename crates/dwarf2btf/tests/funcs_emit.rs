@@ -215,11 +215,12 @@ fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
 
 /// A split part whose value its parent returns by jumping to it keeps its
 /// return type: `part_kept` (c.c) returns `long` and jumps to
-/// `part_kept.part.0`, so the part's rax is its result. A part that its
-/// callers only call (`part_fn.part.0`) stays void, and so does a clone
-/// that a void function jumps to (`ret_caller1` to `ret_drop.isra.0`).
-/// Oracle: objdump (the jumps and calls, and the part writing rax before
-/// its `ret`).
+/// `part_kept.part.0`, so the part's rax is its result. Without a caller
+/// that uses the value a clone stays void: `part_fn.part.0`, whose calls
+/// sit in its header inlined into `pcall1`..`pcall3`, which do not read rax
+/// right after them, and `ret_drop.isra.0`, which a void function jumps to
+/// (`ret_caller1`). Oracle: objdump (the jumps and calls, and the part
+/// writing rax before its `ret`).
 #[test]
 fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
     let Some((_fx, exe)) = common::build_fixture() else {

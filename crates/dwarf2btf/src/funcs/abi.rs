@@ -301,13 +301,15 @@ pub fn analyse(c: &Concrete, suffix: Option<&str>, keeps_return: &dyn Fn(u64) ->
 /// void may hide a value the code still returns, never show one it does
 /// not.
 ///
-/// Where the removal is only possible, a tail call proves the value kept:
-/// a caller that returns a value of its own and jumps to the instance
-/// (DW_AT_call_tail_call, collect.rs's `tail_callers`) returns whatever the
-/// instance leaves in rax, so the compiler kept the value that the
-/// caller's callers use (`return foo.part.0(x);` in `foo`). The caller
-/// counts when its own value is certain: not DW_CC_nocall (collect.rs) and
-/// no clone that may drop it (`keeps_return`).
+/// Where the removal is only possible, a use of the value proves it kept.
+/// A caller that reads rax right after calling the instance reads its
+/// value (call_return.rs, collect.rs's `value_read`). A caller that returns
+/// a value of its own and jumps to the instance (DW_AT_call_tail_call,
+/// `tail_callers`) returns whatever the instance leaves in rax, so the
+/// compiler kept the value that the caller's callers use (`return
+/// foo.part.0(x);` in `foo`); that caller counts when its own value is
+/// certain: not DW_CC_nocall (collect.rs) and no clone that may drop it
+/// (`keeps_return`).
 fn removed_return(
     c: &Concrete,
     suffix: Option<&str>,
@@ -316,8 +318,8 @@ fn removed_return(
 ) -> Option<String> {
     let clone_kind = |kind: &str| suffix.is_some_and(|s| s.split('.').any(|k| k == kind));
     let certain = c.nocall && *params == Signature::Source;
-    let returned_by_caller = !certain && c.tail_callers.iter().any(|&e| keeps_return(e));
-    let why = if c.ret.die.is_none() || returned_by_caller {
+    let used = c.value_read || c.tail_callers.iter().any(|&e| keeps_return(e));
+    let why = if c.ret.die.is_none() || (used && !certain) {
         return None;
     } else if certain {
         "return value removed (DW_CC_nocall with every parameter in place)"

@@ -25,10 +25,11 @@ use gimli::UnitOffset;
 use ksyms::module_sections::is_untied;
 use rustc_hash::FxHashMap;
 
+use super::call_return;
 use super::ctype::{ArgClass, MemberInfo, TypeInfo, TypeNamer};
 use super::entry_code::EntryCode;
 use super::location::{entry_location, EntryLoc};
-use crate::dies::{DieReader, Fields, Str, UNFOLLOWED};
+use crate::dies::{Address, DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
 use crate::partial_units::{Imports, Known, UnitTables};
 use crate::subprograms::{RawSub, Subprograms};
@@ -96,6 +97,8 @@ pub struct Concrete {
     /// Entries of the unit's functions that tail-call it and whose source
     /// returns a value, not DW_CC_nocall (abi.rs's `removed_return`).
     pub tail_callers: Vec<u64>,
+    /// A call of the unit's reads its return value (call_return.rs).
+    pub value_read: bool,
 }
 
 /// For a top-level subprogram without code named `name`: the address of
@@ -259,26 +262,7 @@ pub fn collect_from_unit<'u>(
         }
         out.push(c);
     }
-    // Tail calls between the unit's functions with code.
-    let by_die: FxHashMap<u64, usize> = out
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| !c.bodiless)
-        .map(|(i, c)| (c.die, i))
-        .collect();
-    for &(caller, callee) in subs.tail_calls() {
-        let (Some(&from), Some(&to)) = (
-            by_die.get(&ctx.global(caller)),
-            by_die.get(&ctx.global(callee)),
-        ) else {
-            continue;
-        };
-        let c = &out[from];
-        if from != to && c.error.is_none() && !c.nocall && c.ret.die.is_some() {
-            let entry = c.entry;
-            out[to].tail_callers.push(entry);
-        }
-    }
+    calls_to_values(&ctx, &mut out);
     // The code of a definition without code of the name of an untied
     // subprogram is that subprogram's, whose section is unknown: it gives
     // no symbol its prototype.
@@ -291,6 +275,46 @@ pub fn collect_from_unit<'u>(
         out.retain(|c| !(c.bodiless && c.name.as_ref().is_some_and(|n| untied.contains(n))));
     }
     Ok(out)
+}
+
+/// Records what the unit's calls say of their callees' return values
+/// (abi.rs's `removed_return`): the callers that return a value by jumping
+/// to a callee, and whether the code after a call reads its value.
+fn calls_to_values(ctx: &UnitCtx<'_, '_>, out: &mut [Concrete]) {
+    let calls = ctx.subs.calls();
+    if calls.is_empty() {
+        return;
+    }
+    let by_die: FxHashMap<u64, usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.bodiless && c.ret.die.is_some())
+        .map(|(i, c)| (c.die, i))
+        .collect();
+    for call in calls {
+        let Some(&to) = by_die.get(&ctx.global(call.callee)) else {
+            continue;
+        };
+        if call.tail {
+            let caller = by_die
+                .get(&ctx.global(call.caller))
+                .and_then(|&i| out.get(i))
+                .filter(|c| c.error.is_none() && !c.nocall && c.die != out[to].die);
+            if let Some(entry) = caller.map(|c| c.entry) {
+                out[to].tail_callers.push(entry);
+            }
+        } else if !out[to].value_read {
+            let return_pc = match call.return_pc {
+                Some(Address::At(a)) => Some(a),
+                Some(Address::Index(i)) => usize::try_from(i)
+                    .ok()
+                    .and_then(|i| ctx.dwarf.address(ctx.unit, gimli::DebugAddrIndex(i)).ok()),
+                None => None,
+            };
+            out[to].value_read = return_pc
+                .is_some_and(|pc| call_return::reads_return_value(ctx.code, pc, out[to].entry));
+        }
+    }
 }
 
 /// A string attribute's text.
@@ -387,6 +411,7 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             bodiless: false,
             untied: false,
             tail_callers: Vec::new(),
+            value_read: false,
         };
         // Where each of the instance's parameters is at its entry.
         let own_code = self.code.own_code(entry);

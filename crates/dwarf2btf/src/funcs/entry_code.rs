@@ -101,6 +101,15 @@ impl<'a> EntryCode<'a> {
         agreed.unwrap_or(entry)
     }
 
+    /// The bytes from `at` to the end of its section, in every executable
+    /// section that has code there.
+    pub fn code_at(&self, at: u64) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.text.iter().filter_map(move |t| {
+            let off = usize::try_from(at.checked_sub(t.address)?).ok()?;
+            t.bytes.get(off..)
+        })
+    }
+
     /// The length of the prefix at `at`, whose bytes (to the section's end)
     /// are `bytes`.
     fn prefix_len(&self, t: &Text<'_>, at: u64, bytes: &[u8]) -> u64 {

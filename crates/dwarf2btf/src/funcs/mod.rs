@@ -12,6 +12,7 @@
 
 pub mod abi;
 pub mod attach;
+mod call_return;
 pub mod collect;
 pub mod ctype;
 pub mod emit;
