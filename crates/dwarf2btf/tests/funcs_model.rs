@@ -465,7 +465,7 @@ fn funcs_debian_clones_keep_their_value_where_a_caller_uses_it_objdump() {
             Returns::Void => void += 1,
         }
     }
-    // 42 and 181 on Debian's 6.1.
+    // 43 and 180 on Debian's 6.1.
     assert!(
         kept >= 35 && void > 0,
         "{kept} clones keep their value, {void} do not"
