@@ -1084,6 +1084,17 @@ static __attribute__((noinline)) int free_all(struct node *n, void *ctx, bool pe
 	return cnt;
 }
 
+/* ctx unused: clang drops it (DW_CC_nocall), and keeps the count, which
+ * main compares right after each call. */
+static __attribute__((noinline)) int count_nodes(struct node *n, void *ctx)
+{
+	int cnt = 0;
+
+	for (; n; n = n->next)
+		cnt++;
+	return cnt;
+}
+
 /* The second eightbyte of r unused: clang drops it, and ctx and name move
  * up to rcx and r8 (main's calls put them there). */
 static __attribute__((noinline)) void report(void *env, void *reg, struct range r,
@@ -1125,6 +1136,10 @@ int main(int argc, char **argv)
 	free_all((struct node *)argv[3], argv[0], argc > 4);
 	report(argv, argv[1], r, argv[2], argv[3]);
 	report(argv[4], argv, r, argv[1], argv[3]);
+	if (count_nodes((struct node *)argv[5], argv[6]) > 2)
+		sink(argv);
+	if (count_nodes((struct node *)argv[6], argv[7]) > 3)
+		sink(argv[1]);
 	return range_within(r, &v) + span_min(s);
 }
 
@@ -1135,9 +1150,11 @@ __asm__(".globl __fentry__\n.type __fentry__, @function\n__fentry__: ret\n");
 
 /// Each FUNC btfkit writes for CLANG_ENTRY: the C declarations (clang
 /// names `bool` `_Bool`), but `free_all` returns nothing (clang removed its
-/// value), and for `report` what its code takes: env, reg, the first
-/// eightbyte of r, ctx, name.
+/// value), `count_nodes` takes n alone (its value kept: main reads eax
+/// after each call), and for `report` what its code takes: env, reg, the
+/// first eightbyte of r, ctx, name.
 const CLANG_ENTRY_FUNCS: &[&str] = &[
+    "count_nodes: static int count_nodes(struct node *n)",
     "free_all: static void free_all(struct node *n, void *ctx, _Bool percpu)",
     "main: static int main(int argc, char **argv)",
     "range_within: static _Bool range_within(struct range r, const struct val *v)",
@@ -1214,11 +1231,21 @@ fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
         args.push(source.display().to_string());
         sid.run_ok(&[fx.dir.path()], "clang", &args);
     }
-    assert_eq!(nop_ftrace_sites(&exe, &nop), 6, "ftrace sites");
+    assert_eq!(nop_ftrace_sites(&exe, &nop), 7, "ftrace sites");
     let free_all = testkit::objdump::code_to_first_ret(&exe, "free_all");
     assert!(
         !free_all.iter().any(|i| testkit::objdump::writes_rax(i)),
         "free_all writes rax before its ret: {free_all:?}"
+    );
+    let main = testkit::objdump::code_to_first_ret(&exe, "main");
+    let after_calls: Vec<&String> = main
+        .windows(2)
+        .filter(|w| w[0].starts_with("call") && w[0].ends_with("<count_nodes>"))
+        .map(|w| &w[1])
+        .collect();
+    assert!(
+        after_calls.len() == 2 && after_calls.iter().all(|i| i.ends_with(",%eax")),
+        "main does not compare count_nodes' value right after each call: {main:?}"
     );
     for input in [&exe, &obj, &nop] {
         let what = input.display().to_string();
@@ -1243,7 +1270,7 @@ fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
             },
         );
         let only_ours: Vec<&str> = d.only_a.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(only_ours, ["report"], "{what}");
+        assert_eq!(only_ours, ["count_nodes", "report"], "{what}");
         let changed: Vec<&str> = d.changed.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(changed, ["free_all"], "{what}");
         assert!(d.only_b.is_empty(), "{what}: {d:?}");
@@ -1264,7 +1291,7 @@ fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
         }
     }
 
-    // `--funcs pahole` writes source prototypes: none for the two
+    // `--funcs pahole` writes source prototypes: none for the three
     // functions clang changed (DW_CC_nocall), and the others the same.
     let pahole_mode = fx.path("entry.pahole-mode");
     let o = run(
@@ -1283,7 +1310,11 @@ fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
     let kept: Vec<&str> = CLANG_ENTRY_FUNCS
         .iter()
         .copied()
-        .filter(|f| !f.starts_with("free_all:") && !f.starts_with("report:"))
+        .filter(|f| {
+            !["free_all:", "report:", "count_nodes:"]
+                .iter()
+                .any(|n| f.starts_with(n))
+        })
         .collect();
     assert_eq!(funcs_with_tags(&pahole_mode), kept);
 }

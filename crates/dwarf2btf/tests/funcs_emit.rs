@@ -223,9 +223,16 @@ fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
 /// writing rax before its `ret`).
 #[test]
 fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
-    let Some((_fx, exe)) = common::build_fixture() else {
-        return;
-    };
+    // DWARF 5 call sites, and DWARF 4's GNU ones.
+    for debug in ["-g", "-gdwarf-4"] {
+        let Some((_fx, exe)) = common::build_fixture_with(debug) else {
+            return;
+        };
+        part_tail_called_for_its_value_keeps_it(&exe);
+    }
+}
+
+fn part_tail_called_for_its_value_keeps_it(exe: &std::path::Path) {
     let branches = |caller: &str, insn: &str, callee: &str| {
         let out = testkit::run_ok(
             std::process::Command::new("objdump")
@@ -234,7 +241,7 @@ fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
                     "--no-show-raw-insn",
                     &format!("--disassemble={caller}"),
                 ])
-                .arg(&exe),
+                .arg(exe),
         );
         String::from_utf8_lossy(&out)
             .lines()
@@ -246,12 +253,12 @@ fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
     for caller in ["pcall1", "pcall2", "pcall3"] {
         assert!(branches(caller, "call", "part_fn.part.0"), "{caller}");
     }
-    let code = testkit::objdump::code_to_first_ret(&exe, name);
+    let code = testkit::objdump::code_to_first_ret(exe, name);
     assert!(
         code.iter().any(|i| testkit::objdump::writes_rax(i)),
         "{name} does not write rax before its ret: {code:?}"
     );
-    let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
+    let model = FuncModel::from_elf(&ElfFile::open(exe).expect("open")).expect("model");
     let status = |symbol: &str| {
         let i = model.instances.iter().find(|i| i.symbol == symbol);
         i.map(|i| (i.status, i.detail.clone()))
@@ -259,7 +266,7 @@ fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
     };
     assert_eq!(status(name), (Status::Consistent, None));
     assert_eq!(status("part_fn.part.0").0, Status::ChangedAbi);
-    let f = funcs(&encode(&exe, AddrTags::Ambiguous));
+    let f = funcs(&encode(exe, AddrTags::Ambiguous));
     assert_eq!(
         f[name][0].0,
         format!("long int {name}(struct tty *tty, int sig)")

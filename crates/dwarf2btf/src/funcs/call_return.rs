@@ -6,38 +6,21 @@
 //! there (`__register_event.part.0` on Debian's 6.1: `call`, then `mov
 //! %eax,%r12d`).
 //!
-//! Invariant: only a linked image's code counts (in a relocatable object a
-//! call's target is a relocation), only behind a `call rel32` that ends at
-//! the return address and whose target is the callee's entry (in every
-//! section with code there), and only an instruction whose encoding is in a
-//! short list of those that surely read rax, al or eax. Anything else is no
+//! Invariant: only behind a `call rel32` that ends at the return address
+//! and reaches the callee's entry (EntryCode::call_target: by its
+//! displacement, or in a relocatable object by its relocation), and only an
+//! instruction whose encoding is in a short list of those that surely read
+//! rax, eax or al, in every section with code there. Anything else is no
 //! evidence: the value stays unproven.
 
 use super::entry_code::EntryCode;
 
-const CALL_REL32: u8 = 0xe8;
-
 /// Whether the call that returns to `return_pc` calls `callee` and the
 /// instruction at `return_pc` reads its return value.
 pub fn reads_return_value(code: &EntryCode<'_>, return_pc: u64, callee: u64) -> bool {
-    if code.relocatable {
-        return false;
-    }
-    let Some(call_at) = return_pc.checked_sub(5) else {
-        return false;
-    };
-    let mut seen = false;
-    for bytes in code.code_at(call_at) {
-        let [CALL_REL32, a, b, c, d, ref next @ ..] = *bytes else {
-            return false;
-        };
-        let rel = i64::from(i32::from_le_bytes([a, b, c, d]));
-        if return_pc.wrapping_add_signed(rel) != callee || !reads_rax(next) {
-            return false;
-        }
-        seen = true;
-    }
-    seen
+    let called = return_pc.checked_sub(5).and_then(|at| code.call_target(at)) == Some(callee);
+    let mut after = code.code_at(return_pc).peekable();
+    called && after.peek().is_some() && after.all(reads_rax)
 }
 
 /// Whether the x86-64 instruction at the start of `code` reads rax, eax, ax

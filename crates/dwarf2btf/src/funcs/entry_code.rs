@@ -14,9 +14,9 @@
 //! its target is `__fentry__` (the symbol's address in a linked file, a
 //! relocation against the symbol in a relocatable one).
 
-use ksyms::module_sections::ModuleSections;
-use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
-use rustc_hash::FxHashSet;
+use ksyms::module_sections::{symbol_address, ModuleSections};
+use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SectionKind};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 /// `nopl 0x0(%rax,%rax,1)`: the NOP x86 writes over a 5-byte call.
@@ -38,6 +38,11 @@ pub struct EntryCode<'a> {
     /// A relocatable object (a module): its code addresses are keyed by
     /// section (ksyms::module_sections).
     pub relocatable: bool,
+    /// In a relocatable object: the key of each relocated place in code ->
+    /// for a 32-bit PC-relative relocation against a symbol with a
+    /// section, the key it reaches from the field's end (a `call rel32`'s
+    /// target); None for any other.
+    pc32_targets: FxHashMap<u64, Option<u64>>,
 }
 
 impl<'a> EntryCode<'a> {
@@ -76,7 +81,32 @@ impl<'a> EntryCode<'a> {
                 .filter(|&(_, _, defined)| defined && !relocatable)
                 .map(|(_, address, _)| address),
             relocatable,
+            pc32_targets: keys.map_or_else(FxHashMap::default, |k| pc32_targets(obj, &k)),
         }
+    }
+
+    /// The target of the `call rel32` at `at`, where every section with
+    /// code there has that call.
+    pub fn call_target(&self, at: u64) -> Option<u64> {
+        let mut agreed = None;
+        for bytes in self.code_at(at) {
+            let [CALL_REL32, a, b, c, d, ..] = *bytes else {
+                continue;
+            };
+            // A relocation gives a relocatable object's target; without
+            // one the assembler resolved the call within the section.
+            let rel = i64::from(i32::from_le_bytes([a, b, c, d]));
+            let target = match self.pc32_targets.get(&at.wrapping_add(1)) {
+                Some(&t) => t?,
+                None => at.wrapping_add(5).wrapping_add_signed(rel),
+            };
+            match agreed {
+                None => agreed = Some(target),
+                Some(x) if x == target => {}
+                Some(_) => return None,
+            }
+        }
+        agreed
     }
 
     /// Where the function entered at `entry` starts its own code: `entry`
@@ -141,6 +171,39 @@ impl<'a> EntryCode<'a> {
     }
 }
 
+/// The relocated places of a relocatable object's code, by key: with the
+/// target of a 32-bit PC-relative relocation (R_X86_64_PC32,
+/// R_X86_64_PLT32) against a symbol with a section, its key plus the
+/// addend, from the field's end (4 bytes on).
+fn pc32_targets(obj: &object::File<'_>, keys: &ModuleSections) -> FxHashMap<u64, Option<u64>> {
+    const R_X86_64_PC32: u32 = 2;
+    const R_X86_64_PLT32: u32 = 4;
+    let mut targets = FxHashMap::default();
+    for s in obj.sections().filter(|s| s.kind() == SectionKind::Text) {
+        for (offset, r) in s.relocations() {
+            let pc32 = matches!(
+                r.flags(),
+                RelocationFlags::Elf {
+                    r_type: R_X86_64_PC32 | R_X86_64_PLT32
+                }
+            );
+            let symbol = match r.target() {
+                RelocationTarget::Symbol(i) => obj.symbol_by_index(i).ok(),
+                _ => None,
+            };
+            let target = symbol
+                .filter(|sym| pc32 && sym.section_index().is_some())
+                .map(|sym| {
+                    symbol_address(Some(keys), &sym)
+                        .wrapping_add_signed(r.addend())
+                        .wrapping_add(4)
+                });
+            targets.insert(keys.key(s.index().0, offset), target);
+        }
+    }
+    targets
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +217,7 @@ mod tests {
             }],
             fentry,
             relocatable: false,
+            pc32_targets: FxHashMap::default(),
         }
     }
 
@@ -186,12 +250,14 @@ mod tests {
             text: vec![text(&nop), text(&nop)],
             fentry: None,
             relocatable: true,
+            pc32_targets: FxHashMap::default(),
         };
         assert_eq!(both.own_code(0), 5);
         let split = EntryCode {
             text: vec![text(&nop), text(&other)],
             fentry: None,
             relocatable: true,
+            pc32_targets: FxHashMap::default(),
         };
         assert_eq!(split.own_code(0), 0);
     }

@@ -4,6 +4,12 @@ use std::path::Path;
 use std::process::Command;
 
 pub fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
+    build_fixture_with("-g")
+}
+
+/// The fixture program with `debug` as its DWARF option (`-gdwarf-4`: GNU
+/// call sites, as GCC before 11 writes them).
+pub fn build_fixture_with(debug: &str) -> Option<(testkit::Fixture, std::path::PathBuf)> {
     testkit::tool_or_skip("gcc", "gcc")?;
     let fx = testkit::Fixture::new();
     for (n, src) in [
@@ -18,10 +24,10 @@ pub fn build_fixture() -> Option<(testkit::Fixture, std::path::PathBuf)> {
         testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
     };
     for f in ["a.c", "b.c", "c.c"] {
-        cc(&["-g", "-O2", "-c", f]);
+        cc(&[debug, "-O2", "-c", f]);
     }
-    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
-    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
+    cc(&[debug, "-O2", "-c", "note.c", "-o", "note1.o"]);
+    cc(&[debug, "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
     cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
     let exe = fx.path("fx");
     Some((fx, exe))
