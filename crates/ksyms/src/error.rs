@@ -59,6 +59,14 @@ pub enum Error {
         /// What the ELF reader found wrong.
         reason: String,
     },
+    /// A file compressed whole (`.ko.xz`) does not decompress.
+    #[error("{path}: {error}")]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// The codec and what it found wrong.
+        error: btf::Error,
+    },
     /// ELF that the object crate does not read (`section`: where, if in one).
     #[error("{path}: not an ELF file with a symbol table: {}{error}", section.as_deref().map(|s| format!("{s}: ")).unwrap_or_default())]
     Object {
