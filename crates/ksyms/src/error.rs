@@ -29,6 +29,14 @@ pub enum Error {
         /// What is wrong with the line.
         reason: String,
     },
+    /// A kallsyms or System.map file lists no symbol at all (an empty file,
+    /// /dev/null): no kernel has such a table, and reading it as one would
+    /// answer every lookup with "not found".
+    #[error("{path}: lists no symbols (empty)")]
+    NoSymbols {
+        /// The file.
+        path: PathBuf,
+    },
     /// Every address of a `/proc/kallsyms` read as zero: the kernel's
     /// `kptr_restrict` policy hides them from this process. Only returned by
     /// readers that need addresses; [`Symbols::addresses_hidden`](crate::Symbols::addresses_hidden)
