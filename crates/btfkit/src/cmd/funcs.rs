@@ -223,7 +223,19 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
             btf::load_file(p, args.base.as_deref())
                 .with_context(|| format!("cannot load BTF from {}", p.display()))?,
         ),
-        None => btf::load_file(&args.file, args.base.as_deref()).ok(),
+        None => match btf::load_file(&args.file, args.base.as_deref()) {
+            Ok(btf) => Some(btf),
+            // A debug vmlinux or module has no .BTF: rows without FUNCs.
+            // Any other failure (a --base that does not load, a corrupt
+            // .BTF, split BTF without --base) is the user's to know.
+            Err(btf::Error::File { error, .. }) if matches!(*error, btf::Error::NoBtfSection) => {
+                None
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot load BTF from {}", args.file.display()))
+            }
+        },
     };
     let mut reach = Reach {
         by_name: HashMap::new(),
