@@ -281,7 +281,7 @@ fn assert_one_line_error(out: &Output, file: &Path, says: &str, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{what}: {err}");
     assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        !err.contains("panicked") && !err.contains("backtrace"),
         "{what}: {err}"
     );
     let lines: Vec<&str> = err.lines().collect();
