@@ -325,8 +325,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let Some(symbols_path) = &args.symbols else {
         anyhow::bail!("--attach needs BTF and SYMBOLS");
     };
-    let btf = btf::load_file(&args.file, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let btf = btf::load_file(&args.file, args.base.as_deref()).context("cannot load BTF")?;
     let (table, is_elf) = load_symbols(symbols_path)?;
     let elf = is_elf
         .then(|| dwarf2btf::load::ElfFile::open(symbols_path))
