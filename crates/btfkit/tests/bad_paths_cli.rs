@@ -842,3 +842,51 @@ fn pahole_j_on_a_file_it_may_not_write_is_named_and_kept() {
     assert_one_line_error(&out, &obj, "Permission denied", "pahole -J read-only");
     assert_eq!(tree(&dir), before);
 }
+
+/// Standard output on a full device (`> /dev/full`): every command that
+/// prints says so in one line, exit 1 (clap_complete panicked there).
+#[test]
+fn stdout_on_a_full_device_is_one_error_line_exit_1_never_a_panic() {
+    let inputs = Inputs::new();
+    let (btf, elf, map) = (p(&inputs.btf), p(&inputs.elf), p(&inputs.map));
+    let runs: Vec<Vec<OsString>> = vec![
+        vec![s("completions"), s("bash")],
+        vec![s("dump"), btf.clone()],
+        vec![s("dump"), s("--format"), s("c"), btf.clone()],
+        vec![s("check"), btf.clone()],
+        vec![s("check"), s("--attach"), btf.clone(), elf.clone()],
+        vec![s("diff"), btf.clone(), btf.clone()],
+        vec![s("funcs"), elf.clone()],
+        vec![s("funcs"), s("--json"), elf.clone()],
+        vec![
+            s("resolve"),
+            s("--btf"),
+            btf,
+            s("--system-map"),
+            map,
+            s("sum_of_fields"),
+        ],
+        vec![s("layout"), s("-C"), s("bits"), elf.clone()],
+        vec![s("pahole"), s("-C"), s("bits"), elf],
+    ];
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    for args in runs {
+        let what = format!("{args:?} > /dev/full");
+        let out = Command::new(BTFKIT)
+            .args(&args)
+            .stdout(full.try_clone().expect("dup"))
+            .output()
+            .expect("run btfkit");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(
+            err.starts_with("btfkit: error: ") && err.contains("No space left on device"),
+            "{what}: {err}"
+        );
+    }
+}
