@@ -648,6 +648,95 @@ fn compressed_modules_encode_like_their_uncompressed_selves_xz_zstd_gzip() {
     }
 }
 
+/// Debian's configfs module compressed with xz, zstd and gzip: `resolve
+/// --elf`, `funcs` and `check --attach` read the `.ko.EXT` for its symbols
+/// (and DWARF) and answer as for the uncompressed `.ko` (the oracle; the
+/// symbols themselves are compared with nm's in ksyms' elf_compressed_nm).
+#[test]
+fn compressed_module_resolves_funcs_and_attach_like_the_uncompressed_xz_zstd_gzip() {
+    let Some(k) = testkit::debian_kernel_or_skip() else {
+        return;
+    };
+    let rel = "kernel/fs/configfs/configfs.ko";
+    let (image, dbg) = (k.image_modules.join(rel), k.dbg_modules.join(rel));
+    if !image.is_file() || !dbg.is_file() {
+        return testkit::skip("configfs.ko is not cached: run scripts/fetch-debian-kernel.sh");
+    }
+    let fx = Fixture::new();
+    // Same names in two directories, so that outputs naming them compare.
+    let (plain, packed) = (fx.path("plain"), fx.path("packed"));
+    std::fs::create_dir(&plain).expect("mkdir");
+    std::fs::create_dir(&packed).expect("mkdir");
+    let (img, dbg_ko) = (plain.join("img.ko"), plain.join("dbg.ko"));
+    std::fs::copy(&image, &img).expect("copy");
+    std::fs::copy(&dbg, &dbg_ko).expect("copy");
+    let vmlinux = k.vmlinux.to_str().expect("path");
+    let outputs = |img: &Path, dbg: &Path| -> Vec<Vec<u8>> {
+        let (img, dbg) = (img.to_str().expect("path"), dbg.to_str().expect("path"));
+        [
+            vec!["resolve", "--json", "--elf", img, "--base", vmlinux],
+            vec![
+                "resolve", "--json", "--elf", dbg, "--btf", img, "--base", vmlinux,
+            ],
+            vec!["funcs", "--json", dbg, img, "--base", vmlinux],
+            vec!["check", "--json", "--attach", img, dbg, "--base", vmlinux],
+        ]
+        .into_iter()
+        .map(|mut args| {
+            if args[0] == "resolve" {
+                args.extend(["init_module", ".init.text+0x0", "0x10", "configfs_setattr"]);
+            }
+            let out = Command::new(BTFKIT).args(&args).output().expect("run");
+            assert_ok(&out, &args.join(" "));
+            // Where the output names a file, it is the name without `.EXT`.
+            String::from_utf8(out.stdout)
+                .expect("UTF-8")
+                .replace(".ko.xz", ".ko")
+                .replace(".ko.zst", ".ko")
+                .replace(".ko.gz", ".ko")
+                .replace(
+                    packed.to_str().expect("path"),
+                    plain.to_str().expect("path"),
+                )
+                .into_bytes()
+        })
+        .collect()
+    };
+    let expected = outputs(&img, &dbg_ko);
+    for (tool, package, ext) in [
+        ("xz", "xz-utils", "xz"),
+        ("zstd", "zstd", "zst"),
+        ("gzip", "gzip", "gz"),
+    ] {
+        let Some(tool) = testkit::tool_or_skip(tool, package) else {
+            return;
+        };
+        let compressed = |ko: &Path| {
+            let out = packed.join(format!(
+                "{}.{ext}",
+                ko.file_name().expect("name").to_string_lossy()
+            ));
+            let file = std::fs::File::create(&out).expect("create");
+            let st = Command::new(&tool)
+                .arg("-c")
+                .arg(ko)
+                .stdout(file)
+                .status()
+                .expect("compress");
+            assert!(st.success());
+            out
+        };
+        let got = outputs(&compressed(&img), &compressed(&dbg_ko));
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!(
+                String::from_utf8_lossy(g),
+                String::from_utf8_lossy(e),
+                ".{ext}"
+            );
+        }
+    }
+}
+
 /// An uncompressed section whose bytes are past the end of the file: the
 /// message names the file offset.
 #[test]

@@ -54,6 +54,10 @@ pub enum Error {
     /// A file given as a dump that is in no dump format.
     #[error("{}: cannot be read as a crash dump: {}", path.display(), dump_reason(path, error))]
     NotADump { path: PathBuf, error: kmem::Error },
+    /// The kernel's own tables (kallsyms, BTF) in a dump's memory, or
+    /// /proc/kcore's, that do not read: a truncated dump, say.
+    #[error("{}: {error}", path.display())]
+    InDump { path: PathBuf, error: kmem::Error },
     /// A symbol that finding the kernel's BTF in memory needs.
     #[error("no {0} symbol: give --btf")]
     NoBtfSymbol(&'static str),

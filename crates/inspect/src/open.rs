@@ -37,7 +37,7 @@ pub fn open(opts: &Options) -> Result<Program> {
         None => {
             let find = |n: &'static str| syms.kernel_addr(n).ok_or(Error::NoBtfSymbol(n));
             let (start, stop) = (find("__start_BTF")?, find("__stop_BTF")?);
-            kmem::btf::read(&kernel, start, stop)?
+            kmem::btf::read(&kernel, start, stop).map_err(|e| in_dump(&kernel, e))?
         }
     };
     let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
@@ -104,6 +104,9 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
         } else {
             ksyms::kallsyms::parse(text, p, Hidden::Error)?
         };
+        if syms.is_empty() {
+            return Err(ksyms::Error::NoSymbols { path: p.clone() }.into());
+        }
         return Ok(syms);
     }
     if opts.vmcore.is_none() {
@@ -112,14 +115,23 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
             return Ok(s);
         }
     }
-    let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo())?;
-    let list = kmem::kallsyms::read(kernel, &tables)?;
+    let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(|e| in_dump(kernel, e))?;
+    let list = kmem::kallsyms::read(kernel, &tables).map_err(|e| in_dump(kernel, e))?;
     let source = kernel.path().join("kallsyms");
     Ok(ksyms::kallsyms::parse(
         kmem::kallsyms::to_text(&list),
         &source,
         Hidden::Allow,
     )?)
+}
+
+/// An error reading the kernel's memory, naming the dump it is in (the
+/// error names the address and the file offset).
+fn in_dump(kernel: &Kernel, error: kmem::Error) -> Error {
+    Error::InDump {
+        path: kernel.path().to_owned(),
+        error,
+    }
 }
 
 /// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols

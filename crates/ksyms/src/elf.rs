@@ -11,23 +11,71 @@ use crate::module_sections::{symbol_address, NamedSections};
 use crate::{Error, RawSymbol, Result, Symbols};
 
 /// Reads the symbol table of an ELF file, mapped rather than read: a
-/// debug vmlinux is over 500 MB and only its symbol table is needed.
+/// debug vmlinux is over 500 MB and only its symbol table is needed. A
+/// module compressed whole (`.ko.xz`, `.ko.zst`, `.ko.gz`) is read and
+/// decompressed.
 pub fn read(path: &Path) -> Result<Symbols> {
-    parse(&map(path)?, path)
+    parse(&open(path)?, path)
 }
 
-/// Maps an ELF file read-only.
-pub(crate) fn map(path: &Path) -> Result<memmap2::Mmap> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+/// Whether the file at `path` starts as an ELF file does, or is compressed
+/// whole (a `.ko.xz`, read as ELF): how a command taking "an ELF, a
+/// kallsyms or a System.map" tells them apart. False when it cannot be
+/// read; the reader the caller picks then names the error.
+pub fn looks_like_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 6];
+    let n = std::fs::File::open(path)
+        .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut magic, 0))
+        .unwrap_or(0);
+    let magic = &magic[..n];
+    magic.starts_with(b"\x7fELF") || btf::compressed_file::Codec::of(magic).is_some()
+}
+
+/// The bytes of an ELF file: mapped, or read (decompressed, or a file
+/// that cannot be mapped).
+pub(crate) enum ElfData {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for ElfData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ElfData::Mapped(map) => map,
+            ElfData::Read(data) => data,
+        }
+    }
+}
+
+/// Opens an ELF file: mapped read-only, or decompressed when it is
+/// compressed whole (by its magic bytes, as the BTF loader tells them).
+pub(crate) fn open(path: &Path) -> Result<ElfData> {
+    let io = |error| Error::Io {
         path: path.to_owned(),
-        error: source,
-    })?;
+        error,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
     // SAFETY: the map is read-only and private; a file changed under us can
     // give wrong symbols but `object` checks every offset it reads.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io {
-        path: path.to_owned(),
-        error: source,
-    })
+    let data = match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(map) => ElfData::Mapped(map),
+        // What cannot be mapped (a directory, a device, a pipe) is read, so
+        // that the error is the read's ("Is a directory"), or the content's.
+        Err(_) => {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut data).map_err(io)?;
+            ElfData::Read(data)
+        }
+    };
+    match btf::compressed_file::decompress(&data) {
+        None => Ok(data),
+        Some(Ok(data)) => Ok(ElfData::Read(data)),
+        Some(Err(error)) => Err(Error::Decompress {
+            path: path.to_owned(),
+            error,
+        }),
+    }
 }
 
 /// The nm type letter of a symbol, from the kind of its section.

@@ -29,6 +29,14 @@ pub enum Error {
         /// What is wrong with the line.
         reason: String,
     },
+    /// A kallsyms or System.map file lists no symbol at all (an empty file,
+    /// /dev/null): no kernel has such a table, and reading it as one would
+    /// answer every lookup with "not found".
+    #[error("{path}: lists no symbols (empty)")]
+    NoSymbols {
+        /// The file.
+        path: PathBuf,
+    },
     /// Every address of a `/proc/kallsyms` read as zero: the kernel's
     /// `kptr_restrict` policy hides them from this process. Only returned by
     /// readers that need addresses; [`Symbols::addresses_hidden`](crate::Symbols::addresses_hidden)
@@ -58,6 +66,14 @@ pub enum Error {
         path: PathBuf,
         /// What the ELF reader found wrong.
         reason: String,
+    },
+    /// A file compressed whole (`.ko.xz`) does not decompress.
+    #[error("{path}: {error}")]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// The codec and what it found wrong.
+        error: btf::Error,
     },
     /// ELF that the object crate does not read (`section`: where, if in one).
     #[error("{path}: not an ELF file with a symbol table: {}{error}", section.as_deref().map(|s| format!("{s}: ")).unwrap_or_default())]

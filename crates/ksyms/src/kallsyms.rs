@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::scan::{read_whole, scan, Format};
+use crate::scan::{listing_some, read_whole, scan, Format};
 use crate::{Error, Result, Symbols};
 
 /// The running kernel's symbols.
@@ -21,9 +21,10 @@ pub enum Hidden {
     Allow,
 }
 
-/// Reads a kallsyms file (normally [`PROC_KALLSYMS`]) in one read.
+/// Reads a kallsyms file (normally [`PROC_KALLSYMS`]) in one read;
+/// [`Error::NoSymbols`] when it lists none.
 pub fn read(path: &Path, hidden: Hidden) -> Result<Symbols> {
-    parse(read_whole(path)?, path, hidden)
+    listing_some(parse(read_whole(path)?, path, hidden)?)
 }
 
 /// Parses kallsyms text; `path` names it in errors.

@@ -17,7 +17,7 @@ use crate::{Error, Result};
 
 /// Reads the sorted call-site addresses of the vmlinux at `path`.
 pub fn read(path: &Path) -> Result<Vec<u64>> {
-    parse(&crate::elf::map(path)?, path)
+    parse(&crate::elf::open(path)?, path)
 }
 
 /// Parses the call sites out of ELF data; `path` names it in errors.

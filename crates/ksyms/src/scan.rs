@@ -38,6 +38,16 @@ pub(crate) fn read_whole(path: &Path) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// `symbols` read from a file, or [`Error::NoSymbols`] when it lists none.
+pub(crate) fn listing_some(symbols: Symbols) -> Result<Symbols> {
+    if symbols.raw.is_empty() {
+        return Err(Error::NoSymbols {
+            path: symbols.source,
+        });
+    }
+    Ok(symbols)
+}
+
 pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols> {
     if u32::try_from(buf.len()).is_err() {
         return Err(Error::parse(path, &[], 0, "file larger than 4 GiB"));

@@ -3,12 +3,13 @@
 
 use std::path::Path;
 
-use crate::scan::{read_whole, scan, Format};
+use crate::scan::{listing_some, read_whole, scan, Format};
 use crate::{Result, Symbols};
 
-/// Reads a System.map file in one read.
+/// Reads a System.map file in one read; [`Error::NoSymbols`] when it
+/// lists none.
 pub fn read(path: &Path) -> Result<Symbols> {
-    parse(read_whole(path)?, path)
+    listing_some(parse(read_whole(path)?, path)?)
 }
 
 /// Parses System.map text; `path` names it in errors.

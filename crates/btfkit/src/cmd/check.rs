@@ -325,8 +325,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let Some(symbols_path) = &args.symbols else {
         anyhow::bail!("--attach needs BTF and SYMBOLS");
     };
-    let btf = btf::load_file(&args.file, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let btf = btf::load_file(&args.file, args.base.as_deref()).context("cannot load BTF")?;
     let (table, is_elf) = load_symbols(symbols_path)?;
     let elf = is_elf
         .then(|| dwarf2btf::load::ElfFile::open(symbols_path))
@@ -478,15 +477,10 @@ impl<'a> From<&'a dwarf2btf::funcs::attach::FuncReach> for AttachJson<'a> {
     }
 }
 
-/// The symbols of SYMBOLS (an ELF, a kallsyms file or a System.map), and
-/// whether it is an ELF.
+/// The symbols of SYMBOLS (an ELF, compressed or not, a kallsyms file or a
+/// System.map), and whether it is an ELF.
 pub(crate) fn load_symbols(path: &std::path::Path) -> anyhow::Result<(ksyms::Table, bool)> {
-    let is_elf = std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 4];
-            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic == *b"\x7fELF")
-        })
-        .unwrap_or(false);
+    let is_elf = ksyms::elf::looks_like_elf(path);
     let raw = if is_elf {
         ksyms::elf::read(path)?
     } else if path.to_string_lossy().contains("kallsyms") {

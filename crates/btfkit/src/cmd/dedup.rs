@@ -18,8 +18,7 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
-    let mut btf = btf::load_file(&args.input, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", args.input.display()))?;
+    let mut btf = btf::load_file(&args.input, args.base.as_deref()).context("cannot load BTF")?;
     if let Some(base) = &args.base {
         refuse_if_not_split(&btf, &args.input, base)?;
     }

@@ -219,11 +219,17 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
         module,
     );
     let btf = match &args.btf {
-        Some(p) => Some(
-            btf::load_file(p, args.base.as_deref())
-                .with_context(|| format!("cannot load BTF from {}", p.display()))?,
-        ),
-        None => btf::load_file(&args.file, args.base.as_deref()).ok(),
+        Some(p) => Some(btf::load_file(p, args.base.as_deref()).context("cannot load BTF")?),
+        None => match btf::load_file(&args.file, args.base.as_deref()) {
+            Ok(btf) => Some(btf),
+            // A debug vmlinux or module has no .BTF: rows without FUNCs.
+            // Any other failure (a --base that does not load, a corrupt
+            // .BTF, split BTF without --base) is the user's to know.
+            Err(btf::Error::File { error, .. }) if matches!(*error, btf::Error::NoBtfSection) => {
+                None
+            }
+            Err(e) => return Err(e).context("cannot load BTF"),
+        },
     };
     let mut reach = Reach {
         by_name: HashMap::new(),
@@ -333,8 +339,7 @@ struct BtfRow {
 
 /// Rows from a BTF: one per addr tag, one per untagged FUNC.
 fn from_btf(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
-    let btf = btf::load_file(&args.file, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", args.file.display()))?;
+    let btf = btf::load_file(&args.file, args.base.as_deref()).context("cannot load BTF")?;
     let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
     let mut tagged: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
     for t in &tags {
@@ -408,8 +413,7 @@ fn verify(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
     let elf = ElfFile::open(&args.file)?;
     let model = FuncModel::from_elf(&elf)
         .with_context(|| format!("cannot build the function model of {}", args.file.display()))?;
-    let btf = btf::load_file(btf_path, args.base.as_deref())
-        .with_context(|| format!("cannot load BTF from {}", btf_path.display()))?;
+    let btf = btf::load_file(btf_path, args.base.as_deref()).context("cannot load BTF")?;
     let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
     let violations = dwarf2btf::funcs::verify::verify(&model, &btf);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

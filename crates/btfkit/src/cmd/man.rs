@@ -14,9 +14,34 @@ pub struct ManArgs {
 }
 
 pub fn run(args: ManArgs, command: clap::Command) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("cannot create {}", args.dir.display()))?;
-    clap_mangen::generate_to(command, &args.dir)
-        .with_context(|| format!("cannot write the manual pages into {}", args.dir.display()))?;
+    let dir = &args.dir;
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("{}: not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Every page is rendered before any is written, and each is written as
+    // the other outputs are (btf::output_file): whole or not at all.
+    let mut command = command.disable_help_subcommand(true);
+    command.build();
+    let mut pages = Vec::new();
+    render(command, &mut pages)?;
+    for (name, roff) in &pages {
+        let path = dir.join(name);
+        btf::output_file::write(&path, roff, None)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The pages of `command` and of its visible subcommands, as clap_mangen's
+/// `generate_to` names them: (file name, roff text).
+fn render(command: clap::Command, pages: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        render(sub.clone(), pages)?;
+    }
+    let man = clap_mangen::Man::new(command);
+    let mut roff = Vec::new();
+    man.render(&mut roff)?;
+    pages.push((man.get_filename(), roff));
+    Ok(())
 }

@@ -399,10 +399,9 @@ fn symbolize(perf: &PerfData, t: &Timeline, kallsyms: &Path) -> Symbolized {
     let table = match ksyms::kallsyms::read(kallsyms, ksyms::kallsyms::Hidden::Error) {
         Ok(syms) => Some(ksyms::Table::new(syms)),
         Err(e) => {
-            out.warnings.push(format!(
-                "{}: {e}; only dynamic symbols are resolved",
-                kallsyms.display()
-            ));
+            // ksyms' errors name the file.
+            out.warnings
+                .push(format!("{e}; only dynamic symbols are resolved"));
             None
         }
     };
