@@ -379,3 +379,66 @@ fn debian_module_split_btf_with_base_gives_the_dwarf_prototypes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(split_s) && err.contains("--base"), "{err}");
 }
+
+/// `funcs --json` and `check --attach --json` on a module show its
+/// addresses as resolve does: each instance's, each FUNC's and each addr
+/// tag's `SECTION+0xOFF` (or `.text` offset) is where readelf puts a
+/// function symbol of that name (a tag: of any name).
+#[test]
+fn debian_module_funcs_and_attach_json_show_section_offsets_readelf() {
+    for rel in MODULES {
+        let fx = Fixture::new();
+        let Some((ko, btf)) = module(&fx, rel, &[]) else {
+            return;
+        };
+        let elf = elf_funcs(&ko);
+        let at = |name: &str, addr: &str| {
+            let (section, offset) = place(addr);
+            elf.get(name).is_some_and(|fs| {
+                fs.iter()
+                    .any(|f| f.section == section && f.offset == offset)
+            })
+        };
+        let json = |args: &[&Path]| -> Vec<serde_json::Value> {
+            let out = Command::new(BTFKIT)
+                .args(args)
+                .output()
+                .expect("run btfkit");
+            serde_json::from_slice(&out.stdout).expect("JSON")
+        };
+        let funcs = json(&[Path::new("funcs"), Path::new("--json"), &ko]);
+        let mut elsewhere = 0;
+        for f in &funcs {
+            let (symbol, addr) = (
+                f["symbol"].as_str().expect("symbol"),
+                f["address"].as_str().expect("address"),
+            );
+            assert!(at(symbol, addr), "{rel}: funcs: {symbol} at {addr}");
+            elsewhere += usize::from(addr.contains('+'));
+        }
+        assert!(elsewhere > 0, "{rel}: no instance outside .text");
+        let attach = json(&[
+            Path::new("check"),
+            Path::new("--attach"),
+            Path::new("--json"),
+            &btf,
+            &ko,
+        ]);
+        let mut tags = 0;
+        for r in &attach {
+            let name = r["name"].as_str().expect("name");
+            if let Some(addr) = r["address"].as_str() {
+                assert!(at(name, addr), "{rel}: check --attach: {name} at {addr}");
+            }
+            for t in r["tags"].as_array().expect("tags") {
+                let t = t.as_str().expect("tag");
+                assert!(
+                    elf.keys().any(|n| at(n, t)),
+                    "{rel}: check --attach: {name} tag {t}"
+                );
+                tags += 1;
+            }
+        }
+        assert!(tags > 0, "{rel}: no addr tags");
+    }
+}

@@ -132,6 +132,13 @@ impl NamedSections {
         Some((name, offset))
     }
 
+    /// `key` as the section and offset it stands for (`.init.text+0x0`)
+    /// when it is keyed (see [`NamedSections::place`]).
+    pub fn text(&self, key: u64) -> Option<String> {
+        self.place(key)
+            .map(|(section, offset)| format!("{section}+{offset:#x}"))
+    }
+
     /// The key of `offset` in the (first) section named `name`; None when
     /// there is no such section or the offset does not fit a key (2^32 or
     /// more: the next section's keys).

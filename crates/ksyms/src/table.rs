@@ -432,10 +432,10 @@ impl Table {
     /// address keyed by its section (a `.text` offset stands alone, see
     /// [`crate::module_sections`]).
     pub fn address_text(&self, addr: u64) -> String {
-        match self.sections.as_ref().and_then(|s| s.place(addr)) {
-            Some((section, offset)) => format!("{section}+{offset:#x}"),
-            None => format!("{addr:#x}"),
-        }
+        self.sections
+            .as_ref()
+            .and_then(|s| s.text(addr))
+            .unwrap_or_else(|| format!("{addr:#x}"))
     }
 
     /// The address of `offset` in the section named `section` of a

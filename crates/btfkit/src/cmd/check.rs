@@ -380,7 +380,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 .entry(w.btf_id)
                 .or_default()
                 .push(WrongAddressJson {
-                    address: format!("{:#x}", w.address),
+                    address: table.address_text(w.address),
                     reason: &w.reason,
                 });
         }
@@ -388,7 +388,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|r| AttachJson {
                 wrong_addresses: wrong_of.remove(&r.btf_id).unwrap_or_default(),
-                ..AttachJson::from(r)
+                ..AttachJson::new(r, &table)
             })
             .collect();
         serde_json::to_writer_pretty(&mut out, &rows)?;
@@ -437,7 +437,8 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// One FUNC of `check --attach --json`: the audit's row with its
 /// addresses as "0x..." strings (JSON numbers lose the low digits of kernel
-/// addresses in jq and JavaScript).
+/// addresses in jq and JavaScript), a module's as `.init.text+0x0` where
+/// they are in another section than `.text`.
 #[derive(Serialize)]
 struct AttachJson<'a> {
     btf_id: u32,
@@ -461,15 +462,15 @@ struct WrongAddressJson<'a> {
     reason: &'a str,
 }
 
-impl<'a> From<&'a dwarf2btf::funcs::attach::FuncReach> for AttachJson<'a> {
-    fn from(r: &'a dwarf2btf::funcs::attach::FuncReach) -> Self {
+impl<'a> AttachJson<'a> {
+    fn new(r: &'a dwarf2btf::funcs::attach::FuncReach, table: &ksyms::Table) -> Self {
         AttachJson {
             btf_id: r.btf_id,
             name: &r.name,
             reach: r.reach,
-            address: r.address.map(|a| format!("{a:#x}")),
+            address: r.address.map(|a| table.address_text(a)),
             fentry_site: r.fentry_site,
-            tags: r.tags.iter().map(|a| format!("{a:#x}")).collect(),
+            tags: r.tags.iter().map(|&a| table.address_text(a)).collect(),
             arg_regs: r.arg_regs,
             reason: &r.reason,
             wrong_addresses: Vec::new(),

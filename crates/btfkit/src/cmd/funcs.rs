@@ -113,6 +113,11 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
     }
     let ambiguous = ambiguous_names(&model);
     let reach = fentry_reach(&args, &model)?;
+    // A module's addresses are keys: shown as `.init.text+0x0`.
+    let sections = elf
+        .object()
+        .ok()
+        .and_then(|o| ksyms::module_sections::NamedSections::of(&o));
     let rows: Vec<Row> = model
         .instances
         .iter()
@@ -122,7 +127,7 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
                 .is_none_or(|n| i.name == n || i.symbol == n)
         })
         .filter(|i| !args.ambiguous || ambiguous.contains(i.btf_name()))
-        .map(|i| row(&model, i, &reach))
+        .map(|i| row(&model, i, &reach, sections.as_ref()))
         .collect();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &rows)?;
@@ -136,7 +141,7 @@ pub fn run(args: FuncsArgs) -> anyhow::Result<ExitCode> {
         for r in &rows {
             writeln!(
                 out,
-                "{} {:<32} {:<40} {:>6} {:<22} {:<24} {}",
+                "{:<18} {:<32} {:<40} {:>6} {:<22} {:<24} {}",
                 r.address,
                 r.symbol,
                 r.location.as_deref().unwrap_or("-"),
@@ -222,13 +227,22 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
         Some(p) => Some(btf::load_file(p, args.base.as_deref()).context("cannot load BTF")?),
         None => match btf::load_file(&args.file, args.base.as_deref()) {
             Ok(btf) => Some(btf),
-            // A debug vmlinux or module has no .BTF: rows without FUNCs.
-            // Any other failure (a --base that does not load, a corrupt
-            // .BTF, split BTF without --base) is the user's to know.
-            Err(btf::Error::File { error, .. }) if matches!(*error, btf::Error::NoBtfSection) => {
-                None
-            }
-            Err(e) => return Err(e).context("cannot load BTF"),
+            // A debug vmlinux or module has no .BTF: rows without FUNCs. A
+            // module's own .BTF without --base: the rows, and a warning
+            // that says how to get its FUNCs. Any other failure (a --base
+            // that does not load, a corrupt .BTF) is an error.
+            Err(e) => match &e {
+                btf::Error::File { error, .. } if matches!(**error, btf::Error::NoBtfSection) => {
+                    None
+                }
+                btf::Error::File { error, .. }
+                    if args.base.is_none() && matches!(**error, btf::Error::NeedsBase) =>
+                {
+                    eprintln!("btfkit: warning: fentry reach not shown: {e}");
+                    None
+                }
+                _ => return Err(e).context("cannot load BTF"),
+            },
         },
     };
     let mut reach = Reach {
@@ -268,7 +282,12 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     Ok(reach)
 }
 
-fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
+fn row<'a>(
+    model: &'a FuncModel,
+    i: &'a Instance,
+    reach: &Reach,
+    sections: Option<&ksyms::module_sections::NamedSections>,
+) -> Row<'a> {
     let c = model.concrete(i);
     let by_name = reach.picks.get(i.symbol.as_str()) == Some(&i.address);
     let named = reach
@@ -286,7 +305,9 @@ fn row<'a>(model: &'a FuncModel, i: &'a Instance, reach: &Reach) -> Row<'a> {
     Row {
         name: &i.name,
         symbol: &i.symbol,
-        address: format!("{:#018x}", i.address),
+        address: sections
+            .and_then(|s| s.text(i.address))
+            .unwrap_or_else(|| format!("{:#018x}", i.address)),
         size: i.size,
         binding: i.binding,
         location: model.location(i),
