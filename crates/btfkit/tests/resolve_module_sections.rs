@@ -383,9 +383,14 @@ fn debian_module_split_btf_with_base_gives_the_dwarf_prototypes() {
 /// `funcs --json` and `check --attach --json` on a module show its
 /// addresses as resolve does: each instance's, each FUNC's and each addr
 /// tag's `SECTION+0xOFF` (or `.text` offset) is where readelf puts a
-/// function symbol of that name (a tag: of any name).
+/// function symbol of that name (a tag: of any name). With the module's
+/// BTF, an instance's `btf_id` is a FUNC that bpftool names as a function
+/// symbol at the instance's address (its own, or an alias's).
 #[test]
-fn debian_module_funcs_and_attach_json_show_section_offsets_readelf() {
+fn debian_module_funcs_and_attach_json_show_section_offsets_readelf_bpftool() {
+    let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
+        return;
+    };
     for rel in MODULES {
         let fx = Fixture::new();
         let Some((ko, btf)) = module(&fx, rel, &[]) else {
@@ -406,7 +411,34 @@ fn debian_module_funcs_and_attach_json_show_section_offsets_readelf() {
                 .expect("run btfkit");
             serde_json::from_slice(&out.stdout).expect("JSON")
         };
-        let funcs = json(&[Path::new("funcs"), Path::new("--json"), &ko]);
+        let funcs = json(&[Path::new("funcs"), Path::new("--json"), &ko, &btf]);
+        let dump = testkit::run_ok(
+            Command::new(&bpftool)
+                .args(["btf", "dump", "file"])
+                .arg(&btf),
+        );
+        let func_names: BTreeMap<u64, String> = String::from_utf8_lossy(&dump)
+            .lines()
+            .filter_map(|l| {
+                let (id, rest) = l.strip_prefix('[')?.split_once("] FUNC '")?;
+                Some((id.parse().ok()?, rest.split_once('\'')?.0.to_owned()))
+            })
+            .collect();
+        let mut with_id = 0;
+        for f in &funcs {
+            // The FUNC of the symbol, or of an alias at its address.
+            if let Some(id) = f["btf_id"].as_u64() {
+                let addr = f["address"].as_str().expect("address");
+                let func = func_names.get(&id).expect("a FUNC of that id");
+                assert!(at(func, addr), "{rel}: FUNC [{id}] {func} for {f}");
+                with_id += 1;
+            }
+        }
+        assert!(
+            with_id * 2 > funcs.len(),
+            "{rel}: {with_id} of {} rows with a FUNC",
+            funcs.len()
+        );
         let mut elsewhere = 0;
         for f in &funcs {
             let (symbol, addr) = (

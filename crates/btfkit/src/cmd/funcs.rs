@@ -302,6 +302,15 @@ fn row<'a>(
             .or((by_name && !reach.have_btf).then_some("no-btf")),
         tagged_func: reach.tagged.get(&i.address).copied(),
     };
+    // The FUNC that describes this instance: its addr tag's, or its name's
+    // where fentry reaches it and the audit found the prototypes equal.
+    use dwarf2btf::funcs::attach::Reach as Verdict;
+    let same_prototype = fentry
+        .verdict
+        .is_some_and(|v| v != Verdict::Unsafe.as_str() && v != Verdict::Unverified.as_str());
+    let btf_id = fentry
+        .tagged_func
+        .or(fentry.func.filter(|_| same_prototype));
     Row {
         name: &i.name,
         symbol: &i.symbol,
@@ -312,7 +321,7 @@ fn row<'a>(
         binding: i.binding,
         location: model.location(i),
         cu: c.map(|c| c.cu_name.as_str()),
-        btf_id: None,
+        btf_id,
         btf_name: i.encodable().then(|| i.btf_name()),
         prototype: model.prototype_c(i),
         status: i.status.as_str(),
