@@ -76,13 +76,13 @@ const BTF_OF_ELF: Says = [
     Some("Invalid ELF section header"),
     Some("BTF is empty"),
 ];
-/// The encoder's ELF reader (dwarf2btf), which maps the file: the null
-/// device cannot be mapped.
+/// The encoder's ELF reader (dwarf2btf), which maps the file (and reads
+/// what cannot be mapped: the null device).
 const DWARF: Says = [
     Some("Could not read file magic"),
     Some("Could not read file magic"),
     Some("Invalid ELF section header"),
-    Some("No such device"),
+    Some("Could not read file magic"),
 ];
 /// ksyms' ELF symbol table reader.
 const SYMTAB: Says = [

@@ -71,7 +71,17 @@ impl ElfFile {
         // SAFETY: the mapping is read-only and private; a concurrent writer
         // truncating the file could fault us, which is the usual and accepted
         // contract of mapped inputs (pahole, gimli and object users share it).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let map = match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(map) => map,
+            // What cannot be mapped (/dev/null, a pipe) is read, so that
+            // the error is about its content ("Could not read file magic").
+            Err(_) => {
+                use std::io::Read;
+                let mut data = Vec::new();
+                (&file).read_to_end(&mut data).map_err(io)?;
+                return ElfFile::from_bytes(path, &data);
+            }
+        };
         Ok(ElfFile {
             path: path.to_owned(),
             map,

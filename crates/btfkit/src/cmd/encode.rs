@@ -146,11 +146,9 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to write: give -o OUT.btf and/or --embed OUT.elf");
     }
     let base = match &args.base {
-        Some(b) => {
-            Some(Arc::new(btf::load_file(b, None).with_context(|| {
-                format!("cannot load base BTF {}", b.display())
-            })?))
-        }
+        Some(b) => Some(Arc::new(
+            btf::load_file(b, None).context("cannot load base BTF")?,
+        )),
         None => None,
     };
     let opts = EncodeOptions {

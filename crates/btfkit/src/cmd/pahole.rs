@@ -540,11 +540,9 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", file.display()))?;
     }
     let base = match &o.base {
-        Some(b) => {
-            Some(Arc::new(btf::load_file(b, None).with_context(|| {
-                format!("cannot load base BTF {}", b.display())
-            })?))
-        }
+        Some(b) => Some(Arc::new(
+            btf::load_file(b, None).context("cannot load base BTF")?,
+        )),
         None => None,
     };
     let elf = dwarf2btf::load::ElfFile::open(file)?;
