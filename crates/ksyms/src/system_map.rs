@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::scan::{listing_some, read_whole, scan, Format};
 use crate::{Result, Symbols};
 
-/// Reads a System.map file in one read; [`Error::NoSymbols`] when it
+/// Reads a System.map file in one read; [`Error::NoSymbols`](crate::Error::NoSymbols) when it
 /// lists none.
 pub fn read(path: &Path) -> Result<Symbols> {
     listing_some(parse(read_whole(path)?, path)?)
