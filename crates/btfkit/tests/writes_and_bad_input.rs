@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 use object::read::elf::ElfFile64;
 use object::{Object, ObjectSection};
+use testkit::compressed::{compress, CODECS};
 use testkit::Fixture;
 
 const BTFKIT: &str = env!("CARGO_BIN_EXE_btfkit");
@@ -617,25 +618,13 @@ fn compressed_modules_encode_like_their_uncompressed_selves_xz_zstd_gzip() {
     assert_ok(&run(&["encode", "--embed"], &[&embedded, &obj]), "embed");
     let plain_dump = run(&["dump"], &[&embedded]);
     assert_ok(&plain_dump, "dump e.ko");
-    for (tool, package, ext) in [
-        ("xz", "xz-utils", "xz"),
-        ("zstd", "zstd", "zst"),
-        ("gzip", "gzip", "gz"),
-    ] {
+    for (tool, package, ext) in CODECS {
         let Some(tool) = testkit::tool_or_skip(tool, package) else {
             return;
         };
-        for (input, name) in [(&obj, "t.ko"), (&embedded, "e.ko")] {
-            let out = fx.path(&format!("{name}.{ext}"));
-            let file = std::fs::File::create(&out).expect("create");
-            let st = Command::new(&tool)
-                .arg("-c")
-                .arg(input)
-                .stdout(file)
-                .status()
-                .expect("compress");
-            assert!(st.success());
-            if name == "t.ko" {
+        for input in [&obj, &embedded] {
+            let out = compress(&tool, input, fx.dir.path(), ext);
+            if input == &obj {
                 let btf = fx.path("c.btf");
                 assert_ok(&run(&["encode", "-o"], &[&btf, &out]), ext);
                 assert_eq!(std::fs::read(&btf).expect("read"), reference, "{ext}");
@@ -703,30 +692,14 @@ fn compressed_module_resolves_funcs_and_attach_like_the_uncompressed_xz_zstd_gzi
         .collect()
     };
     let expected = outputs(&img, &dbg_ko);
-    for (tool, package, ext) in [
-        ("xz", "xz-utils", "xz"),
-        ("zstd", "zstd", "zst"),
-        ("gzip", "gzip", "gz"),
-    ] {
+    for (tool, package, ext) in CODECS {
         let Some(tool) = testkit::tool_or_skip(tool, package) else {
             return;
         };
-        let compressed = |ko: &Path| {
-            let out = packed.join(format!(
-                "{}.{ext}",
-                ko.file_name().expect("name").to_string_lossy()
-            ));
-            let file = std::fs::File::create(&out).expect("create");
-            let st = Command::new(&tool)
-                .arg("-c")
-                .arg(ko)
-                .stdout(file)
-                .status()
-                .expect("compress");
-            assert!(st.success());
-            out
-        };
-        let got = outputs(&compressed(&img), &compressed(&dbg_ko));
+        let got = outputs(
+            &compress(&tool, &img, &packed, ext),
+            &compress(&tool, &dbg_ko, &packed, ext),
+        );
         for (g, e) in got.iter().zip(&expected) {
             assert_eq!(
                 String::from_utf8_lossy(g),

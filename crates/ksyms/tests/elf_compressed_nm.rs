@@ -5,8 +5,10 @@
 //! sysv` of it (each symbol's name, value, section and size).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
+
+use testkit::compressed::{compress, CODECS};
 
 use ksyms::{SizeSource, Table};
 
@@ -14,13 +16,6 @@ const MODULES: [&str; 3] = [
     "fs/configfs/configfs.ko",
     "fs/fat/fat.ko",
     "fs/isofs/isofs.ko",
-];
-
-/// The codecs: tool, Debian package, file extension.
-const CODECS: [(&str, &str, &str); 3] = [
-    ("xz", "xz-utils", "xz"),
-    ("zstd", "zstd", "zst"),
-    ("gzip", "gzip", "gz"),
 ];
 
 /// Per (name, section, offset): the ELF sizes of the symbols there.
@@ -73,21 +68,6 @@ fn nm_placed(nm: &Path, ko: &Path) -> Placed {
     for sizes in out.values_mut() {
         sizes.sort();
     }
-    out
-}
-
-/// `ko` compressed with `tool` into `dir` as `NAME.ko.EXT`.
-fn compress(tool: &Path, ko: &Path, dir: &Path, ext: &str) -> PathBuf {
-    let name = ko.file_name().expect("name").to_string_lossy();
-    let out = dir.join(format!("{name}.{ext}"));
-    let file = std::fs::File::create(&out).expect("create");
-    let st = Command::new(tool)
-        .arg("-c")
-        .arg(ko)
-        .stdout(Stdio::from(file))
-        .status()
-        .expect("run the compressor");
-    assert!(st.success(), "{} -c {}", tool.display(), ko.display());
     out
 }
 

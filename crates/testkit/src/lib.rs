@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+pub mod compressed;
 pub mod kernel;
 pub mod objdump;
 pub mod qemu;
