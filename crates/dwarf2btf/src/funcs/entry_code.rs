@@ -85,8 +85,8 @@ impl<'a> EntryCode<'a> {
         }
     }
 
-    /// The target of the `call rel32` at `at`, where every section with
-    /// code there has that call.
+    /// The target of the `call rel32` at `at`: None where no section with
+    /// code there has one, or two sections disagree on its target.
     pub fn call_target(&self, at: u64) -> Option<u64> {
         let mut agreed = None;
         for bytes in self.code_at(at) {
