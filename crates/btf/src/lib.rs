@@ -39,6 +39,7 @@ pub mod encoder_hooks;
 pub mod error;
 pub mod format;
 mod hugepages;
+pub mod input_file;
 pub mod kernel;
 mod kind;
 pub mod layout;

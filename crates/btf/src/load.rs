@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection};
 
+use crate::input_file::InputFile;
 use crate::{Btf, Error};
 
 /// The running kernel's BTF.
@@ -68,8 +69,8 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// [`Error::Io`] when `path` (or the base) cannot be read;
 /// [`Error::File`] when it is not BTF, an ELF file without `.BTF`
 /// ([`Error::NoBtfSection`]), or split BTF without a base ([`Error::NeedsBase`]).
-/// Compressed files (`.ko.xz`) are not decompressed here: see
-/// [`compressed_file`](crate::compressed_file).
+/// A file compressed whole (`.ko.xz`) is decompressed
+/// ([`InputFile`](crate::input_file::InputFile)).
 ///
 /// ```no_run
 /// use std::path::Path;
@@ -86,20 +87,20 @@ pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, Error> {
         Some(b) => Some(Arc::new(load_file(&b, None)?)),
         None => None,
     };
-    let data = FileData::open(path)?;
+    let data = InputFile::open(path)?;
     let err = |error| Error::File {
         path: path.to_owned(),
         error: Box::new(error),
     };
     match &data {
-        FileData::Mapped(map, file) => match btf_range(map).map_err(err)? {
+        InputFile::Mapped(map, file) => match btf_range(map).map_err(err)? {
             Some(range) => {
                 let no_base = base.is_none();
                 // A section's own mapping outlives `data`'s, whose other
                 // pages (an ELF's DWARF, say) leave with it.
                 let map_section = |at: usize, len: usize| {
                     let offset = u64::try_from(range.start.checked_add(at)?).ok()?;
-                    // SAFETY: as `FileData::open`'s mapping.
+                    // SAFETY: as `InputFile::open`'s mapping.
                     let map = unsafe {
                         memmap2::MmapOptions::new()
                             .offset(offset)
@@ -119,7 +120,7 @@ pub fn load_file(path: &Path, base: Option<&Path>) -> Result<Btf, Error> {
             }
             None => parse_any(map, base),
         },
-        FileData::Read(bytes) => parse_any(bytes, base),
+        InputFile::Read(bytes) => parse_any(bytes, base),
     }
     .map_err(err)
 }
@@ -152,7 +153,7 @@ fn btf_range(data: &[u8]) -> Result<Option<std::ops::Range<usize>>, Error> {
 /// The BTF bytes of `path` as they are on disk: a raw file, or an ELF's
 /// `.BTF` section. For checks that look below the parsed model.
 pub fn read_blob(path: &Path) -> Result<Vec<u8>, Error> {
-    let data = FileData::open(path)?;
+    let data = InputFile::open(path)?;
     if is_elf(&data) {
         elf_btf_section(&data).map_err(|error| Error::File {
             path: path.to_owned(),
@@ -160,53 +161,5 @@ pub fn read_blob(path: &Path) -> Result<Vec<u8>, Error> {
         })
     } else {
         Ok(data.to_vec())
-    }
-}
-
-/// A file's bytes. A debug vmlinux is ~600 MB for a ~5 MB .BTF section: it
-/// is mapped, so only the headers and the section are touched. What can't
-/// be mapped (some sysfs attributes, pipes, empty files) is read.
-enum FileData {
-    Mapped(memmap2::Mmap, std::fs::File),
-    Read(Vec<u8>),
-}
-
-impl FileData {
-    fn open(path: &Path) -> Result<FileData, Error> {
-        use std::io::Read;
-        let io = |error| Error::Io {
-            path: path.to_owned(),
-            error,
-        };
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        // SAFETY: a read-only private mapping; a concurrent writer truncating
-        // the file could fault us, the accepted contract of mapped inputs.
-        let data = match unsafe { memmap2::Mmap::map(&file) } {
-            Ok(map) => FileData::Mapped(map, file),
-            Err(_) => {
-                let mut data = Vec::new();
-                file.read_to_end(&mut data).map_err(io)?;
-                FileData::Read(data)
-            }
-        };
-        // A compressed module (.ko.xz, .ko.zst, .ko.gz) is read whole.
-        match crate::compressed_file::decompress(&data) {
-            None => Ok(data),
-            Some(Ok(bytes)) => Ok(FileData::Read(bytes)),
-            Some(Err(error)) => Err(Error::File {
-                path: path.to_owned(),
-                error: Box::new(error),
-            }),
-        }
-    }
-}
-
-impl std::ops::Deref for FileData {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            FileData::Mapped(m, _) => m,
-            FileData::Read(v) => v,
-        }
     }
 }

@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use btf::input_file::InputFile;
 use gimli::{EndianSlice, RunTimeEndian, SectionId};
 use ksyms::module_sections::{ModuleSections, UNTIED};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -33,19 +34,23 @@ pub struct ElfFile {
 
 impl ElfFile {
     pub fn open(path: &Path) -> Result<ElfFile> {
-        let io = |source| Error::Io {
-            path: path.to_owned(),
-            error: source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut magic = [0u8; 6];
-        let n = std::os::unix::fs::FileExt::read_at(&file, &mut magic, 0).map_err(io)?;
-        let magic = &magic[..n];
-        // Raw BTF (/sys/kernel/btf/*, a `-o` output), which sysfs does not
-        // even let us map: there is no DWARF to encode from.
+        // Mapped, read where it cannot be mapped, decompressed when it is
+        // compressed whole (a .ko.xz): btf's InputFile.
+        let data = InputFile::open(path).map_err(|e| match e {
+            btf::Error::Io { path, error } => Error::Io { path, error },
+            btf::Error::File { path, error } => Error::Elf {
+                path,
+                error: *error,
+            },
+            error => Error::Elf {
+                path: path.to_owned(),
+                error,
+            },
+        })?;
+        // Raw BTF (/sys/kernel/btf/*, a `-o` output): there is no DWARF to
+        // encode from.
         let btf_magic = btf::format::BTF_MAGIC;
-        if magic.starts_with(&btf_magic.to_le_bytes())
-            || magic.starts_with(&btf_magic.to_be_bytes())
+        if data.starts_with(&btf_magic.to_le_bytes()) || data.starts_with(&btf_magic.to_be_bytes())
         {
             return Err(Error::Unsupported {
                 path: path.to_owned(),
@@ -54,39 +59,14 @@ impl ElfFile {
                     .into(),
             });
         }
-        // A compressed module (.ko.xz, .ko.zst, .ko.gz): encoded from its
-        // decompressed bytes.
-        if btf::compressed_file::Codec::of(magic).is_some() {
-            use std::io::Read;
-            let mut data = Vec::new();
-            (&file).read_to_end(&mut data).map_err(io)?;
-            let elf = btf::compressed_file::decompress(&data)
-                .unwrap_or(Ok(data))
-                .map_err(|error| Error::Elf {
-                    path: path.to_owned(),
-                    error,
-                })?;
-            return ElfFile::from_bytes(path, &elf);
+        match data {
+            InputFile::Mapped(map, file) => Ok(ElfFile {
+                path: path.to_owned(),
+                map,
+                file: Some(file),
+            }),
+            InputFile::Read(bytes) => ElfFile::from_bytes(path, &bytes),
         }
-        // SAFETY: the mapping is read-only and private; a concurrent writer
-        // truncating the file could fault us, which is the usual and accepted
-        // contract of mapped inputs (pahole, gimli and object users share it).
-        let map = match unsafe { memmap2::Mmap::map(&file) } {
-            Ok(map) => map,
-            // What cannot be mapped (/dev/null, a pipe) is read, so that
-            // the error is about its content ("Could not read file magic").
-            Err(_) => {
-                use std::io::Read;
-                let mut data = Vec::new();
-                (&file).read_to_end(&mut data).map_err(io)?;
-                return ElfFile::from_bytes(path, &data);
-            }
-        };
-        Ok(ElfFile {
-            path: path.to_owned(),
-            map,
-            file: Some(file),
-        })
     }
 
     /// An ELF image already in memory (fuzzing, tests), named `path` in

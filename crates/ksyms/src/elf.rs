@@ -7,6 +7,8 @@ use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolScope};
 
+use btf::input_file::InputFile;
+
 use crate::module_sections::{symbol_address, NamedSections};
 use crate::{Error, RawSymbol, Result, Symbols};
 
@@ -31,51 +33,20 @@ pub fn looks_like_elf(path: &Path) -> bool {
     magic.starts_with(b"\x7fELF") || btf::compressed_file::Codec::of(magic).is_some()
 }
 
-/// The bytes of an ELF file: mapped, or read (decompressed, or a file
-/// that cannot be mapped).
-pub(crate) enum ElfData {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for ElfData {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            ElfData::Mapped(map) => map,
-            ElfData::Read(data) => data,
-        }
-    }
-}
-
-/// Opens an ELF file: mapped read-only, or decompressed when it is
-/// compressed whole (by its magic bytes, as the BTF loader tells them).
-pub(crate) fn open(path: &Path) -> Result<ElfData> {
-    let io = |error| Error::Io {
-        path: path.to_owned(),
-        error,
-    };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    // SAFETY: the map is read-only and private; a file changed under us can
-    // give wrong symbols but `object` checks every offset it reads.
-    let data = match unsafe { memmap2::Mmap::map(&file) } {
-        Ok(map) => ElfData::Mapped(map),
-        // What cannot be mapped (a directory, a device, a pipe) is read, so
-        // that the error is the read's ("Is a directory"), or the content's.
-        Err(_) => {
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut file, &mut data).map_err(io)?;
-            ElfData::Read(data)
-        }
-    };
-    match btf::compressed_file::decompress(&data) {
-        None => Ok(data),
-        Some(Ok(data)) => Ok(ElfData::Read(data)),
-        Some(Err(error)) => Err(Error::Decompress {
+/// Opens an ELF file: mapped read-only, read where it cannot be mapped, or
+/// decompressed when it is compressed whole (btf's [`InputFile`]).
+pub(crate) fn open(path: &Path) -> Result<InputFile> {
+    InputFile::open(path).map_err(|e| match e {
+        btf::Error::Io { path, error } => Error::Io { path, error },
+        btf::Error::File { path, error } => Error::Decompress {
+            path,
+            error: *error,
+        },
+        error => Error::Decompress {
             path: path.to_owned(),
             error,
-        }),
-    }
+        },
+    })
 }
 
 /// The nm type letter of a symbol, from the kind of its section.
