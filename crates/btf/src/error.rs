@@ -111,14 +111,6 @@ pub enum Error {
     /// it cannot be read (compressed with an unknown codec, say).
     #[error("ELF: {0}")]
     Elf(object::read::Error),
-    /// A section's bytes lie past the end of the file (a truncated file).
-    #[error("data at file offset {offset:#x} ({size} bytes) lies past the end of the file")]
-    SectionPastEnd {
-        /// The section's file offset.
-        offset: u64,
-        /// Its size in the file, in bytes.
-        size: u64,
-    },
     /// The `.BTF` section lies past the end of the file.
     #[error(".BTF at {offset:#x} ({size} bytes) is past the end of the file")]
     BtfPastEnd {
@@ -127,32 +119,13 @@ pub enum Error {
         /// Its size in bytes.
         size: u64,
     },
-    /// A compressed section's header claims more bytes than its data can
-    /// decompress to (a corrupt header; refused before allocating).
-    #[error("compressed section claims {claimed} bytes, more than its {compressed} compressed bytes can hold")]
-    CompressedClaim {
-        /// The uncompressed size the header gives.
-        claimed: u64,
-        /// The compressed bytes there are.
-        compressed: u64,
-    },
-    /// A compressed file (`.ko.xz`, `.ko.zst`, `.ko.gz`) that does not
-    /// decompress.
-    #[error("{codec}-compressed file: {error}")]
-    Decompress {
-        /// "xz", "zstd" or "gzip".
-        codec: &'static str,
-        /// The decoder's error.
-        error: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// A file could not be opened or read.
-    #[error("{path}: {error}")]
-    Io {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What the operating system said.
-        error: std::io::Error,
-    },
+    /// An ELF section whose bytes cannot be had (past the end of the
+    /// file, or compressed and corrupt).
+    #[error(transparent)]
+    Section(#[from] fileio::elf_section::SectionError),
+    /// A file that could not be opened, read or decompressed.
+    #[error(transparent)]
+    Input(#[from] fileio::Error),
     /// A file was read, but what it holds is not BTF that parses.
     #[error("{path}: {error}")]
     File {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection};
 
-use crate::input_file::InputFile;
 use crate::{Btf, Error};
+use fileio::InputFile;
 
 /// The running kernel's BTF.
 pub const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
@@ -21,7 +21,7 @@ fn is_elf(data: &[u8]) -> bool {
 pub fn elf_btf_section(data: &[u8]) -> Result<Vec<u8>, Error> {
     let file = object::File::parse(data).map_err(Error::Elf)?;
     let section = file.section_by_name(".BTF").ok_or(Error::NoBtfSection)?;
-    let bytes = crate::elf_section::data(&section)?;
+    let bytes = fileio::elf_section::data(&section)?;
     Ok(bytes.into_owned())
 }
 
@@ -66,11 +66,11 @@ pub fn default_base(path: &Path, base: Option<&Path>) -> Option<PathBuf> {
 /// (uncompressed, as every vmlinux has it) is not copied out, and the
 /// string and type sections stay mapped (see `bytes.rs`, `records.rs`).
 ///
-/// [`Error::Io`] when `path` (or the base) cannot be read;
+/// [`Error::Input`] when `path` (or the base) cannot be read;
 /// [`Error::File`] when it is not BTF, an ELF file without `.BTF`
 /// ([`Error::NoBtfSection`]), or split BTF without a base ([`Error::NeedsBase`]).
 /// A file compressed whole (`.ko.xz`) is decompressed
-/// ([`InputFile`](crate::input_file::InputFile)).
+/// ([`InputFile`]).
 ///
 /// ```no_run
 /// use std::path::Path;

@@ -135,7 +135,7 @@ fn read_link(path: &Path, obj: &object::File<'_>) -> Result<Option<AltLink>> {
         msg: msg.to_owned(),
     };
     let data = |s: object::Section<'_, '_>, section: &'static str| {
-        btf::elf_section::data(&s)
+        fileio::elf_section::data(&s)
             .map(|d| d.into_owned())
             .map_err(|error| Error::SectionData {
                 path: path.to_owned(),

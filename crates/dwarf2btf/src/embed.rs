@@ -1,6 +1,6 @@
 //! A copy of an ELF with a `.BTF` section (and a `.BTF.base` for a
 //! distilled base; what `pahole -J` does in place), written by
-//! [`btf::output_file`].
+//! [`fileio::output_file`].
 //!
 //! The ELF copy keeps every byte of the input that a section or segment
 //! holds at its offset: the BTF blob, (if needed) a new section-name table
@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use btf::output_file::Part;
+use fileio::output_file::Part;
 
 use crate::load::ElfFile;
 use crate::{Error, Result};
@@ -245,7 +245,7 @@ fn pieces<'a>(elf: &'a [u8], e: &'a Embedding, header: &'a mut [u8; EHDR_SIZE]) 
 }
 
 /// Writes the ELF `elf` with `sections` embedded (see [`embed_sections`]) to
-/// `path` by [`btf::output_file`], streaming from `elf` instead of building
+/// `path` by [`fileio::output_file`], streaming from `elf` instead of building
 /// the whole image in memory (a vmlinux is tens of MB). The input's bytes
 /// after its header go from file to file in the kernel: a module is mostly
 /// DWARF that the embedding leaves as it is (mlx5_core.ko: 61 MB).
@@ -268,7 +268,7 @@ pub fn write_embedded(
         None => Part::Bytes(body),
     };
     let parts = [Part::Bytes(head), body, Part::Bytes(tail)];
-    btf::output_file::write_parts(path, &parts, perm).map_err(|error| Error::Write {
+    fileio::output_file::write_parts(path, &parts, perm).map_err(|error| Error::Write {
         path: path.to_owned(),
         error,
     })

@@ -16,7 +16,10 @@ pub enum Error {
     },
     /// A compressed file (`.ko.xz`...) that does not decompress.
     #[error("{path}: not a valid ELF file: {error}")]
-    Elf { path: PathBuf, error: btf::Error },
+    Decompress {
+        path: PathBuf,
+        error: fileio::DecompressError,
+    },
     /// ELF headers that the object crate does not read.
     #[error("{path}: not a valid ELF file: {error}")]
     Object {
@@ -40,7 +43,7 @@ pub enum Error {
     SectionData {
         path: PathBuf,
         section: &'static str,
-        error: btf::Error,
+        error: fileio::elf_section::SectionError,
     },
     #[error("{path}: section {section}: {msg}")]
     Section {

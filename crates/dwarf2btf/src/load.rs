@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use btf::input_file::InputFile;
+use fileio::InputFile;
 use gimli::{EndianSlice, RunTimeEndian, SectionId};
 use ksyms::module_sections::{ModuleSections, UNTIED};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -35,17 +35,10 @@ pub struct ElfFile {
 impl ElfFile {
     pub fn open(path: &Path) -> Result<ElfFile> {
         // Mapped, read where it cannot be mapped, decompressed when it is
-        // compressed whole (a .ko.xz): btf's InputFile.
+        // compressed whole (a .ko.xz): fileio's InputFile.
         let data = InputFile::open(path).map_err(|e| match e {
-            btf::Error::Io { path, error } => Error::Io { path, error },
-            btf::Error::File { path, error } => Error::Elf {
-                path,
-                error: *error,
-            },
-            error => Error::Elf {
-                path: path.to_owned(),
-                error,
-            },
+            fileio::Error::Io { path, error } => Error::Io { path, error },
+            fileio::Error::Decompress { path, error } => Error::Decompress { path, error },
         })?;
         // Raw BTF (/sys/kernel/btf/*, a `-o` output): there is no DWARF to
         // encode from.
@@ -222,7 +215,7 @@ impl<'a> DwarfSections<'a> {
             let Some(section) = obj.section_by_name(id.name()) else {
                 return Ok(Cow::Borrowed(&[][..]));
             };
-            let data = btf::elf_section::data(&section).map_err(|error| Error::SectionData {
+            let data = fileio::elf_section::data(&section).map_err(|error| Error::SectionData {
                 path: elf.path.clone(),
                 section: id.name(),
                 error,

@@ -321,12 +321,12 @@ fn embed_writes_a_btf_section_bpftool_reads() {
     let image = dwarf2btf::embed::embed_btf(&data, &btf.to_bytes()).expect("embed");
     let out = fx.path("fx.btf.elf");
     let perm = std::fs::metadata(&elf).expect("stat").permissions();
-    btf::output_file::write(&out, &image, Some(perm)).expect("write");
+    fileio::output_file::write(&out, &image, Some(perm)).expect("write");
     // Re-embedding replaces the section instead of adding a second one.
     let again = dwarf2btf::embed::embed_btf(&image, &btf.to_bytes()).expect("embed again");
     assert_eq!(again.len(), image.len(), "the file does not grow");
     let out2 = fx.path("fx.btf2.elf");
-    btf::output_file::write(&out2, &again, None).expect("write");
+    fileio::output_file::write(&out2, &again, None).expect("write");
     for f in [&out, &out2] {
         let dump = testkit::run_ok(Command::new(&bpftool).args(["btf", "dump", "file"]).arg(f));
         assert!(String::from_utf8_lossy(&dump).contains("STRUCT 'shared'"));

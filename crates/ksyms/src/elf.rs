@@ -7,7 +7,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolScope};
 
-use btf::input_file::InputFile;
+use fileio::InputFile;
 
 use crate::module_sections::{symbol_address, NamedSections};
 use crate::{Error, RawSymbol, Result, Symbols};
@@ -30,23 +30,13 @@ pub fn looks_like_elf(path: &Path) -> bool {
         .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut magic, 0))
         .unwrap_or(0);
     let magic = &magic[..n];
-    magic.starts_with(b"\x7fELF") || btf::compressed_file::Codec::of(magic).is_some()
+    magic.starts_with(b"\x7fELF") || fileio::compressed_file::Codec::of(magic).is_some()
 }
 
 /// Opens an ELF file: mapped read-only, read where it cannot be mapped, or
-/// decompressed when it is compressed whole (btf's [`InputFile`]).
+/// decompressed when it is compressed whole ([`InputFile`]).
 pub(crate) fn open(path: &Path) -> Result<InputFile> {
-    InputFile::open(path).map_err(|e| match e {
-        btf::Error::Io { path, error } => Error::Io { path, error },
-        btf::Error::File { path, error } => Error::Decompress {
-            path,
-            error: *error,
-        },
-        error => Error::Decompress {
-            path: path.to_owned(),
-            error,
-        },
-    })
+    Ok(InputFile::open(path)?)
 }
 
 /// The nm type letter of a symbol, from the kind of its section.

@@ -67,14 +67,10 @@ pub enum Error {
         /// What the ELF reader found wrong.
         reason: String,
     },
-    /// A file compressed whole (`.ko.xz`) does not decompress.
-    #[error("{path}: {error}")]
-    Decompress {
-        /// The file.
-        path: PathBuf,
-        /// The codec and what it found wrong.
-        error: btf::Error,
-    },
+    /// An ELF file that could not be opened, read or decompressed (a
+    /// `.ko.xz`, say).
+    #[error(transparent)]
+    Input(#[from] fileio::Error),
     /// ELF that the object crate does not read (`section`: where, if in one).
     #[error("{path}: not an ELF file with a symbol table: {}{error}", section.as_deref().map(|s| format!("{s}: ")).unwrap_or_default())]
     Object {

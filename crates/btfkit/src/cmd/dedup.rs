@@ -24,7 +24,7 @@ pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
     }
     let stats = btf::dedup::dedup_with_stats(&mut btf, &btf::dedup::DedupOptions::default())
         .with_context(|| format!("cannot deduplicate {}", args.input.display()))?;
-    btf::output_file::write(&args.output, &btf.to_bytes(), None)
+    fileio::output_file::write(&args.output, &btf.to_bytes(), None)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!(
         "{} types -> {}, {} string bytes -> {}",

@@ -195,7 +195,7 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     }
     let bytes = encoded.btf.to_bytes();
     if let Some(out) = &args.output {
-        btf::output_file::write(out, &bytes, None)
+        fileio::output_file::write(out, &bytes, None)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     if let Some(out) = &args.embed {

@@ -20,14 +20,14 @@ pub fn run(args: ManArgs, command: clap::Command) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // Every page is rendered before any is written, and each is written as
-    // the other outputs are (btf::output_file): whole or not at all.
+    // the other outputs are (fileio::output_file): whole or not at all.
     let mut command = command.disable_help_subcommand(true);
     command.build();
     let mut pages = Vec::new();
     render(command, &mut pages)?;
     for (name, roff) in &pages {
         let path = dir.join(name);
-        btf::output_file::write(&path, roff, None)
+        fileio::output_file::write(&path, roff, None)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -554,7 +554,7 @@ fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     // in place only.
     if let Some(out) = &o.detached {
         let bytes = encoded.btf.to_bytes();
-        btf::output_file::write(out, &bytes, None)
+        fileio::output_file::write(out, &bytes, None)
             .with_context(|| format!("cannot write {}", out.display()))?;
         // Left to the process exit, as below: freeing ~100,000 types one by
         // one is wasted time.

@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 
-use crate::Error;
+use crate::DecompressError;
 
 /// The most bytes a compressed file may decompress to: more than any
 /// vmlinux with DWARF (~600 MB), less than a corrupt stream could claim.
@@ -46,7 +46,7 @@ impl Codec {
 
 /// `data` decompressed, if it is a compressed file (`None` otherwise). The
 /// error says which codec failed and why.
-pub fn decompress(data: &[u8]) -> Option<Result<Vec<u8>, Error>> {
+pub fn decompress(data: &[u8]) -> Option<Result<Vec<u8>, DecompressError>> {
     type Cause = Box<dyn std::error::Error + Send + Sync>;
     let codec = Codec::of(data)?;
     let mut out = Capped(Vec::new());
@@ -58,7 +58,7 @@ pub fn decompress(data: &[u8]) -> Option<Result<Vec<u8>, Error>> {
         // Multi-member, as gzip(1) writes and reads concatenated files.
         Codec::Gzip => copy(&mut flate2::read::MultiGzDecoder::new(data), &mut out),
     };
-    Some(result.map(|()| out.0).map_err(|error| Error::Decompress {
+    Some(result.map(|()| out.0).map_err(|error| DecompressError {
         codec: codec.name(),
         error,
     }))

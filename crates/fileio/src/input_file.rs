@@ -19,7 +19,7 @@ pub enum InputFile {
 
 impl InputFile {
     /// Opens `path`: [`Error::Io`] when it cannot be opened or read,
-    /// [`Error::File`] when it is compressed and does not decompress.
+    /// [`Error::Decompress`] when it is compressed and does not decompress.
     pub fn open(path: &Path) -> Result<InputFile, Error> {
         use std::io::Read;
         let io = |error| Error::Io {
@@ -40,9 +40,9 @@ impl InputFile {
         match crate::compressed_file::decompress(&data) {
             None => Ok(data),
             Some(Ok(bytes)) => Ok(InputFile::Read(bytes)),
-            Some(Err(error)) => Err(Error::File {
+            Some(Err(error)) => Err(Error::Decompress {
                 path: path.to_owned(),
-                error: Box::new(error),
+                error,
             }),
         }
     }

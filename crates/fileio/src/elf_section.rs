@@ -13,7 +13,31 @@ use std::borrow::Cow;
 
 use object::{CompressionFormat, ObjectSection};
 
-use crate::Error;
+/// An ELF section whose bytes cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SectionError {
+    /// The object crate cannot read the section (compressed with an
+    /// unknown codec, say).
+    #[error("ELF: {0}")]
+    Elf(object::read::Error),
+    /// The section's bytes lie past the end of the file (a truncated file).
+    #[error("data at file offset {offset:#x} ({size} bytes) lies past the end of the file")]
+    PastEnd {
+        /// The section's file offset.
+        offset: u64,
+        /// Its size in the file, in bytes.
+        size: u64,
+    },
+    /// A compressed section's header claims more bytes than its data can
+    /// decompress to (a corrupt header; refused before allocating).
+    #[error("compressed section claims {claimed} bytes, more than its {compressed} compressed bytes can hold")]
+    CompressedClaim {
+        /// The uncompressed size the header gives.
+        claimed: u64,
+        /// The compressed bytes there are.
+        compressed: u64,
+    },
+}
 
 /// Most bytes one compressed byte of `format` decodes to; `None` for a
 /// format object does not decompress (it says so itself).
@@ -26,13 +50,13 @@ fn max_ratio(format: CompressionFormat) -> Option<u64> {
 }
 
 /// The bytes of `section`, decompressed if need be.
-pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Error> {
+pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, SectionError> {
     let compressed = section.compressed_data().map_err(|e| {
         // object says "Invalid compressed data size or offset" of any
         // section whose bytes are not in the file: say where they were.
         match section.file_range().filter(|_| section.data().is_err()) {
-            Some((offset, size)) => Error::SectionPastEnd { offset, size },
-            None => Error::Elf(e),
+            Some((offset, size)) => SectionError::PastEnd { offset, size },
+            None => SectionError::Elf(e),
         }
     })?;
     if compressed.format == CompressionFormat::None {
@@ -42,18 +66,27 @@ pub fn data<'d>(section: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Error
     if max_ratio(compressed.format)
         .is_some_and(|r| compressed.uncompressed_size > len.saturating_mul(r))
     {
-        return Err(Error::CompressedClaim {
+        return Err(SectionError::CompressedClaim {
             claimed: compressed.uncompressed_size,
             compressed: len,
         });
     }
-    compressed.decompress().map_err(Error::Elf)
+    compressed.decompress().map_err(SectionError::Elf)
 }
 
 #[cfg(test)]
 mod tests {
     use object::write::Object;
+    use object::Object as _;
     use object::{elf, Architecture, BinaryFormat, Endianness, SectionFlags, SectionKind};
+
+    use super::{data, SectionError};
+
+    /// The decompressed bytes of `elf`'s `.BTF` section.
+    fn btf_section(elf: &[u8]) -> Result<Vec<u8>, SectionError> {
+        let file = object::File::parse(elf).unwrap();
+        data(&file.section_by_name(".BTF").unwrap()).map(|d| d.into_owned())
+    }
 
     /// A relocatable ELF whose `.BTF` section is `zlib` bytes behind an
     /// Elf64_Chdr that claims `size` uncompressed bytes.
@@ -95,14 +128,14 @@ mod tests {
     fn zlib_section_decompresses_rfc1950_stored_block() {
         let payload = b"not BTF, but bytes";
         let elf = elf_with_compressed_btf(payload.len() as u64, &zlib_stored(payload));
-        assert_eq!(crate::elf_btf_section(&elf).unwrap(), payload);
+        assert_eq!(btf_section(&elf).unwrap(), payload);
     }
 
     #[test]
     fn size_beyond_deflate_ratio_is_refused_before_allocating() {
         // The size a fuzzed file claimed: 150 TB from a few bytes.
         let elf = elf_with_compressed_btf(0x8900_031f_0101, &zlib_stored(b"x"));
-        let err = crate::elf_btf_section(&elf).unwrap_err().to_string();
+        let err = btf_section(&elf).unwrap_err().to_string();
         assert!(err.contains("claims 150633145368833 bytes"), "{err}");
     }
 }

@@ -1,0 +1,23 @@
+//! The files btfkit reads and writes, apart from what is in them.
+//!
+//! An input is mapped where it can be (a debug vmlinux is ~600 MB and a
+//! reader touches a few of its sections), read where it cannot (sysfs,
+//! pipes), and decompressed when it is compressed whole (`.ko.xz`,
+//! `.ko.zst`, `.ko.gz`): [`input_file`], [`compressed_file`]. An ELF
+//! section's bytes are decompressed when the section is ([`elf_section`]).
+//! An output replaces what is at its path whole or not at all
+//! ([`output_file`]).
+//!
+//! The BTF reader (`btf`), the symbol readers (`ksyms`) and the encoder
+//! (`dwarf2btf`) share these, so that every command treats a file alike.
+
+#![warn(missing_docs)]
+
+pub mod compressed_file;
+pub mod elf_section;
+mod error;
+pub mod input_file;
+pub mod output_file;
+
+pub use error::{DecompressError, Error};
+pub use input_file::InputFile;
