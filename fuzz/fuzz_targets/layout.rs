@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use btf::layout::{Filter, Layout, Seen, View};
+use layout::{Filter, Layout, Seen, View};
 use dwarf2btf::load::ElfFile;
 use libfuzzer_sys::fuzz_target;
 
@@ -15,9 +15,9 @@ fuzz_target!(|data: &[u8]| {
         let Ok(elf) = ElfFile::from_bytes(Path::new("fuzz.o"), data) else {
             return;
         };
-        let _ = dwarf2btf::layout::print_elf(&elf, &[], Filter::default(), 64);
+        let _ = layout::dwarf::print_elf(&elf, &[], Filter::default(), 64);
         let names = ["s".to_owned(), "list".to_owned()];
-        let _ = dwarf2btf::layout::print_elf(&elf, &names, Filter::default(), 64);
+        let _ = layout::dwarf::print_elf(&elf, &names, Filter::default(), 64);
         return;
     }
     let Ok(btf) = btf::Btf::parse(data) else {

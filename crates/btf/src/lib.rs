@@ -39,7 +39,6 @@ pub mod format;
 mod hugepages;
 pub mod kernel;
 mod kind;
-pub mod layout;
 mod load;
 pub mod loaded;
 pub mod query;

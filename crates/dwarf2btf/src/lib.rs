@@ -10,7 +10,6 @@ pub mod encode;
 pub mod error;
 pub mod funcs;
 pub mod kfuncs;
-pub mod layout;
 pub mod load;
 pub mod options;
 pub mod pahole;

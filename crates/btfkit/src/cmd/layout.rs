@@ -110,14 +110,14 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
         None if args.base.is_some() => Format::Btf,
         None => default_format(&args.file)?,
     };
-    let cacheline = btf::layout::host_cacheline_size();
-    let filter = btf::layout::Filter {
+    let cacheline = layout::host_cacheline_size();
+    let filter = layout::Filter {
         min_holes: args.holes.unwrap_or(0),
         sizes: args.sizes,
         prefix: args.prefix.as_deref(),
         anon_include: args.anon_include,
         contains,
-        view: btf::layout::View {
+        view: layout::View {
             hex: args.hex,
             expand_types: args.expand_types,
         },
@@ -126,10 +126,10 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
         Format::Btf => {
             let btf = btf::load_file(&args.file, args.base.as_deref())
                 .map_err(|e| anyhow::anyhow!("cannot load BTF: {e}"))?;
-            let mut layout = btf::layout::Layout::from_btf(&btf, cacheline);
+            let mut layout = layout::Layout::from_btf(&btf, cacheline);
             let mut out = String::new();
             let mut missing = None;
-            let mut seen = btf::layout::Seen::default();
+            let mut seen = layout::Seen::default();
             if classes.is_empty() {
                 layout.print_all(filter, &mut seen, &mut out);
             } else {
@@ -149,7 +149,7 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<ExitCode> {
             std::mem::forget(btf);
             (out, missing)
         }
-        Format::Dwarf => dwarf2btf::layout::print(&args.file, &classes, filter, cacheline)
+        Format::Dwarf => layout::dwarf::print(&args.file, &classes, filter, cacheline)
             .map_err(|e| anyhow::anyhow!("cannot read DWARF: {e}"))?,
     };
     let mut stdout = std::io::stdout().lock();
@@ -185,7 +185,7 @@ enum Format {
 
 /// pahole tries DWARF first, then BTF.
 fn default_format(path: &std::path::Path) -> anyhow::Result<Format> {
-    Ok(if dwarf2btf::layout::has_dwarf(path)? {
+    Ok(if layout::dwarf::has_dwarf(path)? {
         Format::Dwarf
     } else {
         Format::Btf

@@ -69,7 +69,7 @@
 //! which is why names are resolved lazily at the moment they are printed.
 //! Forward declarations and empty enums never take a number.
 //!
-//! Layout (`layout`): a struct is written `__attribute__((packed))` when a
+//! Alignment (`alignment`): a struct is written `__attribute__((packed))` when a
 //! non-bitfield member sits off its natural alignment or the size is not a
 //! multiple of the largest member alignment. Gaps are filled with anonymous
 //! bitfields (`long: 64;`, `int: 32;`, ... and `long: 0;` to force
@@ -97,8 +97,8 @@
 //! - Output is built in memory and handed to the writer in large chunks,
 //!   so a caller may pass an unbuffered writer.
 
+mod alignment;
 mod emit;
-mod layout;
 mod order;
 
 use std::borrow::Cow;

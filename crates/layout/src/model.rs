@@ -11,7 +11,7 @@
 //! the printer drives it in pahole's order so that a whole run prints the
 //! same bytes as pahole's.
 
-use crate::{Btf, TypeData, TypeId};
+use btf::{Btf, TypeData, TypeId};
 
 /// pahole's view of one type id (`struct tag` and its subclasses).
 #[derive(Clone, Debug)]
@@ -791,7 +791,7 @@ pub fn infer_alignment(
     }
 }
 
-fn node<'a>(btf: &'a Btf, t: &'a crate::Type) -> Option<Node<'a>> {
+fn node<'a>(btf: &'a Btf, t: &'a btf::Type) -> Option<Node<'a>> {
     let n = name(btf, t.name_off);
     Some(match &t.data {
         TypeData::Int { bits, .. } => Node::Base {

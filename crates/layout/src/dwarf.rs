@@ -1,5 +1,5 @@
 //! pahole's layout view from DWARF (`pahole -F dwarf`): each compilation
-//! unit read into [`btf::layout`]'s model the way pahole's DWARF loader
+//! unit read into this crate's [`model`](crate::model) the way pahole's DWARF loader
 //! reads it, then printed by the same printer as BTF.
 //!
 //! DWARF carries what BTF loses, and pahole prints it: `DW_AT_alignment`
@@ -18,13 +18,13 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
-use btf::layout::model::{Class, Member, Model, Node};
-use btf::layout::{Filter, Layout, Seen};
+use crate::model::{Class, Member, Model, Node};
+use crate::{Filter, Layout, Seen};
 use btf::TypeId;
 use gimli::{AttributeValue, DwTag, UnitOffset};
 
-use crate::error::{Error, Result};
-use crate::load::{Dwarf, DwarfSections, ElfFile, Reader};
+use dwarf2btf::load::{Dwarf, DwarfSections, ElfFile, Reader};
+use dwarf2btf::{Error, Result};
 
 /// Prints the layout view of `path`'s DWARF: the `classes` in pahole's
 /// `-C` order, or every struct and union. Returns the text and the first

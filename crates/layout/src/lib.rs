@@ -5,16 +5,19 @@
 //! `-y`, `-a`).
 //!
 //! [`model`] is what pahole's loaders make of the types, [`print`](mod@print) the
-//! text. The source is a [`Btf`], or any loader that builds the model
-//! (dwarf2btf's reads DWARF, with its alignment attributes, instead of
-//! pahole's guesses from BTF offsets).
+//! text. The source is a [`Btf`] ([`Layout::from_btf`]) or DWARF
+//! ([`dwarf`]: with its alignment attributes, instead of pahole's guesses
+//! from BTF offsets).
 
+#![warn(missing_docs)]
+
+pub mod dwarf;
 pub mod model;
 pub mod print;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::{Btf, TypeId};
+use btf::{Btf, TypeId};
 use model::{Model, Node};
 use print::Printer;
 pub use print::View;
@@ -311,7 +314,7 @@ impl<'a> Layout<'a> {
 mod tests {
     use super::model::infer_alignment;
     use super::{Filter, Layout, Seen};
-    use crate::{Btf, Member, Param, Type, TypeData};
+    use btf::{Btf, Member, Param, Type, TypeData};
 
     /// Reference cycles only bad input has (an anonymous struct holding
     /// itself, a prototype taking a pointer to itself) print a placeholder

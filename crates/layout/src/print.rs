@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::rc::Rc;
 
 use super::model::{Class, Member, Model, Node};
-use crate::TypeId;
+use btf::TypeId;
 
 /// `struct member_types_holes`: what a struct's member types have of
 /// holes, paddings and flexible arrays, for its statistics.
