@@ -6,8 +6,8 @@
 
 #![no_main]
 
-use dwarf2btf::funcs::attach::{audit, module_input, AuditInput, KernelSymbol};
-use dwarf2btf::funcs::kernel_rules::{denied_functions, kernel_version};
+use fentry::audit::{audit, module_input, AuditInput, KernelSymbol};
+use fentry::kernel_rules::{denied_functions, kernel_version};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

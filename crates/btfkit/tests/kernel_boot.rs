@@ -42,8 +42,8 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use dwarf2btf::funcs::attach::{audit, predict, AuditInput, FuncReach, KernelSymbol, Reach};
-use dwarf2btf::funcs::kernel_rules;
+use fentry::audit::{audit, predict, AuditInput, FuncReach, KernelSymbol, Reach};
+use fentry::kernel_rules;
 use testkit::kernel::Pahole;
 
 mod common {
@@ -514,7 +514,7 @@ fn fentry_every_func(
     };
     let vmlinux = result.join("vmlinux");
     let rows = audit_reported(&kernel, &vmlinux);
-    let counts = dwarf2btf::funcs::attach::counts(&rows);
+    let counts = fentry::audit::counts(&rows);
     let unsafe_funcs = counts.get(&Reach::Unsafe).copied().unwrap_or(0);
     if which == Pahole::Btfkit {
         assert_eq!(unsafe_funcs, 0, "{what}: unsafe FUNCs in btfkit's BTF");
@@ -522,7 +522,7 @@ fn fentry_every_func(
         // final image's addresses.
         let btf = btf::load_file(&vmlinux, None).expect("vmlinux .BTF");
         let table = vmlinux_symbols(&vmlinux);
-        let wrong = dwarf2btf::funcs::attach::wrong_addresses(&btf, &kernel_symbols(&table));
+        let wrong = fentry::audit::wrong_addresses(&btf, &kernel_symbols(&table));
         report(
             "addr-tags:vmlinux",
             format!(
@@ -575,7 +575,7 @@ fn fentry_every_func(
         let (wrong, measured) = against_audit(rows, &seen, v, denied, *parts);
         let attached = seen
             .values()
-            .filter(|x| x.outcome == dwarf2btf::funcs::attach::Outcome::Ok)
+            .filter(|x| x.outcome == fentry::audit::Outcome::Ok)
             .count();
         let attachable = rows.iter().filter(|r| r.reach == Reach::Attachable).count();
         report(
@@ -628,7 +628,7 @@ fn fentry_every_func(
 /// <kernel>:audit:vmlinux` line.
 fn audit_reported(kernel: &str, vmlinux: &Path) -> Vec<FuncReach> {
     let rows = audit_vmlinux(vmlinux);
-    let counts = dwarf2btf::funcs::attach::counts(&rows);
+    let counts = fentry::audit::counts(&rows);
     let line = format!(
         "BTFKIT-RESULT {kernel}:audit:vmlinux funcs={} {}",
         rows.len(),
@@ -654,7 +654,7 @@ fn guest_lines(console: &str, obj: &str) -> Vec<(u32, String, Verdict)> {
 /// What the guest reported for one FUNC of `fentry all`.
 #[derive(Clone)]
 struct Verdict {
-    outcome: dwarf2btf::funcs::attach::Outcome,
+    outcome: fentry::audit::Outcome,
     errno: i32,
     line: String,
 }
@@ -662,7 +662,7 @@ struct Verdict {
 /// The guest's `FENTRY <obj> <id> <name> ok|load <errno> <log>|attach
 /// <errno>` lines.
 fn guest_verdicts(console: &str) -> Vec<(String, u32, String, Verdict)> {
-    use dwarf2btf::funcs::attach::Outcome;
+    use fentry::audit::Outcome;
     let mut seen = Vec::new();
     for l in console.lines() {
         let mut f = l.trim_end().split(' ');
@@ -780,8 +780,7 @@ fn audit_module(ko: &Path, vmlinux: &Path, version: (u32, u32)) -> Vec<FuncReach
         None => vmlinux.to_path_buf(),
     };
     let btf = btf::load_file(ko, Some(&base)).expect("module .BTF");
-    let (symbols, sites) =
-        dwarf2btf::funcs::attach::module_input(&file).expect("a relocatable module");
+    let (symbols, sites) = fentry::audit::module_input(&file).expect("a relocatable module");
     audit(
         &btf,
         &AuditInput {
@@ -806,7 +805,7 @@ fn against_audit(
     denied: &std::collections::BTreeSet<String>,
     parts: usize,
 ) -> (Vec<String>, BTreeMap<String, usize>) {
-    use dwarf2btf::funcs::attach::Outcome;
+    use fentry::audit::Outcome;
     let mut out = Vec::new();
     let mut measured = BTreeMap::new();
     // A boot keeps every link: a second FUNC of the same boot resolving to
@@ -902,7 +901,7 @@ fn check_instances(
     console: &str,
     system_map: &Path,
 ) -> (usize, Vec<String>) {
-    use dwarf2btf::funcs::attach::Outcome;
+    use fentry::audit::Outcome;
     let map = std::fs::read_to_string(system_map).expect("read System.map");
     let symbol = |want: &str| {
         map.lines()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use btf::{Btf, TypeData};
-use dwarf2btf::funcs::lookup::parse_unreachable_name;
+use ksyms::kernel_lookup::parse_unreachable_name;
 use ksyms::module_sections::ModuleSections;
 use object::{Object, ObjectSection, ObjectSymbol};
 use testkit::Fixture;

@@ -889,7 +889,7 @@ fn encode_parity_with_pahole_1_32_on_7_2_clang() {
 /// subprogram describes while a subprogram of that name has code elsewhere.
 fn parity_with_pahole_1_32(vmlinux: &Path, what: &str, pahole_wrong: &[&str]) {
     use btf::diff::{diff, Category, DiffOptions};
-    use dwarf2btf::funcs::verify::{prototype_matches, Compare};
+    use fentry::verify::{prototype_matches, Compare};
     use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
     let Some(sid) = testkit::sid::sid_or_skip() else {
         return;
@@ -1216,7 +1216,7 @@ fn nop_ftrace_sites(exe: &Path, out: &Path) -> usize {
 #[test]
 fn clang_entry_locations_as_pahole_1_32_and_the_c_declarations() {
     use btf::diff::{diff, Category, DiffOptions};
-    use dwarf2btf::funcs::verify::{prototype_matches, Compare};
+    use fentry::verify::{prototype_matches, Compare};
     let Some(sid) = testkit::sid::sid_or_skip() else {
         return;
     };

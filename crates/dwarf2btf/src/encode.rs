@@ -45,8 +45,8 @@ use crate::{kfuncs, vars};
 
 // The options and the policy interface live in their own modules (which
 // never import this one); their old paths stay valid for callers.
+pub use crate::func_policy::{func_type, FuncPolicy, NoFuncs, UnitContext, UnitRemap};
 pub use crate::options::{AddrTags, EncodeOptions, FuncMode, VarsMode};
-pub use crate::policy::{func_type, FuncPolicy, NoFuncs, UnitContext, UnitRemap};
 
 /// Progress reports from the library; the command line draws them.
 pub trait Progress: Sync {
@@ -1010,11 +1010,11 @@ pub fn encode(
     on_encode_threads(elf.path(), opts, base, |pool, base| match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
-            let make = || crate::funcs::emit::ExactFuncs::from_elf(elf, tags).map(Box::new);
+            let make = || crate::func_policy::exact::ExactFuncs::from_elf(elf, tags).map(Box::new);
             encode_on(pool, elf, base, opts, make, progress)
         }
         FuncMode::Pahole => {
-            let make = || crate::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
+            let make = || crate::func_policy::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
             encode_on(pool, elf, base, opts, make, progress)
         }
     })

@@ -10,47 +10,8 @@ use dwarf2btf::funcs::abi::{self, Returns};
 use dwarf2btf::funcs::{FuncModel, Instance, Signature, Status};
 use dwarf2btf::load::ElfFile;
 
-const A_C: &str = include_str!("funcs_fixtures/a.c");
-const B_C: &str = include_str!("funcs_fixtures/b.c");
-const C_C: &str = include_str!("funcs_fixtures/c.c");
-const NOTE_C: &str = include_str!("funcs_fixtures/note.c");
-
-/// Builds the fixture program; None (skipped) without gcc.
-fn build() -> Option<(testkit::Fixture, std::path::PathBuf)> {
-    testkit::tool_or_skip("gcc", "gcc")?;
-    let fx = testkit::Fixture::new();
-    fx.write("a.c", A_C);
-    fx.write("b.c", B_C);
-    fx.write("c.c", C_C);
-    fx.write("note.c", NOTE_C);
-    let cc = |args: &[&str]| {
-        testkit::run_ok(Command::new("gcc").current_dir(fx.dir.path()).args(args));
-    };
-    cc(&["-g", "-O2", "-c", "a.c"]);
-    cc(&["-g", "-O2", "-c", "b.c"]);
-    cc(&["-g", "-O2", "-c", "c.c"]);
-    cc(&["-g", "-O2", "-c", "note.c", "-o", "note1.o"]);
-    cc(&["-g", "-O2", "-DCOMPAT", "-c", "note.c", "-o", "note2.o"]);
-    let exe = fx.path("fx");
-    cc(&["-o", "fx", "a.o", "b.o", "c.o", "note1.o", "note2.o"]);
-    Some((fx, exe))
-}
-
 fn model(path: &Path) -> FuncModel {
     FuncModel::from_elf(&ElfFile::open(path).expect("open")).expect("model")
-}
-
-/// `nm` addresses of a symbol name.
-fn nm(path: &Path, name: &str) -> Vec<u64> {
-    let out = testkit::run_ok(Command::new("nm").arg(path));
-    String::from_utf8_lossy(&out)
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
-            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
-        })
-        .collect()
 }
 
 fn by_symbol<'a>(m: &'a FuncModel, sym: &str) -> Vec<&'a Instance> {
@@ -80,12 +41,14 @@ fn dwarfdump(path: &Path, addr: u64) -> String {
 
 #[test]
 fn funcs_fixture_same_name_static_two_prototypes_nm() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let m = model(&exe);
     let inst = by_symbol(&m, "wakeup_show");
     let mut addrs: Vec<u64> = inst.iter().map(|i| i.address).collect();
     addrs.sort();
-    let mut want = nm(&exe, "wakeup_show");
+    let mut want = testkit::funcs_fixture::nm(&exe, "wakeup_show");
     want.sort();
     assert_eq!(addrs, want);
     assert_eq!(inst.len(), 2);
@@ -112,10 +75,17 @@ fn funcs_fixture_same_name_static_two_prototypes_nm() {
 
 #[test]
 fn funcs_fixture_same_source_two_typedefs_inconsistent_nm() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let m = model(&exe);
     let inst = by_symbol(&m, "fill_thread_core_info");
-    assert_eq!(inst.len(), 2, "nm: {:?}", nm(&exe, "fill_thread_core_info"));
+    assert_eq!(
+        inst.len(),
+        2,
+        "nm: {:?}",
+        testkit::funcs_fixture::nm(&exe, "fill_thread_core_info")
+    );
     // Same text, different struct elf_note_info behind it.
     assert_eq!(m.prototype_c(inst[0]), m.prototype_c(inst[1]));
     assert_eq!(m.location(inst[0]), m.location(inst[1]));
@@ -126,7 +96,9 @@ fn funcs_fixture_same_source_two_typedefs_inconsistent_nm() {
 
 #[test]
 fn funcs_fixture_isra_matches_llvm_dwarfdump() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let Some(_) = testkit::tool_or_skip("llvm-dwarfdump", "llvm") else {
         return;
     };
@@ -152,7 +124,9 @@ fn funcs_fixture_isra_matches_llvm_dwarfdump() {
 
 #[test]
 fn funcs_fixture_constprop_true_signature_llvm_dwarfdump() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let Some(_) = testkit::tool_or_skip("llvm-dwarfdump", "llvm") else {
         return;
     };
@@ -186,11 +160,16 @@ fn funcs_fixture_constprop_true_signature_llvm_dwarfdump() {
 
 #[test]
 fn funcs_fixture_part_and_cold_fragments_nm() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let m = model(&exe);
     let part = by_symbol(&m, "part_fn.part.0");
     assert_eq!(part.len(), 1);
-    assert_eq!(part[0].address, nm(&exe, "part_fn.part.0")[0]);
+    assert_eq!(
+        part[0].address,
+        testkit::funcs_fixture::nm(&exe, "part_fn.part.0")[0]
+    );
     assert!(part[0].encodable());
     let colds: Vec<&Instance> = m
         .instances
@@ -211,7 +190,9 @@ fn funcs_fixture_part_and_cold_fragments_nm() {
 
 #[test]
 fn funcs_fixture_16_byte_struct_half_unused_source_prototype() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let m = model(&exe);
     let inst = by_symbol(&m, "coerce_fn");
     assert_eq!(inst.len(), 1);
@@ -228,11 +209,16 @@ fn funcs_fixture_16_byte_struct_half_unused_source_prototype() {
 
 #[test]
 fn funcs_fixture_weak_and_strong_nm() {
-    let Some((_fx, exe)) = build() else { return };
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let m = model(&exe);
     let strong = by_symbol(&m, "weak_fn");
     assert_eq!(strong.len(), 1, "the linker keeps one weak_fn");
-    assert_eq!(strong[0].address, nm(&exe, "weak_fn")[0]);
+    assert_eq!(
+        strong[0].address,
+        testkit::funcs_fixture::nm(&exe, "weak_fn")[0]
+    );
     assert_eq!(m.location(strong[0]).as_deref(), Some("b.c:6"));
     assert_eq!(strong[0].binding, dwarf2btf::funcs::Binding::Global);
     let weak = by_symbol(&m, "weak_only");
@@ -357,7 +343,9 @@ fn funcs_debian_99_percent_encodable_system_map() {
 /// ELF, and the fixture cut short at many points.
 #[test]
 fn funcs_bad_input_errors_not_panics() {
-    let Some((fx, exe)) = build() else { return };
+    let Some((fx, exe)) = testkit::funcs_fixture::build_fixture() else {
+        return;
+    };
     let no_g = fx.path("no_g");
     testkit::run_ok(
         Command::new("gcc")

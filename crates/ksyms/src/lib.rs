@@ -61,7 +61,10 @@
 
 pub mod elf;
 mod error;
+pub mod final_link;
+pub mod image_symbols;
 pub mod kallsyms;
+pub mod kernel_lookup;
 pub mod link;
 pub mod location;
 pub mod mcount;

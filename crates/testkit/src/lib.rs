@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod compressed;
+pub mod funcs_fixture;
 pub mod kernel;
 pub mod objdump;
 pub mod qemu;

@@ -2,7 +2,7 @@
 //! kernel verifier's rules, and optionally the kernel's verifier itself.
 //! `btfkit check --attach BTF SYMBOLS [--json]`: what fentry does with each
 //! FUNC of a vmlinux BTF in an unmodified kernel
-//! (dwarf2btf::funcs::attach), and whether every address the BTF gives a
+//! (fentry::audit), and whether every address the BTF gives a
 //! FUNC (addr tags, `..` names) is one of its symbol's; exit 1 on an unsafe
 //! FUNC or a wrong address.
 
@@ -321,7 +321,7 @@ fn print_verdict(out: &mut impl Write, v: &KernelVerdict) -> std::io::Result<()>
 
 /// `--attach BTF SYMBOLS`.
 fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    use dwarf2btf::funcs::attach::{self, AuditInput, Reach};
+    use fentry::audit::{self, AuditInput, Reach};
     let Some(symbols_path) = &args.symbols else {
         anyhow::bail!("--attach needs BTF and SYMBOLS");
     };
@@ -334,9 +334,9 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // A module's addresses are keyed by section, as its BTF's addr tags.
     // Its tags may name any of its functions; a program, only those its
     // kallsyms keeps after init.
-    let module = obj.as_ref().and_then(attach::module_input);
+    let module = obj.as_ref().and_then(audit::module_input);
     let symbols = match (&obj, &module) {
-        (Some(o), Some(_)) => attach::elf_symbols(o),
+        (Some(o), Some(_)) => audit::elf_symbols(o),
         _ => kernel_symbols(&table),
     };
     let is_module = module.is_some();
@@ -357,20 +357,18 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         (None, None)
     };
-    let rows = attach::audit(
+    let rows = audit::audit(
         &btf,
         &AuditInput {
             symbols: after_init.as_deref().unwrap_or(&symbols),
             module: is_module,
             fentry_sites: sites.as_deref(),
             model: model.as_ref(),
-            version: obj
-                .as_ref()
-                .and_then(dwarf2btf::funcs::kernel_rules::kernel_version),
+            version: obj.as_ref().and_then(fentry::kernel_rules::kernel_version),
         },
     );
-    let counts = attach::counts(&rows);
-    let wrong = attach::wrong_addresses(&btf, &symbols);
+    let counts = audit::counts(&rows);
+    let wrong = audit::wrong_addresses(&btf, &symbols);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         let mut wrong_of: std::collections::HashMap<u32, Vec<WrongAddressJson<'_>>> =
@@ -443,7 +441,7 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 struct AttachJson<'a> {
     btf_id: u32,
     name: &'a str,
-    reach: dwarf2btf::funcs::attach::Reach,
+    reach: fentry::audit::Reach,
     address: Option<String>,
     fentry_site: Option<bool>,
     tags: Vec<String>,
@@ -463,7 +461,7 @@ struct WrongAddressJson<'a> {
 }
 
 impl<'a> AttachJson<'a> {
-    fn new(r: &'a dwarf2btf::funcs::attach::FuncReach, table: &ksyms::Table) -> Self {
+    fn new(r: &'a fentry::audit::FuncReach, table: &ksyms::Table) -> Self {
         AttachJson {
             btf_id: r.btf_id,
             name: &r.name,
@@ -493,13 +491,11 @@ pub(crate) fn load_symbols(path: &std::path::Path) -> anyhow::Result<(ksyms::Tab
 }
 
 /// The kernel image's symbols as the audit takes them.
-pub(crate) fn kernel_symbols(
-    table: &ksyms::Table,
-) -> Vec<dwarf2btf::funcs::attach::KernelSymbol<'_>> {
+pub(crate) fn kernel_symbols(table: &ksyms::Table) -> Vec<fentry::audit::KernelSymbol<'_>> {
     table
         .iter()
         .filter(|s| s.module.is_none())
-        .map(|s| dwarf2btf::funcs::attach::KernelSymbol {
+        .map(|s| fentry::audit::KernelSymbol {
             name: s.name,
             address: s.addr,
             size: s.size.unwrap_or(0),

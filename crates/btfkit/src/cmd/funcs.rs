@@ -197,7 +197,7 @@ struct Reach {
 }
 
 fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
-    use dwarf2btf::funcs::attach::{self, AuditInput};
+    use fentry::audit::{self, AuditInput};
     let table = match super::check::load_symbols(&args.file) {
         Ok((t, _)) => t,
         Err(e) => {
@@ -213,13 +213,13 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
     // A module's addresses are keyed by section, as its model's.
     let elf = ElfFile::open(&args.file)?;
     let obj = elf.object()?;
-    let module_input = attach::module_input(&obj);
+    let module_input = audit::module_input(&obj);
     let module = module_input.is_some();
     let (symbols, module_sites) = match module_input {
         Some((symbols, sites)) => (symbols, Some(sites)),
         None => (super::check::kernel_symbols(&table), None),
     };
-    let lookup = dwarf2btf::funcs::lookup::KernelLookup::new(
+    let lookup = ksyms::kernel_lookup::KernelLookup::new(
         symbols.iter().map(|s| (s.name, s.address)),
         module,
     );
@@ -258,14 +258,14 @@ fn fentry_reach(args: &FuncsArgs, model: &FuncModel) -> anyhow::Result<Reach> {
         return Ok(reach);
     };
     let sites = module_sites.or_else(|| ksyms::mcount::read(&args.file).ok());
-    let rows = attach::audit(
+    let rows = audit::audit(
         &btf,
         &AuditInput {
             symbols: &symbols,
             module,
             fentry_sites: sites.as_deref(),
             model: Some(model),
-            version: dwarf2btf::funcs::kernel_rules::kernel_version(&obj),
+            version: fentry::kernel_rules::kernel_version(&obj),
         },
     );
     for r in &rows {
@@ -304,7 +304,7 @@ fn row<'a>(
     };
     // The FUNC that describes this instance: its addr tag's, or its name's
     // where fentry reaches it and the audit found the prototypes equal.
-    use dwarf2btf::funcs::attach::Reach as Verdict;
+    use fentry::audit::Reach as Verdict;
     let same_prototype = fentry
         .verdict
         .is_some_and(|v| v != Verdict::Unsafe.as_str() && v != Verdict::Unverified.as_str());
@@ -332,7 +332,7 @@ fn row<'a>(
             .map(|p| p.symbol.as_str()),
         detail: i.detail.as_deref(),
         address_not_final: (i.encodable() && model.moved_by_final_link(i))
-            .then_some(dwarf2btf::funcs::final_link::MOVED),
+            .then_some(ksyms::final_link::MOVED),
         fentry,
     }
 }
@@ -370,7 +370,7 @@ struct BtfRow {
 /// Rows from a BTF: one per addr tag, one per untagged FUNC.
 fn from_btf(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
     let btf = btf::load_file(&args.file, args.base.as_deref()).context("cannot load BTF")?;
-    let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
+    let tags = fentry::verify::addr_tags(&btf);
     let mut tagged: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
     for t in &tags {
         tagged.entry(t.func).or_default().push(t.address);
@@ -444,8 +444,8 @@ fn verify(args: &FuncsArgs) -> anyhow::Result<ExitCode> {
     let model = FuncModel::from_elf(&elf)
         .with_context(|| format!("cannot build the function model of {}", args.file.display()))?;
     let btf = btf::load_file(btf_path, args.base.as_deref()).context("cannot load BTF")?;
-    let tags = dwarf2btf::funcs::verify::addr_tags(&btf);
-    let violations = dwarf2btf::funcs::verify::verify(&model, &btf);
+    let tags = fentry::verify::addr_tags(&btf);
+    let violations = fentry::verify::verify(&model, &btf);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &violations)?;

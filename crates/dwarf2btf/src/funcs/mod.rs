@@ -11,18 +11,12 @@
 //! section starts at 0, addresses are keyed by section (ksyms::module_sections).
 
 pub mod abi;
-pub mod attach;
 mod call_return;
 pub mod collect;
 pub mod ctype;
-pub mod emit;
 pub mod entry_code;
-pub mod final_link;
-pub mod kernel_rules;
 pub mod location;
-pub mod lookup;
 pub mod registers;
-pub mod verify;
 
 use std::collections::BTreeMap;
 
@@ -86,7 +80,7 @@ impl Instance {
     /// instance: the symbol-table name, suffix included, whether or not the
     /// compiler changed the ABI (BTF matches kallsyms, as asked in
     /// <https://lore.kernel.org/bpf/3f95f01b-9cc4-499b-a18d-5c4975f0b0e5@oracle.com/>). Other
-    /// instances' FUNCs are named by `lookup::KernelLookup::unreachable_name`.
+    /// instances' FUNCs are named by `ksyms::kernel_lookup::KernelLookup::unreachable_name`.
     pub fn btf_name(&self) -> &str {
         &self.symbol
     }
@@ -100,7 +94,7 @@ pub struct FuncModel {
     /// Problems that did not stop the analysis (each names its DIE offset).
     pub warnings: Vec<String>,
     /// Set for a pre-link kernel image: which addresses the final link moves.
-    pub final_link: Option<final_link::FinalLink>,
+    pub final_link: Option<ksyms::final_link::FinalLink>,
     /// kfuncs the verifier traces with the prototype of their `_impl` FUNC
     /// ([`crate::kfuncs::with_implicit_args`]).
     pub implicit_args: std::collections::BTreeSet<String>,
@@ -117,7 +111,7 @@ impl FuncModel {
         let code = entry_code::EntryCode::of(&obj);
         let concretes = collect_all(elf, &dwarf, &|name| unique.get(name).copied(), &code)?;
         Ok(FuncModel {
-            final_link: final_link::FinalLink::of(&obj),
+            final_link: ksyms::final_link::FinalLink::of(&obj),
             implicit_args: crate::kfuncs::with_implicit_args(&obj),
             ..FuncModel::join(concretes, symbols)
         })

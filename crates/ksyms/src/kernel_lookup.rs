@@ -67,6 +67,7 @@ impl Picks {
         self.exact.into_iter().chain(self.stripped)
     }
 
+    /// Whether no kernel attaches a FUNC of this name anywhere.
     pub fn is_none(&self) -> bool {
         self.exact.is_none() && self.stripped.is_none()
     }

@@ -4,8 +4,6 @@
 //! `nm` and System.map for addresses (the kernel attaches a name at its
 //! lowest address), btf's validator for the format.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -13,9 +11,10 @@ use std::process::Command;
 use btf::addr_tag;
 use btf::{Btf, TypeData};
 use dwarf2btf::encode::{encode_with, AddrTags, EncodeOptions, NoProgress};
-use dwarf2btf::funcs::emit::ExactFuncs;
-use dwarf2btf::funcs::{verify, FuncModel, Status};
+use dwarf2btf::func_policy::exact::ExactFuncs;
+use dwarf2btf::funcs::{FuncModel, Status};
 use dwarf2btf::load::ElfFile;
+use fentry::verify;
 
 fn encode(path: &Path, tags: AddrTags) -> Btf {
     let elf = ElfFile::open(path).expect("open");
@@ -102,7 +101,7 @@ fn tag_bytes(btf: &Btf) -> usize {
 
 #[test]
 fn funcs_emit_fixture_two_prototypes_tagged_nm() {
-    let Some((_fx, exe)) = common::build_fixture() else {
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
         return;
     };
     let btf = encode(&exe, AddrTags::Ambiguous);
@@ -111,7 +110,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     assert_eq!(wake.len(), 2, "{wake:?}");
     let mut tagged: Vec<u64> = wake.iter().flat_map(|(_, (_, a))| a.clone()).collect();
     tagged.sort_unstable();
-    let addrs = common::nm(&exe, "wakeup_show");
+    let addrs = testkit::funcs_fixture::nm(&exe, "wakeup_show");
     assert_eq!(tagged, addrs);
     assert!(wake.iter().all(|(_, (_, a))| a.len() == 1));
     // The lowest address keeps the name; the other is named by its address.
@@ -138,7 +137,10 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
     assert_eq!(f["a_entry"], vec![(f["a_entry"][0].0.clone(), vec![])]);
     // ...and has one in `all` mode.
     let all = funcs(&encode(&exe, AddrTags::All));
-    assert_eq!(all["a_entry"][0].1, common::nm(&exe, "a_entry"));
+    assert_eq!(
+        all["a_entry"][0].1,
+        testkit::funcs_fixture::nm(&exe, "a_entry")
+    );
     let model = FuncModel::from_elf(&ElfFile::open(&exe).expect("open")).expect("model");
     let all_btf = encode(&exe, AddrTags::All);
     assert_eq!(verify::verify(&model, &all_btf).len(), 0);
@@ -174,7 +176,7 @@ fn funcs_emit_fixture_two_prototypes_tagged_nm() {
 /// `ret` without writing rax.
 #[test]
 fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
-    let Some((_fx, exe)) = common::build_fixture() else {
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
         return;
     };
     let name = "ret_drop.isra.0";
@@ -225,7 +227,7 @@ fn funcs_emit_fixture_isra_without_its_return_value_is_void_objdump() {
 fn funcs_emit_fixture_part_tail_called_for_its_value_keeps_it_objdump() {
     // DWARF 5 call sites, and DWARF 4's GNU ones.
     for debug in ["-g", "-gdwarf-4"] {
-        let Some((_fx, exe)) = common::build_fixture_with(debug) else {
+        let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture_with(debug) else {
             return;
         };
         part_tail_called_for_its_value_keeps_it(&exe);
@@ -281,7 +283,7 @@ fn funcs_emit_debian_seed_examples_system_map() {
         return;
     };
     let map = std::fs::read_to_string(&k.system_map).expect("System.map");
-    let addrs = |name: &str| common::addresses_of(&map, name);
+    let addrs = |name: &str| testkit::funcs_fixture::addresses_of(&map, name);
     let mut sizes = Vec::new();
     for mode in [AddrTags::None, AddrTags::Ambiguous, AddrTags::All] {
         let btf = encode(&k.vmlinux, mode);

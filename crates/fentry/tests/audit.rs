@@ -4,16 +4,14 @@
 //! prototype of the code there, and mutations that recreate the unsafe
 //! naming the encoder used before (every instance under its symbol name).
 
-mod common;
-
 use std::path::Path;
 
 use btf::{Btf, TypeData, TypeId};
 use dwarf2btf::encode::{encode, AddrTags, EncodeOptions, FuncMode, NoProgress};
-use dwarf2btf::funcs::attach::{audit, counts, AuditInput, FuncReach, KernelSymbol, Reach};
-use dwarf2btf::funcs::lookup::parse_unreachable_name;
 use dwarf2btf::funcs::FuncModel;
 use dwarf2btf::load::ElfFile;
+use fentry::audit::{audit, counts, AuditInput, FuncReach, KernelSymbol, Reach};
+use ksyms::kernel_lookup::parse_unreachable_name;
 
 fn encode_mode(path: &Path, funcs: FuncMode) -> Btf {
     let elf = ElfFile::open(path).expect("open");
@@ -103,7 +101,7 @@ fn check_reasons(rows: &[FuncReach], syms: &[(u64, char, String)]) {
 
 #[test]
 fn funcs_attach_fixture_lowest_address_nm() {
-    let Some((_fx, exe)) = common::build_fixture() else {
+    let Some((_fx, exe)) = testkit::funcs_fixture::build_fixture() else {
         return;
     };
     let nm = testkit::run_ok(std::process::Command::new("nm").arg(&exe));
@@ -120,7 +118,9 @@ fn funcs_attach_fixture_lowest_address_nm() {
         assert_eq!(wake.reach, Reach::Attachable, "{wake:?}");
         assert_eq!(
             wake.address,
-            common::nm(&exe, "wakeup_show").first().copied()
+            testkit::funcs_fixture::nm(&exe, "wakeup_show")
+                .first()
+                .copied()
         );
     }
     // The old naming: both wakeup_show FUNCs under the name. The audit

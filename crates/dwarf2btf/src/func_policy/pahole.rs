@@ -26,13 +26,13 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
 use gimli::{constants as dw, UnitOffset};
+use ksyms::kernel_lookup::KernelLookup;
 
+use super::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::convert::UnitBuilder;
 use crate::dies::{Attrs, DieReader, Fields};
 use crate::error::{Error, Result};
-use crate::funcs::lookup::KernelLookup;
 use crate::load::ElfFile;
-use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The `--funcs pahole` policy.
 pub struct PaholeFuncs<'a> {
@@ -149,7 +149,7 @@ fn entry_address(cx: &UnitContext<'_, '_>, offset: u64) -> gimli::Result<Option<
 impl<'a> PaholeFuncs<'a> {
     pub fn from_elf(elf: &'a ElfFile) -> Result<PaholeFuncs<'a>> {
         let obj = elf.object()?;
-        Ok(PaholeFuncs::new(crate::funcs::emit::kernel_lookup(&obj)))
+        Ok(PaholeFuncs::new(super::exact::kernel_lookup(&obj)))
     }
 
     /// `lookup`: over every symbol of the ELF file.

@@ -1,6 +1,6 @@
 //! The fentry audit (`btfkit check --attach BTF SYMBOLS`): for every FUNC
 //! of a vmlinux BTF, what an unmodified kernel does when a tracing program
-//! names it, predicted from the kernel's own rules (lookup.rs for the name,
+//! names it, predicted from the kernel's own rules (ksyms::kernel_lookup for the name,
 //! `btf_distill_func_proto` for the prototype, ftrace for the call site).
 //!
 //! Invariant: a FUNC is `Attachable` only when the kernel resolves its name
@@ -16,100 +16,18 @@
 //! `<symbol>..<address>` names a function symbol at that address, in the
 //! image the symbols come from. A BTF encoded from a kernel's pre-link
 //! image by a tool that does not know which code the final link moves
-//! (final_link.rs) fails this for init and exit code.
+//! (ksyms::final_link) fails this for init and exit code.
 
 use std::collections::BTreeSet;
 
 use btf::{Btf, TypeData, TypeId};
-use ksyms::module_sections::{symbol_address, ModuleSections};
+use dwarf2btf::funcs::{FuncModel, Status};
+pub use ksyms::image_symbols::{elf_symbols, module_input, KernelSymbol};
+use ksyms::kernel_lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
 use rustc_hash::FxHashMap;
 
-use super::kernel_rules::UNION_ARGUMENTS;
-use super::lookup::{parse_unreachable_name, unreachable_head, KernelLookup, Picks};
-use super::verify::{addr_tags, prototype_matches, Compare};
-use super::{FuncModel, Status};
-
-/// One symbol of the kernel image (System.map, /proc/kallsyms, ELF).
-#[derive(Clone, Copy, Debug)]
-pub struct KernelSymbol<'a> {
-    pub name: &'a str,
-    pub address: u64,
-    /// Bytes of code or data; 0 when unknown.
-    pub size: u64,
-    /// A text symbol (`t`, `T`, `W`, STT_FUNC).
-    pub function: bool,
-}
-
-/// Every symbol of an ELF file that kallsyms would list (functions and
-/// data; not sections, files or undefined ones), in table order, at its
-/// address (a relocatable object's keyed by section, as its BTF's addr
-/// tags and its function model: ksyms::module_sections).
-pub fn elf_symbols<'a>(obj: &object::File<'a>) -> Vec<KernelSymbol<'a>> {
-    listed_symbols(obj).map(|(k, _)| k).collect()
-}
-
-/// [`elf_symbols`], each with its section.
-fn listed_symbols<'a, 'o>(
-    obj: &'o object::File<'a>,
-) -> impl Iterator<Item = (KernelSymbol<'a>, object::SectionIndex)> + 'o {
-    use object::{Object, ObjectSymbol};
-    let sections = ModuleSections::of(obj);
-    obj.symbols().filter_map(move |s| {
-        let section = s.section_index()?;
-        if matches!(
-            s.kind(),
-            object::SymbolKind::Section | object::SymbolKind::File
-        ) {
-            return None;
-        }
-        let symbol = KernelSymbol {
-            name: s.name().ok()?,
-            address: symbol_address(sections.as_ref(), &s),
-            size: s.size(),
-            function: s.kind() == object::SymbolKind::Text,
-        };
-        Some((symbol, section))
-    })
-}
-
-/// What a kernel module (a relocatable `.ko`) gives the audit: the symbols
-/// its kallsyms keeps once its init has run, and its fentry call sites,
-/// both keyed by section (ksyms::module_sections). The loader frees the
-/// `.init*` sections after the module's init, and their symbols are gone
-/// from the module's kallsyms (a program naming `init_module` fails: "The
-/// address of function init_module cannot be found"). The call sites are
-/// the targets of `__mcount_loc`'s relocations: the section of a module
-/// holds zeros until the loader relocates it. None for a linked image.
-pub fn module_input<'a>(obj: &object::File<'a>) -> Option<(Vec<KernelSymbol<'a>>, Vec<u64>)> {
-    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
-    let sections = ModuleSections::of(obj)?;
-    let freed = |index: object::SectionIndex| {
-        obj.section_by_index(index)
-            .is_ok_and(|s| s.name_bytes().is_ok_and(|n| n.starts_with(b".init")))
-    };
-    let symbols = listed_symbols(obj)
-        .filter(|(_, section)| !freed(*section))
-        .map(|(k, _)| k)
-        .collect();
-    let mut sites: Vec<u64> = obj
-        .section_by_name("__mcount_loc")
-        .map(|mcount| {
-            mcount
-                .relocations()
-                .filter_map(|(_, r)| {
-                    let RelocationTarget::Symbol(i) = r.target() else {
-                        return None;
-                    };
-                    let sym = obj.symbol_by_index(i).ok()?;
-                    let section = sym.section_index()?;
-                    Some(sections.key(section.0, sym.address().wrapping_add_signed(r.addend())))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    sites.sort_unstable();
-    Some((symbols, sites))
-}
+use crate::kernel_rules::UNION_ARGUMENTS;
+use crate::verify::{addr_tags, prototype_matches, Compare};
 
 /// What the audit knows besides the BTF.
 pub struct AuditInput<'a> {
@@ -125,7 +43,7 @@ pub struct AuditInput<'a> {
     /// The function model of the same kernel, when its DWARF is at hand.
     pub model: Option<&'a FuncModel>,
     /// The kernel's (major, minor) version, when known
-    /// ([`kernel_version`](super::kernel_rules::kernel_version)): it
+    /// ([`kernel_version`](crate::kernel_rules::kernel_version)): it
     /// decides which argument types trampolines take. None: the rules of
     /// the kernels before 6.19 (no union arguments).
     pub version: Option<(u32, u32)>,
@@ -672,7 +590,7 @@ const EINVAL: i32 = 22;
 /// argument registers only), then ftrace's call site. An `unsafe` FUNC
 /// attaches: that is what makes it unsafe. `denied`: the names in the
 /// verifier's deny list (the image's `btf_id_deny` set,
-/// [`denied_functions`](super::kernel_rules::denied_functions)); the list
+/// [`denied_functions`](crate::kernel_rules::denied_functions)); the list
 /// holds vmlinux's BTF ids, so it is empty for a module's FUNCs (7.2's
 /// prime_numbers.ko has its own `__rcu_read_unlock`).
 pub fn predict(row: &FuncReach, version: (u32, u32), denied: &BTreeSet<String>) -> Outcome {

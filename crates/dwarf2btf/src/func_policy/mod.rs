@@ -1,8 +1,13 @@
-//! The interface between the encoding pipeline (encode.rs) and a function
-//! policy (`--funcs`: funcs/emit.rs, pahole.rs): what a policy sees of a
-//! unit, what it returns, and how its unit-local ids reach the merged BTF.
-//! The pipeline drives a policy through this module; policies never see
-//! the pipeline.
+//! The function policies (`--funcs`), side by side: [`exact`] (btfkit's:
+//! every instance with its true signature, named so that fentry cannot
+//! attach with a wrong prototype) and [`pahole`] (pahole 1.32's choices),
+//! and the interface between the encoding pipeline (encode.rs) and them:
+//! what a policy sees of a unit, what it returns, and how its unit-local
+//! ids reach the merged BTF. The pipeline drives a policy through this
+//! module; policies never see the pipeline.
+
+pub mod exact;
+pub mod pahole;
 
 use btf::{Btf, Type, TypeData, TypeId};
 

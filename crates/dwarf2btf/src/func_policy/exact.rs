@@ -35,21 +35,21 @@ use std::hash::{Hash, Hasher};
 
 use btf::encoder_hooks::add_own_str;
 use btf::{Btf, Param, Type, TypeData, TypeId};
+use ksyms::final_link::FinalLink;
+use ksyms::image_symbols::{elf_symbols, KernelSymbol};
+use ksyms::kernel_lookup::KernelLookup;
 use object::Object;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-use super::abi::{analyse, may_drop_return, SigType, Signature};
-use super::attach::{elf_symbols, KernelSymbol};
-use super::collect::{collect_from_unit, Concrete, Need};
-use super::entry_code::EntryCode;
-use super::final_link::FinalLink;
-use super::lookup::KernelLookup;
-use super::names_match;
+use super::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::convert::UnitBuilder;
 use crate::error::{Error, Result};
+use crate::funcs::abi::{analyse, may_drop_return, SigType, Signature};
+use crate::funcs::collect::{collect_from_unit, Concrete, Need};
+use crate::funcs::entry_code::EntryCode;
+use crate::funcs::names_match;
 use crate::load::ElfFile;
 use crate::options::AddrTags;
-use crate::policy::{func_type, FuncPolicy, UnitContext, UnitRemap};
 
 /// The `--funcs exact` policy. Symbol names are borrowed from the ELF.
 pub struct ExactFuncs<'a> {
@@ -98,7 +98,7 @@ impl<'a> FuncSymbols<'a> {
             }
             start = end;
         }
-        let unique = super::unique_names(symbols.iter().map(|&(a, n)| (n, a)));
+        let unique = crate::funcs::unique_names(symbols.iter().map(|&(a, n)| (n, a)));
         FuncSymbols {
             names: symbols.into_iter().map(|(_, n)| n).collect(),
             by_addr,

@@ -11,12 +11,12 @@
 use btf::{Btf, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
-use super::abi::{expected_slots, Slot};
-use super::ctype::TypeInfo;
-use super::location::{piece_eightbytes, EntryLoc, Piece};
-use super::lookup::parse_unreachable_name;
-use super::registers::{reg_name, ARG_REGS};
-use super::{FuncModel, Instance, Returns, Signature, Status};
+use dwarf2btf::funcs::abi::{expected_slots, Slot};
+use dwarf2btf::funcs::ctype::TypeInfo;
+use dwarf2btf::funcs::location::{piece_eightbytes, EntryLoc, Piece};
+use dwarf2btf::funcs::registers::{reg_name, ARG_REGS};
+use dwarf2btf::funcs::{FuncModel, Instance, Returns, Signature, Status};
+use ksyms::kernel_lookup::parse_unreachable_name;
 
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -354,8 +354,8 @@ fn returns_in_memory(btf: &Btf, ret: TypeId) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::location::Piece;
     use super::*;
+    use dwarf2btf::funcs::location::Piece;
 
     fn piece(reg: Option<u16>, bytes: u64) -> Piece {
         Piece { reg, bytes }
