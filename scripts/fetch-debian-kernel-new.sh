@@ -22,9 +22,13 @@
 #   VERSION          the image package's name
 #   PACKAGES         the packages fetched: name, version, SHA-256
 #
-# apt runs with its own state under the cache (its own sources, never the
-# system's), so the machine's package setup is untouched.
+# apt runs with its own state under the cache (its own sources list, never
+# the system's), so the machine's package setup is untouched. That list
+# points at the Debian mirror the host's apt uses (lib/debian-mirror.sh;
+# DEBIAN_MIRROR overrides it).
 set -euo pipefail
+# shellcheck source=lib/debian-mirror.sh
+. "$(dirname "$(readlink -f "$0")")/lib/debian-mirror.sh"
 
 # RELEASE: its packages as NAME=VERSION:SHA256. Since 6.16 Debian splits the
 # image: vmlinuz in linux-binary-*, modules in linux-modules-*.
@@ -56,8 +60,10 @@ if [ -s "$cache/$release/vmlinuz" ] && [ "$(cat "$cache/$release/VERSION" 2>/dev
 fi
 apt_dir="$cache/apt"
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
+mirror="${DEBIAN_MIRROR:-$(debian_mirror)}" ||
+  { echo "$0: no Debian mirror in /etc/apt/sources.list*: set DEBIAN_MIRROR" >&2; exit 1; }
 for suite in sid trixie-backports; do
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main"
 done > "$apt_dir/sources.list"
 apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=/nonexistent"
   -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir" -o "Dir::State::status=/dev/null"

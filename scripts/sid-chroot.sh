@@ -38,14 +38,10 @@ self=$(readlink -f "$0")
 
 die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
 
-# The first Debian archive (not -security) in the host's apt sources.
-host_mirror() {
-  {
-    sed -n 's/^[[:space:]]*URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | tr ' ' '\n'
-    sed -n 's/^[[:space:]]*deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' \
-      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-  } | grep -E '^https?://[^ ]*/debian/?$' | head -n1
-}
+# The mirror: debian_mirror, the first Debian archive of the host's apt
+# sources (shared with fetch-debian-kernel-new.sh).
+# shellcheck source=lib/debian-mirror.sh
+. "$(dirname "$self")/lib/debian-mirror.sh"
 
 # Runs "$@" in the chroot; meant to be called inside a private mount
 # namespace (see `run`), so nothing here needs unmounting.
@@ -88,7 +84,7 @@ make_chroot() {
   command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
   mkdir -p "$cache"
   if [ ! -x "$dir/usr/bin/apt-get" ]; then
-    local mirror="${SID_MIRROR:-$(host_mirror)}"
+    local mirror="${SID_MIRROR:-$(debian_mirror)}"
     [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*: set SID_MIRROR"
     # Built aside and renamed, so an interrupted debootstrap leaves nothing
     # that looks finished.
