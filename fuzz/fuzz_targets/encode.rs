@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress, VarsMode};
+use dwarf2btf::{EncodeOptions, FuncMode, NoProgress, VarsMode};
 use dwarf2btf::load::ElfFile;
 use libfuzzer_sys::fuzz_target;
 

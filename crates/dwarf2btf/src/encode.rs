@@ -43,10 +43,10 @@ use crate::load::{Dwarf, DwarfSections, ElfFile, ElfInfo, Reader};
 use crate::strings::Strings;
 use crate::{kfuncs, vars};
 
-// The options and the policy interface live in their own modules (which
-// never import this one); their old paths stay valid for callers.
-pub use crate::func_policy::{func_type, FuncPolicy, NoFuncs, UnitContext, UnitRemap};
-pub use crate::options::{AddrTags, EncodeOptions, FuncMode, VarsMode};
+use crate::func_policy::exact::ExactFuncs;
+use crate::func_policy::pahole::PaholeFuncs;
+use crate::func_policy::{FuncPolicy, UnitContext, UnitRemap};
+use crate::options::{EncodeOptions, FuncMode, VarsMode};
 
 /// Progress reports from the library; the command line draws them.
 pub trait Progress: Sync {
@@ -111,20 +111,6 @@ thread_local! {
 /// The name of the anchor DECL_TAGs (never in an output).
 const ANCHOR: &str = "btfkit.anchor";
 
-/// Encodes `elf` with a function policy. `base`: the vmlinux BTF that a
-/// module's BTF is split over.
-pub fn encode_with<P: FuncPolicy>(
-    elf: &ElfFile,
-    base: Option<Arc<Btf>>,
-    opts: &EncodeOptions,
-    policy: &P,
-    progress: &dyn Progress,
-) -> Result<Encoded> {
-    on_encode_threads(elf.path(), opts, base, |pool, base| {
-        encode_on(pool, elf, base, opts, || Ok(policy), progress)
-    })
-}
-
 /// Runs `f` on a pool of `opts.jobs` threads, with the dedup's part of
 /// `base` (~100,000 candidates) made on one more thread meanwhile (the
 /// dedup waits for it if it is not ready), and returns once every one of
@@ -133,7 +119,7 @@ pub fn encode_with<P: FuncPolicy>(
 /// thread-local destructors after it returns: a library caller (a test, the
 /// fuzzer's leak check) would see threads and memory of an encode that is
 /// over.
-fn on_encode_threads<R>(
+fn with_worker_threads<R>(
     path: &std::path::Path,
     opts: &EncodeOptions,
     base: Option<Arc<Btf>>,
@@ -185,11 +171,11 @@ struct Gathered {
     appending: Option<Appending>,
 }
 
-/// [`encode_with`] on `pool`. `make_policy` runs on the pool while the
-/// unit headers and the ELF's symbols are read (a policy reads the symbol
-/// table: tens of ms on vmlinux); the policy is freed during the final
-/// dedup.
-fn encode_on<P, R, F>(
+/// The pipeline on `pool`, with the policy `make_policy` makes: it runs on
+/// the pool while the unit headers and the ELF's symbols are read (a
+/// policy reads the symbol table: tens of ms on vmlinux); the policy is
+/// freed during the final dedup.
+fn run_pipeline<P, R, F>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
     base: Option<Arc<Btf>>,
@@ -217,45 +203,8 @@ where
     if let Some(s) = &alt_sections {
         dwarf.set_sup(s.dwarf());
     }
-    // Where a section lies in the mapped file, when it is read in place
-    // (not compressed, not relocated): segments release their pages.
-    let in_place = |name: &str| {
-        (obj.kind() != object::ObjectKind::Relocatable)
-            .then(|| obj.section_by_name(name))
-            .flatten()
-            .and_then(|s| match s.compressed_file_range() {
-                Ok(r) if r.format == object::CompressionFormat::None => Some((
-                    usize::try_from(r.offset).ok()?,
-                    usize::try_from(r.offset.checked_add(r.compressed_size)?).ok()?,
-                )),
-                _ => None,
-            })
-    };
-    let info_range = in_place(".debug_info");
+    let (info_range, passing_file_ranges) = file_ranges(&obj);
     let info_file_offset = info_range.map(|r| r.0);
-    // What the units read in passing: the location and range lists the
-    // function policy reads, and the code whose entry it reads (one page
-    // of .text per function, and the kernel maps 64 KiB around each: all
-    // of vmlinux's 10 MB of code by the last segment, had it stayed). Each
-    // segment reads its own units' lists, so these pages are released
-    // with the segment's DIEs (another segment's that are dropped come
-    // back from the page cache).
-    let passing_file_ranges = [
-        ".debug_line",
-        ".debug_abbrev",
-        ".debug_loclists",
-        ".debug_loc",
-        ".debug_rnglists",
-        ".debug_ranges",
-    ]
-    .into_iter()
-    .filter_map(in_place)
-    .chain(
-        obj.sections()
-            .filter(|s| s.kind() == object::SectionKind::Text)
-            .filter_map(|s| s.name().ok().and_then(in_place)),
-    )
-    .collect();
     // The ELF's symbols and sections are read in the policy's shadow too.
     let (policy, (headers, info)) = pool.join(make_policy, || {
         // Reading the headers faults in pages all over .debug_info (the
@@ -303,30 +252,28 @@ where
         // map to the base what libbpf's one pass keeps.)
         dedup: !opts.no_dedup && dedup_segments,
     };
-    progress.stage("converting compilation units", headers.len() as u64);
-    let mut merged = Merged {
-        sink: Sink::new(base),
-        warnings: Vec::new(),
-        policy_units: Vec::new(),
-        secinfos: Vec::new(),
-        error: None,
-    };
-    run_in_order(
-        pool,
-        &segments,
-        limit,
-        |units| encode_segment(&seg_cx, units, policy),
-        |seg| merged.add(seg),
+    let merged = convert_segments(pool, &seg_cx, &segments, limit, policy, base);
+    let gathered = gather(pool, &seg_cx, merged, policy, &obj)?;
+    // What was read to get here (the policy's symbol maps, the ELF's
+    // symbols, the unit headers: tens of MB on vmlinux, ~15 ms to free) is
+    // freed on one core while the final dedup starts on another.
+    let leftovers = (owned_policy, info, headers);
+    let (encoded, ()) = pool.join(
+        || final_dedup(gathered, path, opts, progress),
+        move || drop(leftovers),
     );
-    // The converters' scratch would otherwise stay with the pool's threads
-    // through the final dedup, where memory peaks.
-    pool.broadcast(|_| {
-        convert::release_scratch();
-        SPARE_TYPES.take();
-    });
-    // Nothing reads the DWARF any more; the symbols, read again below, come
-    // back from the page cache.
-    elf.release_all();
+    encoded
+}
+
+/// The merged units' types with the functions, DATASECs and kfunc tags
+/// added, the final dedup's first passes already run over the units' part.
+fn gather<P: FuncPolicy>(
+    pool: &rayon::ThreadPool,
+    cx: &SegmentContext<'_, '_>,
+    merged: Merged<P::Unit>,
+    policy: &P,
+    obj: &object::File<'_>,
+) -> Result<Gathered> {
     let Merged {
         sink,
         warnings,
@@ -340,47 +287,127 @@ where
     let mut btf = sink.into_btf();
     // Split BTF's own section starts without the empty string that
     // `Strings` puts first: the string pass drops it.
-    let strings_in_order = seg_cx.dedup && btf.base().is_none();
+    let strings_in_order = cx.dedup && btf.base().is_none();
     // The final dedup's first passes run over the units' types on one core
     // while the functions, DATASECs and kfunc tags are added on the other
     // (`btf::dedup::Appending`: FUNCs come from the policy's finish alone,
     // so the kfunc tags find every one among the types added here).
-    let mut appending = if opts.no_dedup {
+    let mut appending = if cx.opts.no_dedup {
         None
     } else {
         Appending::take(&mut btf, &dedup_options(strings_in_order))
-            .map_err(|e| dedup_error(path, e))?
+            .map_err(|e| dedup_error(cx.path, e))?
     };
-    progress.stage("functions and variables", 0);
+    cx.progress.stage("functions and variables", 0);
     let mut kfunc_warnings = Vec::new();
     let (added, ahead) = pool.join(
         || -> Result<()> {
             policy.finish(policy_units, &mut btf)?;
-            vars::add_datasecs(&mut btf, &info, secinfos);
-            kfuncs::tag_kfuncs(&mut btf, &obj, &info, opts.attributes, &mut kfunc_warnings);
+            vars::add_datasecs(&mut btf, cx.info, secinfos);
+            kfuncs::tag_kfuncs(
+                &mut btf,
+                obj,
+                cx.info,
+                cx.opts.attributes,
+                &mut kfunc_warnings,
+            );
             Ok(())
         },
         || appending.as_mut().map_or(Ok(()), Appending::run_ahead),
     );
     added?;
-    ahead.map_err(|e| dedup_error(path, e))?;
+    ahead.map_err(|e| dedup_error(cx.path, e))?;
     // The final dedup, where memory peaks, reads nothing of the ELF.
-    elf.release_all();
-    let gathered = Gathered {
+    cx.elf.release_all();
+    Ok(Gathered {
         btf,
         warnings: [warnings, kfunc_warnings].concat(),
         strings_in_order,
         appending,
+    })
+}
+
+/// The units' types, functions' and variables' parts, segment by segment on
+/// `pool` and merged in segment order (the module comment's invariant).
+fn convert_segments<'d, P: FuncPolicy>(
+    pool: &rayon::ThreadPool,
+    seg_cx: &SegmentContext<'_, 'd>,
+    segments: &[&[gimli::UnitHeader<Reader<'d>>]],
+    limit: usize,
+    policy: &P,
+    base: Option<Arc<Btf>>,
+) -> Merged<P::Unit> {
+    let units = segments.iter().map(|s| s.len() as u64).sum();
+    seg_cx.progress.stage("converting compilation units", units);
+    let mut merged = Merged {
+        sink: Sink::new(base),
+        warnings: Vec::new(),
+        policy_units: Vec::new(),
+        secinfos: Vec::new(),
+        error: None,
     };
-    // What was read to get here (the policy's symbol maps, the ELF's
-    // symbols, the unit headers: tens of MB on vmlinux, ~15 ms to free) is
-    // freed on one core while the final dedup starts on another.
-    let leftovers = (owned_policy, info, headers);
-    let (encoded, ()) = pool.join(
-        || final_dedup(gathered, path, opts, progress),
-        move || drop(leftovers),
+    run_in_order(
+        pool,
+        segments,
+        limit,
+        |units| encode_segment(seg_cx, units, policy),
+        |seg| merged.add(seg),
     );
-    encoded
+    // The converters' scratch would otherwise stay with the pool's threads
+    // through the final dedup, where memory peaks.
+    pool.broadcast(|_| {
+        convert::release_scratch();
+        SPARE_TYPES.take();
+    });
+    // Nothing reads the DWARF any more; the symbols, read again below, come
+    // back from the page cache.
+    seg_cx.elf.release_all();
+    merged
+}
+
+/// Bytes `start..end` of the mapped file.
+type FileRange = (usize, usize);
+
+/// Where `.debug_info` and the sections the units read in passing lie in
+/// the mapped file, when they are read in place (not compressed, not
+/// relocated): segments release their pages.
+fn file_ranges(obj: &object::File<'_>) -> (Option<FileRange>, Vec<FileRange>) {
+    let in_place = |name: &str| {
+        (obj.kind() != object::ObjectKind::Relocatable)
+            .then(|| obj.section_by_name(name))
+            .flatten()
+            .and_then(|s| match s.compressed_file_range() {
+                Ok(r) if r.format == object::CompressionFormat::None => Some((
+                    usize::try_from(r.offset).ok()?,
+                    usize::try_from(r.offset.checked_add(r.compressed_size)?).ok()?,
+                )),
+                _ => None,
+            })
+    };
+    // What the units read in passing: the location and range lists the
+    // function policy reads, and the code whose entry it reads (one page
+    // of .text per function, and the kernel maps 64 KiB around each: all
+    // of vmlinux's 10 MB of code by the last segment, had it stayed). Each
+    // segment reads its own units' lists, so these pages are released
+    // with the segment's DIEs (another segment's that are dropped come
+    // back from the page cache).
+    let passing = [
+        ".debug_line",
+        ".debug_abbrev",
+        ".debug_loclists",
+        ".debug_loc",
+        ".debug_rnglists",
+        ".debug_ranges",
+    ]
+    .into_iter()
+    .filter_map(in_place)
+    .chain(
+        obj.sections()
+            .filter(|s| s.kind() == object::SectionKind::Text)
+            .filter_map(|s| s.name().ok().and_then(in_place)),
+    )
+    .collect();
+    (in_place(".debug_info"), passing)
 }
 
 /// The last step of an encode: the final dedup. It is where memory peaks.
@@ -997,7 +1024,9 @@ fn append_btf(sink: &mut Sink, piece: Btf) -> Shift {
     shift
 }
 
-/// Encodes with the policy `opts.funcs` names.
+/// Encodes `elf` into one deduplicated BTF, with the function policy
+/// `opts.funcs` names. `base`: the vmlinux BTF that a module's BTF is
+/// split over.
 pub fn encode(
     elf: &ElfFile,
     base: Option<Arc<Btf>>,
@@ -1007,15 +1036,15 @@ pub fn encode(
     // The policies are built on the pool while the DWARF is opened, and
     // freed (their symbol maps are tens of MB on vmlinux) during the final
     // dedup.
-    on_encode_threads(elf.path(), opts, base, |pool, base| match opts.funcs {
+    with_worker_threads(elf.path(), opts, base, |pool, base| match opts.funcs {
         FuncMode::Exact => {
             let tags = opts.addr_tags;
-            let make = || crate::func_policy::exact::ExactFuncs::from_elf(elf, tags).map(Box::new);
-            encode_on(pool, elf, base, opts, make, progress)
+            let make = || ExactFuncs::from_elf(elf, tags).map(Box::new);
+            run_pipeline(pool, elf, base, opts, make, progress)
         }
         FuncMode::Pahole => {
-            let make = || crate::func_policy::pahole::PaholeFuncs::from_elf(elf).map(Box::new);
-            encode_on(pool, elf, base, opts, make, progress)
+            let make = || PaholeFuncs::from_elf(elf).map(Box::new);
+            run_pipeline(pool, elf, base, opts, make, progress)
         }
     })
 }

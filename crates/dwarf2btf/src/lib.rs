@@ -18,5 +18,6 @@ pub mod strings;
 pub mod subprograms;
 pub mod vars;
 
-pub use encode::{encode, encode_with, EncodeOptions, Encoded, FuncPolicy, Progress};
+pub use encode::{encode, Encoded, NoProgress, Progress};
 pub use error::{Error, Result};
+pub use options::{AddrTags, EncodeOptions, FuncMode, VarsMode};

@@ -5,11 +5,11 @@
 /// Which functions get a FUNC, and how (`--funcs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum FuncMode {
-    /// Every function instance with its true signature (funcs.rs).
+    /// Every function instance with its true signature (func_policy::exact).
     #[default]
     Exact,
     /// pahole 1.24's choice of names, each with the prototype of the
-    /// instance the kernel attaches the name to (pahole.rs).
+    /// instance the kernel attaches the name to (func_policy::pahole).
     Pahole,
 }
 

@@ -14,9 +14,9 @@ use std::process::Command;
 
 use btf::diff::DiffOptions;
 use btf::Btf;
-use dwarf2btf::encode::{EncodeOptions, NoProgress};
 use dwarf2btf::load::ElfFile;
 use dwarf2btf::options::VarsMode;
+use dwarf2btf::{EncodeOptions, NoProgress};
 use testkit::Fixture;
 
 const HEADER: &str = r#"

@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use btf::diff::{Category, DiffOptions};
 use btf::Btf;
-use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{EncodeOptions, FuncMode, NoProgress};
 use testkit::Fixture;
 
 fn opts(jobs: usize) -> EncodeOptions {
@@ -834,7 +834,7 @@ fn datasecs(btf: &Btf) -> BTreeMap<String, Vec<(String, u32, u32)>> {
 fn encode_vars_all(elf: &Path) -> Btf {
     let e = ElfFile::open(elf).expect("open");
     let opts = EncodeOptions {
-        vars: dwarf2btf::encode::VarsMode::All,
+        vars: dwarf2btf::VarsMode::All,
         ..opts(2)
     };
     dwarf2btf::encode(&e, None, &opts, &NoProgress)

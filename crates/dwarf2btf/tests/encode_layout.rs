@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use btf::format::*;
 use btf::Btf;
-use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{EncodeOptions, FuncMode, NoProgress};
 use testkit::Fixture;
 
 fn word(b: &[u8], off: usize) -> u32 {

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use dwarf2btf::encode::{EncodeOptions, NoProgress};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{EncodeOptions, NoProgress};
 use testkit::Fixture;
 
 fn threads() -> usize {

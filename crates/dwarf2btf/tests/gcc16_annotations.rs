@@ -21,8 +21,8 @@
 use std::path::Path;
 
 use btf::{Btf, TypeData};
-use dwarf2btf::encode::{EncodeOptions, FuncMode, NoProgress};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{EncodeOptions, FuncMode, NoProgress};
 use gimli::write::{AttributeValue, DwarfUnit, EndianVec, Sections, UnitEntryId};
 use gimli::{constants as dw, Encoding, Format, LittleEndian};
 

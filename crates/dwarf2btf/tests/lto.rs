@@ -16,9 +16,9 @@ use std::process::Command;
 
 use btf::diff::{diff, layout_text, Category, DiffOptions};
 use btf::{Btf, TypeData};
-use dwarf2btf::encode::{EncodeOptions, NoProgress};
 use dwarf2btf::funcs::FuncModel;
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{EncodeOptions, NoProgress};
 use testkit::Fixture;
 
 mod common {

@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use btf::{Btf, TypeData, TypeId};
-use dwarf2btf::encode::{encode, AddrTags, EncodeOptions, FuncMode, NoProgress};
 use dwarf2btf::funcs::FuncModel;
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{encode, AddrTags, EncodeOptions, FuncMode, NoProgress};
 use fentry::audit::{audit, counts, AuditInput, FuncReach, KernelSymbol, Reach};
 use ksyms::kernel_lookup::parse_unreachable_name;
 

@@ -10,10 +10,9 @@ use std::process::Command;
 
 use btf::addr_tag;
 use btf::{Btf, TypeData};
-use dwarf2btf::encode::{encode_with, AddrTags, EncodeOptions, NoProgress};
-use dwarf2btf::func_policy::exact::ExactFuncs;
 use dwarf2btf::funcs::{FuncModel, Status};
 use dwarf2btf::load::ElfFile;
+use dwarf2btf::{AddrTags, EncodeOptions, NoProgress};
 use fentry::verify;
 
 fn encode(path: &Path, tags: AddrTags) -> Btf {
@@ -22,8 +21,7 @@ fn encode(path: &Path, tags: AddrTags) -> Btf {
         addr_tags: tags,
         ..EncodeOptions::default()
     };
-    let policy = ExactFuncs::from_elf(&elf, tags).expect("symbols");
-    encode_with(&elf, None, &opts, &policy, &NoProgress)
+    dwarf2btf::encode(&elf, None, &opts, &NoProgress)
         .expect("encode")
         .btf
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, Progress, VarsMode};
+use dwarf2btf::{AddrTags, EncodeOptions, FuncMode, Progress, VarsMode};
 
 #[derive(clap::Args)]
 pub struct EncodeArgs {

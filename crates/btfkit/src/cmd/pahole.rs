@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use dwarf2btf::encode::{AddrTags, EncodeOptions, FuncMode, NoProgress, VarsMode};
+use dwarf2btf::{AddrTags, EncodeOptions, FuncMode, NoProgress, VarsMode};
 
 use super::layout::LayoutArgs;
 

@@ -80,19 +80,6 @@ pub trait FuncPolicy: Sync {
     fn finish(&self, units: Vec<(UnitRemap, Self::Unit)>, btf: &mut Btf) -> Result<()>;
 }
 
-/// `--funcs none`-like policy: emits no functions (tests, and types-only use).
-pub struct NoFuncs;
-
-impl FuncPolicy for NoFuncs {
-    type Unit = ();
-    fn unit(&self, _: &UnitContext<'_, '_>, _: &mut UnitBuilder) -> Result<()> {
-        Ok(())
-    }
-    fn finish(&self, _: Vec<(UnitRemap, ())>, _: &mut Btf) -> Result<()> {
-        Ok(())
-    }
-}
-
 /// A FUNC of `name` over `proto` with static linkage, as pahole writes
 /// every function.
 pub fn func_type(name_off: u32, proto: TypeId) -> Type {
