@@ -818,7 +818,7 @@ fn against_audit(
     for r in rows {
         let nth = ids.binary_search(&r.btf_id).expect("a row's id");
         let at = r.address.map(|a| (nth % parts, a));
-        let mut want = predict(r, version, denied);
+        let mut want = predict(&arch::X86_64, r, version, denied);
         let busy = want == Outcome::Ok && at.is_some_and(|a| taken.contains(&a));
         if busy {
             want = Outcome::Attach;

@@ -123,26 +123,19 @@ impl ElfFile {
         self.release(0, self.map.len());
     }
 
-    /// Parses the ELF headers. Only 64-bit little-endian x86-64 ELF is
-    /// supported: BTF function signatures depend on the x86-64 calling
-    /// convention, so anything else is refused with a clear message.
+    /// Parses the ELF headers. An ELF of an architecture without a
+    /// description (`arch`) is refused by name: function signatures depend
+    /// on the architecture's calling convention, and its relocations on
+    /// its ELF psABI.
     pub fn object(&self) -> Result<object::File<'_>> {
         let obj = object::File::parse(self.data()).map_err(|error| Error::Object {
             path: self.path.clone(),
             error,
         })?;
-        if !obj.is_64() || !obj.is_little_endian() {
-            return Err(Error::Unsupported {
-                path: self.path.clone(),
-                what: "only 64-bit little-endian ELF (x86-64) is supported".into(),
-            });
-        }
-        if obj.architecture() != object::Architecture::X86_64 {
-            return Err(Error::Unsupported {
-                path: self.path.clone(),
-                what: format!("architecture {:?} (only x86-64)", obj.architecture()),
-            });
-        }
+        arch::Arch::of_object(&obj).map_err(|error| Error::Unsupported {
+            path: self.path.clone(),
+            what: error.to_string(),
+        })?;
         self.check_symbol_strings(&obj)?;
         Ok(obj)
     }
@@ -287,9 +280,8 @@ impl<'a> DwarfSections<'a> {
 }
 
 /// Applies a relocatable object's RELA relocations to its debug sections.
-/// Only the kinds that debug sections use are meaningful (R_X86_64_64,
-/// R_X86_64_32, R_X86_64_32S, and the TLS offsets R_X86_64_DTPOFF64 and
-/// R_X86_64_DTPOFF32); a relocation of another kind
+/// Only the kinds that debug sections use are meaningful (the
+/// architecture's [`arch::DebugRelocs`]); a relocation of another kind
 /// or out of bounds is an error naming the section and offset.
 ///
 /// The RELA records are read as an array and the symbols' values looked up
@@ -303,6 +295,8 @@ struct Relocator<'o, 'a> {
     chain: object::read::elf::RelocationSections,
     /// Symbol index -> value.
     values: Vec<u64>,
+    /// The relocation kinds of the ELF's architecture.
+    relocs: &'static arch::DebugRelocs,
 }
 
 impl<'o, 'a> Relocator<'o, 'a> {
@@ -313,10 +307,14 @@ impl<'o, 'a> Relocator<'o, 'a> {
             section: ".symtab",
             msg,
         };
-        // `ElfFile::object` admits only 64-bit little-endian ELF.
+        // `ElfFile::object` admits only described architectures, all
+        // 64-bit little-endian ELF.
         let object::File::Elf64(file) = obj else {
             return Err(bad("relocations of a file that is not 64-bit ELF".into()));
         };
+        let relocs = &arch::Arch::of_object(obj)
+            .map_err(|e| bad(e.to_string()))?
+            .debug_relocs;
         let endian = file.endian();
         let symbols = file.elf_symbol_table();
         let chain = file
@@ -347,6 +345,7 @@ impl<'o, 'a> Relocator<'o, 'a> {
             file,
             chain,
             values,
+            relocs,
         })
     }
 
@@ -358,10 +357,7 @@ impl<'o, 'a> Relocator<'o, 'a> {
         name: &'static str,
         data: Cow<'a, [u8]>,
     ) -> Result<Cow<'a, [u8]>> {
-        use object::elf::{
-            R_X86_64_32, R_X86_64_32S, R_X86_64_64, R_X86_64_DTPOFF32, R_X86_64_DTPOFF64,
-            R_X86_64_NONE, SHT_RELA,
-        };
+        use object::elf::SHT_RELA;
         use object::read::elf::{Rela, SectionHeader};
         let bad = |msg: String| Error::Section {
             path: self.elf.path.clone(),
@@ -399,13 +395,14 @@ impl<'o, 'a> Relocator<'o, 'a> {
         out.extend_from_slice(&data);
         for rela in tables.into_iter().flatten() {
             let offset = rela.r_offset(endian);
-            let width = match rela.r_type(endian, false) {
+            let kind = rela.r_type(endian, false);
+            let width = match self.relocs.width(kind) {
                 // A relocation the linker voided (lld's `-r` does so for
                 // references to discarded sections, e.g. in clang-built
                 // modules): an address of code or data that is gone, tied
                 // to no section. Only addresses refer to other sections
                 // than debug ones, so the slot is 8 bytes; RELA leaves it 0.
-                R_X86_64_NONE => {
+                None if kind == self.relocs.none => {
                     let slot = usize::try_from(offset)
                         .ok()
                         .and_then(|at| out.get_mut(at..at.checked_add(8)?));
@@ -414,12 +411,10 @@ impl<'o, 'a> Relocator<'o, 'a> {
                     }
                     continue;
                 }
-                // A `__thread` variable's location is its offset in the
-                // thread's TLS block (DW_OP_GNU_push_tls_address): for an
-                // object not yet linked, its offset in its TLS section.
-                R_X86_64_64 | R_X86_64_DTPOFF64 => 8,
-                R_X86_64_32 | R_X86_64_32S | R_X86_64_DTPOFF32 => 4,
-                kind => {
+                // A `__thread` variable's location (the DTPOFF kinds): for
+                // an object not yet linked, its offset in its TLS section.
+                Some(width) => width,
+                None => {
                     return Err(bad(format!(
                         "relocation at {offset:#x}: unsupported kind {kind}"
                     )))

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeSet;
 
+use arch::Arch;
 use btf::{Btf, TypeData, TypeId};
 use dwarf2btf::funcs::{FuncModel, Status};
 pub use ksyms::image_symbols::{elf_symbols, module_input, KernelSymbol};
@@ -584,22 +585,27 @@ pub enum Outcome {
 const ENOENT: i32 = 2;
 const EINVAL: i32 = 22;
 
-/// The outcome the audit predicts for a FUNC on an x86-64 kernel of
+/// The outcome the audit predicts for a FUNC on a kernel of `arch` and
 /// `version` (major, minor): the verifier's checks in its order, then the
-/// trampoline's (before 6.5, x86-64 trampolines take arguments in the six
-/// argument registers only), then ftrace's call site. An `unsafe` FUNC
+/// trampoline's (how many argument registers' worth it passes in that
+/// version: [`arch::Trampolines`]), then ftrace's call site. An `unsafe` FUNC
 /// attaches: that is what makes it unsafe. `denied`: the names in the
 /// verifier's deny list (the image's `btf_id_deny` set,
 /// [`denied_functions`](crate::kernel_rules::denied_functions)); the list
 /// holds vmlinux's BTF ids, so it is empty for a module's FUNCs (7.2's
 /// prime_numbers.ko has its own `__rcu_read_unlock`).
-pub fn predict(row: &FuncReach, version: (u32, u32), denied: &BTreeSet<String>) -> Outcome {
+pub fn predict(
+    arch: &Arch,
+    row: &FuncReach,
+    version: (u32, u32),
+    denied: &BTreeSet<String>,
+) -> Outcome {
     match row.reach {
         Reach::UnsupportedPrototype => Outcome::Load(EINVAL),
         Reach::NotASymbol => Outcome::Load(ENOENT),
         _ if denied.contains(&row.name) => Outcome::Load(EINVAL),
         Reach::NoFentrySite | Reach::NotAFunction => Outcome::Attach,
-        _ if version < (6, 5) && row.arg_regs > 6 => Outcome::Attach,
+        _ if row.arg_regs > arch.trampolines.max_arg_regs(version) => Outcome::Attach,
         Reach::Attachable | Reach::Unsafe | Reach::Unverified => Outcome::Ok,
     }
 }
@@ -616,6 +622,7 @@ pub fn counts(rows: &[FuncReach]) -> std::collections::BTreeMap<Reach, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arch::X86_64;
 
     fn row(name: &str, reach: Reach, arg_regs: u32) -> FuncReach {
         FuncReach {
@@ -637,40 +644,55 @@ mod tests {
         let none = BTreeSet::new();
         let denied: BTreeSet<String> = ["migrate_disable".to_owned()].into();
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 3), v61, &denied),
+            predict(&X86_64, &row("f", Reach::Attachable, 3), v61, &denied),
             Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f", Reach::Unsafe, 3), v61, &denied),
+            predict(&X86_64, &row("f", Reach::Unsafe, 3), v61, &denied),
             Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 7), v61, &denied),
+            predict(&X86_64, &row("f", Reach::Attachable, 7), v61, &denied),
             Outcome::Attach
         );
         assert_eq!(
-            predict(&row("f", Reach::Attachable, 7), v612, &denied),
+            predict(&X86_64, &row("f", Reach::Attachable, 7), v612, &denied),
             Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f..10", Reach::NotASymbol, 1), v612, &denied),
+            predict(&X86_64, &row("f..10", Reach::NotASymbol, 1), v612, &denied),
             Outcome::Load(2)
         );
         assert_eq!(
-            predict(&row("f", Reach::UnsupportedPrototype, 1), v61, &denied),
+            predict(
+                &X86_64,
+                &row("f", Reach::UnsupportedPrototype, 1),
+                v61,
+                &denied
+            ),
             Outcome::Load(22)
         );
         assert_eq!(
-            predict(&row("migrate_disable", Reach::Attachable, 0), v61, &denied),
+            predict(
+                &X86_64,
+                &row("migrate_disable", Reach::Attachable, 0),
+                v61,
+                &denied
+            ),
             Outcome::Load(EINVAL)
         );
         // Not in this kernel's deny list (a module's FUNCs: none is).
         assert_eq!(
-            predict(&row("migrate_disable", Reach::Attachable, 0), v61, &none),
+            predict(
+                &X86_64,
+                &row("migrate_disable", Reach::Attachable, 0),
+                v61,
+                &none
+            ),
             Outcome::Ok
         );
         assert_eq!(
-            predict(&row("f", Reach::NoFentrySite, 1), v61, &denied),
+            predict(&X86_64, &row("f", Reach::NoFentrySite, 1), v61, &denied),
             Outcome::Attach
         );
     }

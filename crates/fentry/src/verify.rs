@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use dwarf2btf::funcs::abi::{expected_slots, Slot};
 use dwarf2btf::funcs::ctype::TypeInfo;
 use dwarf2btf::funcs::location::{piece_eightbytes, EntryLoc, Piece};
-use dwarf2btf::funcs::registers::{reg_name, ARG_REGS};
+use dwarf2btf::funcs::ARCH;
 use dwarf2btf::funcs::{FuncModel, Instance, Returns, Signature, Status};
 use ksyms::kernel_lookup::parse_unreachable_name;
 
@@ -219,13 +219,18 @@ pub fn prototype_matches(
             _ => {}
         }
         let n = match regs_for(btf, p.ty) {
-            Some(n) if next + n <= ARG_REGS.len() => n,
+            Some(n) if next + n <= ARCH.int_arg_regs.len() => n,
             _ => 0,
         };
-        let bregs: Vec<u16> = ARG_REGS[next..next + n].to_vec();
+        let bregs: Vec<u16> = ARCH.int_arg_regs[next..next + n].to_vec();
         next += n;
         if !dregs.is_empty() && bregs != *dregs {
-            let show = |r: &[u16]| r.iter().map(|r| reg_name(*r)).collect::<Vec<_>>().join("+");
+            let show = |r: &[u16]| {
+                r.iter()
+                    .map(|r| (ARCH.reg_name)(*r))
+                    .collect::<Vec<_>>()
+                    .join("+")
+            };
             return Err(format!(
                 "{bname}: BTF puts it in {}, the code takes it in {}",
                 if bregs.is_empty() {
@@ -363,7 +368,7 @@ mod tests {
 
     #[test]
     fn pieces_map_to_eightbytes_by_byte_offset() {
-        let (rdx, rcx) = (ARG_REGS[2], ARG_REGS[3]);
+        let (rdx, rcx) = (ARCH.int_arg_regs[2], ARCH.int_arg_regs[3]);
         // clang 21's 8-byte struct printf_spec in rcx (7.2's
         // restricted_pointer): its upper half computed from rcx.
         assert_eq!(

@@ -50,13 +50,17 @@ impl ElfDump {
         if &ehdr[..4] != b"\x7fELF" {
             return Err(Error::UnknownFormat("no ELF magic".into()));
         }
-        if ehdr[4] != 2 || ehdr[5] != 1 {
-            return Err(Error::corrupt(
-                "ELF header",
-                4,
-                "only 64-bit little-endian cores are read",
-            ));
-        }
+        // Page tables, registers and the kernel's address map are the
+        // architecture's: a core of one without a description is refused by
+        // name, never walked with x86-64's rules.
+        let little = ehdr[5] != 2;
+        let machine = [ehdr[18], ehdr[19]];
+        let machine = if little {
+            u16::from_le_bytes(machine)
+        } else {
+            u16::from_be_bytes(machine)
+        };
+        arch::Arch::of_elf(machine, ehdr[4] == 2, little).map_err(Error::Architecture)?;
         let e_type = u16_at(&ehdr, 16).unwrap_or(0);
         if e_type != 4 {
             return Err(Error::corrupt(

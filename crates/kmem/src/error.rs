@@ -46,6 +46,11 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A dump of an architecture btfkit has no description of (its ELF
+    /// header's machine, class and byte order, or a kdump header's
+    /// utsname).
+    #[error("{0}")]
+    Architecture(arch::Unsupported),
     /// The file is neither ELF, kdump-compressed nor flattened; the string
     /// says what its first bytes lack.
     #[error("not a kernel dump: {0}")]

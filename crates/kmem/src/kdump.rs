@@ -168,6 +168,12 @@ impl KdumpFile {
         if !hdr.starts_with(SIGNATURE) {
             return Err(Error::UnknownFormat("no \"KDUMP   \" signature".into()));
         }
+        // new_utsname follows the signature and header_version: six
+        // 65-byte strings, `machine` the fifth. A dump of an architecture
+        // without a description is refused by name.
+        let machine = &hdr[12 + 4 * 65..12 + 5 * 65];
+        let machine = machine.split(|&b| b == 0).next().unwrap_or_default();
+        arch::Arch::of_uname(&String::from_utf8_lossy(machine)).map_err(Error::Architecture)?;
         let field = |o: usize| u32_at(&hdr, o).unwrap_or(0);
         let version = field(8);
         let block_size = u64::from(field(428));

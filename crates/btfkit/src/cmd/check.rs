@@ -330,7 +330,9 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let elf = is_elf
         .then(|| dwarf2btf::load::ElfFile::open(symbols_path))
         .transpose()?;
-    let obj = elf.as_ref().and_then(|e| e.object().ok());
+    // An ELF of an architecture without a description is refused here,
+    // never audited with another architecture's rules.
+    let obj = elf.as_ref().map(|e| e.object()).transpose()?;
     // A module's addresses are keyed by section, as its BTF's addr tags.
     // Its tags may name any of its functions; a program, only those its
     // kallsyms keeps after init.

@@ -9,7 +9,7 @@
 use super::collect::{Concrete, SrcParam};
 use super::ctype::{ArgClass, TypeInfo};
 use super::location::{piece_eightbytes, EntryLoc};
-use super::registers::{reg_name, ARG_REGS};
+use super::ARCH;
 
 /// Where the source prototype says a parameter arrives.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -27,13 +27,16 @@ pub fn expected_slots(ret: &TypeInfo, params: &[SrcParam]) -> Vec<Slot> {
     params
         .iter()
         .map(|p| match p.ty.class {
-            ArgClass::Int1 if next < ARG_REGS.len() => {
+            ArgClass::Int1 if next < ARCH.int_arg_regs.len() => {
                 next += 1;
-                Slot::Regs(vec![ARG_REGS[next - 1]])
+                Slot::Regs(vec![ARCH.int_arg_regs[next - 1]])
             }
-            ArgClass::Int2 if next + 2 <= ARG_REGS.len() => {
+            ArgClass::Int2 if next + 2 <= ARCH.int_arg_regs.len() => {
                 next += 2;
-                Slot::Regs(vec![ARG_REGS[next - 2], ARG_REGS[next - 1]])
+                Slot::Regs(vec![
+                    ARCH.int_arg_regs[next - 2],
+                    ARCH.int_arg_regs[next - 1],
+                ])
             }
             ArgClass::Sse => Slot::Sse,
             _ => Slot::Stack,
@@ -65,7 +68,7 @@ pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
             ParamState::InPlace
         }
         (EntryLoc::Reg { reg }, Slot::Sse) if (17..=32).contains(reg) => ParamState::InPlace,
-        (EntryLoc::Reg { reg }, _) if ARG_REGS.contains(reg) => ParamState::Moved,
+        (EntryLoc::Reg { reg }, _) if ARCH.int_arg_regs.contains(reg) => ParamState::Moved,
         (EntryLoc::Reg { .. }, _) => ParamState::Unexpected,
         (EntryLoc::Stack { .. }, Slot::Stack) => ParamState::InPlace,
         // A stack home for a register argument is where the prologue spills
@@ -77,7 +80,7 @@ pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
             for (eightbyte, reg) in piece_eightbytes(pieces) {
                 match reg {
                     Some(r) if regs.get(eightbyte) == Some(&r) => in_place += 1,
-                    Some(r) if ARG_REGS.contains(&r) => return ParamState::Moved,
+                    Some(r) if ARCH.int_arg_regs.contains(&r) => return ParamState::Moved,
                     Some(_) => return ParamState::Unexpected,
                     None => dropped += 1,
                 }
@@ -488,11 +491,11 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
     for p in &c.params {
         match &p.loc {
             EntryLoc::Reg { reg } => {
-                let Some(pos) = ARG_REGS.iter().position(|r| r == reg) else {
+                let Some(pos) = ARCH.int_arg_regs.iter().position(|r| r == reg) else {
                     return Err(format!(
                         "{} arrives in {}, which is not an argument register",
                         p.name,
-                        reg_name(*reg)
+                        (ARCH.reg_name)(*reg)
                     ));
                 };
                 if p.ty.class == ArgClass::Int2 {
@@ -500,7 +503,7 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
                         "{} ({} bytes) arrives in {} alone",
                         p.name,
                         p.ty.size.unwrap_or(0),
-                        reg_name(*reg)
+                        (ARCH.reg_name)(*reg)
                     ));
                 }
                 placed.push((
@@ -516,11 +519,11 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
             EntryLoc::Pieces { pieces } => {
                 for (k, reg) in piece_eightbytes(pieces) {
                     if let Some(reg) = reg {
-                        let Some(pos) = ARG_REGS.iter().position(|r| *r == reg) else {
+                        let Some(pos) = ARCH.int_arg_regs.iter().position(|r| *r == reg) else {
                             return Err(format!(
                                 "part of {} arrives in {}, which is not an argument register",
                                 p.name,
-                                reg_name(reg)
+                                (ARCH.reg_name)(reg)
                             ));
                         };
                         let (ty, cty) = eightbyte_type(p, k as u64);
@@ -569,14 +572,14 @@ pub fn true_signature(c: &Concrete, isra: bool) -> Result<Vec<SigParam>, String>
                 "{} and {} both claim {}",
                 w[0].1.name,
                 w[1].1.name,
-                reg_name(ARG_REGS[w[0].0])
+                (ARCH.reg_name)(ARCH.int_arg_regs[w[0].0])
             ));
         }
     }
     let used = placed.last().map_or(0, |(pos, _)| pos + 1);
     let missing: Vec<String> = (0..used)
         .filter(|i| !placed.iter().any(|(pos, _)| pos == i))
-        .map(|i| reg_name(ARG_REGS[i]))
+        .map(|i| (ARCH.reg_name)(ARCH.int_arg_regs[i]))
         .collect();
     if !missing.is_empty() {
         return Err(format!(
@@ -607,12 +610,12 @@ fn eightbyte_type(p: &SrcParam, k: u64) -> (SigType, String) {
 
 pub fn loc_text(loc: &EntryLoc) -> String {
     match loc {
-        EntryLoc::Reg { reg } => reg_name(*reg),
+        EntryLoc::Reg { reg } => (ARCH.reg_name)(*reg),
         EntryLoc::Stack { offset } => format!("stack{offset:+}"),
         EntryLoc::Pieces { pieces } => pieces
             .iter()
             .map(|p| match p.reg {
-                Some(r) => format!("{}:{}", reg_name(r), p.bytes),
+                Some(r) => format!("{}:{}", (ARCH.reg_name)(r), p.bytes),
                 None => format!("-:{}", p.bytes),
             })
             .collect::<Vec<_>>()
@@ -628,7 +631,11 @@ pub fn loc_text(loc: &EntryLoc) -> String {
 
 pub fn slot_text(slot: &Slot) -> String {
     match slot {
-        Slot::Regs(r) => r.iter().map(|r| reg_name(*r)).collect::<Vec<_>>().join("+"),
+        Slot::Regs(r) => r
+            .iter()
+            .map(|r| (ARCH.reg_name)(*r))
+            .collect::<Vec<_>>()
+            .join("+"),
         Slot::Sse => "xmm".into(),
         Slot::Stack => "stack".into(),
     }

@@ -14,6 +14,7 @@
 //! its target is `__fentry__` (the symbol's address in a linked file, a
 //! relocation against the symbol in a relocatable one).
 
+use super::ARCH;
 use ksyms::module_sections::{symbol_address, ModuleSections};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SectionKind};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -172,20 +173,16 @@ impl<'a> EntryCode<'a> {
 }
 
 /// The relocated places of a relocatable object's code, by key: with the
-/// target of a 32-bit PC-relative relocation (R_X86_64_PC32,
-/// R_X86_64_PLT32) against a symbol with a section, its key plus the
+/// target of a 32-bit PC-relative relocation (the architecture's
+/// `pc32_relocs`) against a symbol with a section, its key plus the
 /// addend, from the field's end (4 bytes on).
 fn pc32_targets(obj: &object::File<'_>, keys: &ModuleSections) -> FxHashMap<u64, Option<u64>> {
-    const R_X86_64_PC32: u32 = 2;
-    const R_X86_64_PLT32: u32 = 4;
     let mut targets = FxHashMap::default();
     for s in obj.sections().filter(|s| s.kind() == SectionKind::Text) {
         for (offset, r) in s.relocations() {
             let pc32 = matches!(
                 r.flags(),
-                RelocationFlags::Elf {
-                    r_type: R_X86_64_PC32 | R_X86_64_PLT32
-                }
+                RelocationFlags::Elf { r_type } if ARCH.pc32_relocs.contains(&r_type)
             );
             let symbol = match r.target() {
                 RelocationTarget::Symbol(i) => obj.symbol_by_index(i).ok(),

@@ -10,7 +10,7 @@
 
 use gimli::{AttributeValue, Operation};
 
-use super::registers::{reg_name, ARG_REGS};
+use super::ARCH;
 use crate::dies::Loc;
 use crate::load::{Dwarf, Reader};
 
@@ -82,8 +82,8 @@ pub fn entry_location(
     let value = loc.value();
     if let AttributeValue::Exprloc(expr) = value {
         return Ok(match classify(expr, unit.encoding()) {
-            EntryLoc::Reg { reg } if !ARG_REGS.contains(&reg) => EntryLoc::Scope {
-                what: format!("{} for the whole function", reg_name(reg)),
+            EntryLoc::Reg { reg } if !ARCH.int_arg_regs.contains(&reg) => EntryLoc::Scope {
+                what: format!("{} for the whole function", (ARCH.reg_name)(reg)),
             },
             l => l,
         });
@@ -180,7 +180,9 @@ fn single(ops: &[Operation<Reader<'_>>], enc: gimli::Encoding) -> EntryLoc {
             offset: 0,
             base_type,
         }, narrowing @ .., Operation::StackValue]
-            if base_type.0 == 0 && ARG_REGS.contains(&register.0) && only_narrows(narrowing) =>
+            if base_type.0 == 0
+                && ARCH.int_arg_regs.contains(&register.0)
+                && only_narrows(narrowing) =>
         {
             EntryLoc::Reg { reg: register.0 }
         }

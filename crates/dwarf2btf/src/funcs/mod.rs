@@ -16,7 +16,6 @@ pub mod collect;
 pub mod ctype;
 pub mod entry_code;
 pub mod location;
-pub mod registers;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +29,12 @@ pub use collect::{Concrete, SrcParam};
 pub use location::EntryLoc;
 
 use crate::error::{Error, Result};
+
+/// The architecture the function model reads. [`ElfFile::object`] admits
+/// only described architectures, and x86-64 is the one described; the
+/// entry-code readers (`entry_code`, `call_return`) decode its
+/// instructions. Every register fact of the model comes from here.
+pub const ARCH: &arch::Arch = &arch::X86_64;
 use crate::load::{DwarfSections, ElfFile};
 
 /// ELF symbol binding.
