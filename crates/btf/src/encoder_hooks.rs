@@ -49,10 +49,3 @@ pub fn set_built_contents(
 ) {
     btf.set_built_contents(types, strings, index, max_ref)
 }
-
-/// Builds what a dedup of split BTF over `base` needs of it, when that
-/// does not depend on the split BTF: for a caller with a core to spare
-/// before its dedup.
-pub fn prepare_dedup_base(base: &Btf) {
-    crate::dedup::prepare_base(base)
-}

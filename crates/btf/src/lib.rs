@@ -144,9 +144,6 @@ pub struct Btf {
     str_index: OnceLock<StringIndex>,
     /// What the parser learnt of the own types, while they are as parsed.
     facts: Option<Facts>,
-    /// The dedup's candidates of these types, for split BTF over them
-    /// (`dedup::prepare_base`), built on first use. Dropped with `facts`.
-    dedup_base: OnceLock<Arc<dedup::table::BaseEntries>>,
 }
 
 /// Facts about a BTF's own types gathered while parsing or building them
@@ -225,7 +222,6 @@ impl Btf {
             start_str_off,
             str_index: OnceLock::new(),
             facts: None,
-            dedup_base: OnceLock::new(),
         }
     }
 
@@ -350,7 +346,6 @@ impl Btf {
     pub fn type_by_id_mut(&mut self, id: TypeId) -> Option<&mut Type> {
         let i = id.checked_sub(self.start_id)?;
         self.facts = None;
-        self.dedup_base = OnceLock::new();
         self.types.get_mut(i as usize)
     }
 
@@ -476,7 +471,6 @@ impl Btf {
             // A reference to a type not added yet is not vouched for.
             t.for_each_ref(|r| f.refs_valid &= r <= id);
         }
-        self.dedup_base = OnceLock::new();
         self.types.push(t);
         id
     }
@@ -498,7 +492,6 @@ impl Btf {
     pub(crate) fn set_types(&mut self, types: Vec<Type>) {
         self.types = types;
         self.facts = None;
-        self.dedup_base = OnceLock::new();
     }
 
     /// [`Btf::set_contents`] with the index of `strings` that their builder

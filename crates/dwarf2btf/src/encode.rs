@@ -33,7 +33,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use btf::dedup::{Appending, DedupOptions};
+use btf::dedup::{Appending, BaseTable, DedupOptions};
 use btf::{Btf, Type, TypeData, TypeId};
 use object::{Object, ObjectSection};
 
@@ -123,7 +123,7 @@ fn with_worker_threads<R>(
     path: &std::path::Path,
     opts: &EncodeOptions,
     base: Option<Arc<Btf>>,
-    f: impl FnOnce(&rayon::ThreadPool, Option<Arc<Btf>>) -> Result<R>,
+    f: impl FnOnce(&rayon::ThreadPool, Option<Arc<Btf>>, BaseTable) -> Result<R>,
 ) -> Result<R> {
     let mut threads = Vec::new();
     let pool = rayon::ThreadPoolBuilder::new()
@@ -137,16 +137,15 @@ fn with_worker_threads<R>(
             path: path.to_owned(),
             msg: format!("cannot start worker threads: {e}"),
         })?;
+    let table = BaseTable::default();
     if let Some(b) = base.as_ref().filter(|_| opts.jobs != 1 && !opts.no_dedup) {
-        let b = Arc::clone(b);
-        // Without a thread to spare, the dedup prepares the base itself.
-        if let Ok(t) =
-            std::thread::Builder::new().spawn(move || btf::encoder_hooks::prepare_dedup_base(&b))
-        {
+        let (b, t) = (Arc::clone(b), table.clone());
+        // Without a thread to spare, the first dedup prepares the base.
+        if let Ok(t) = std::thread::Builder::new().spawn(move || t.prepare(&b)) {
             threads.push(t);
         }
     }
-    let out = f(&pool, base);
+    let out = f(&pool, base, table);
     drop(pool);
     threads.into_iter().for_each(join);
     out
@@ -169,6 +168,8 @@ struct Gathered {
     strings_in_order: bool,
     /// The final dedup, when it started on the units' types already.
     appending: Option<Appending>,
+    /// The base's candidates, shared by every dedup of the encode.
+    base_table: BaseTable,
 }
 
 /// The pipeline on `pool`, with the policy `make_policy` makes: it runs on
@@ -178,7 +179,7 @@ struct Gathered {
 fn run_pipeline<P, R, F>(
     pool: &rayon::ThreadPool,
     elf: &ElfFile,
-    base: Option<Arc<Btf>>,
+    (base, base_table): (Option<Arc<Btf>>, BaseTable),
     opts: &EncodeOptions,
     make_policy: F,
     progress: &dyn Progress,
@@ -243,6 +244,7 @@ where
         info: &info,
         vars_cx: &vars_cx,
         base: base.clone(),
+        base_table,
         progress,
         elf,
         info_file_offset,
@@ -295,7 +297,7 @@ fn gather<P: FuncPolicy>(
     let mut appending = if cx.opts.no_dedup {
         None
     } else {
-        Appending::take(&mut btf, &dedup_options(strings_in_order))
+        Appending::take(&mut btf, &dedup_options(strings_in_order, &cx.base_table))
             .map_err(|e| dedup_error(cx.path, e))?
     };
     cx.progress.stage("functions and variables", 0);
@@ -324,6 +326,7 @@ fn gather<P: FuncPolicy>(
         warnings: [warnings, kfunc_warnings].concat(),
         strings_in_order,
         appending,
+        base_table: cx.base_table.clone(),
     })
 }
 
@@ -422,13 +425,14 @@ fn final_dedup(
         warnings,
         strings_in_order,
         appending,
+        base_table,
     } = gathered;
     let types_before_dedup = btf.type_count();
     if !opts.no_dedup {
         progress.stage("deduplicating", 0);
         match appending {
             Some(a) => a.finish(&mut btf).map_err(|e| dedup_error(path, e))?,
-            None => btf = dedup(btf, path, strings_in_order)?,
+            None => btf = dedup(btf, path, strings_in_order, &base_table)?,
         }
     }
     let target = if opts.layout && btf.base().is_none() {
@@ -647,6 +651,8 @@ struct SegmentContext<'a, 'd> {
     info: &'a ElfInfo<'d>,
     vars_cx: &'a vars::VarsContext,
     base: Option<Arc<Btf>>,
+    /// The base's candidates, shared by the segments' dedups and the final.
+    base_table: BaseTable,
     progress: &'a dyn Progress,
     elf: &'a ElfFile,
     /// File offset of .debug_info when it is read straight from the mapping.
@@ -766,9 +772,11 @@ fn encode_segment<P: FuncPolicy>(
         }
         // A segment's strings are unique already (`Strings`): its dedup
         // keeps them as they are; the final dedup drops the unused ones.
-        let (mut btf, spare) =
-            btf::encoder_hooks::dedup_owned_with_spare(sink.into_btf(), &dedup_options(true))
-                .map_err(|e| dedup_error(cx.path, e))?;
+        let (mut btf, spare) = btf::encoder_hooks::dedup_owned_with_spare(
+            sink.into_btf(),
+            &dedup_options(true, &cx.base_table),
+        )
+        .map_err(|e| dedup_error(cx.path, e))?;
         SPARE_TYPES.set(spare);
         anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
             path: cx.path.to_owned(),
@@ -794,13 +802,15 @@ fn encode_segment<P: FuncPolicy>(
 
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
 /// its string section has each string once already.
-fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool) -> Result<Btf> {
-    btf::dedup::dedup_owned(btf, &dedup_options(keep_strings)).map_err(|e| dedup_error(path, e))
+fn dedup(btf: Btf, path: &std::path::Path, keep_strings: bool, table: &BaseTable) -> Result<Btf> {
+    btf::dedup::dedup_owned(btf, &dedup_options(keep_strings, table))
+        .map_err(|e| dedup_error(path, e))
 }
 
-fn dedup_options(keep_strings: bool) -> DedupOptions {
+fn dedup_options(keep_strings: bool, table: &BaseTable) -> DedupOptions {
     DedupOptions {
         keep_strings,
+        base_table: table.clone(),
         ..Default::default()
     }
 }
@@ -1036,15 +1046,18 @@ pub fn encode(
     // The policies are built on the pool while the DWARF is opened, and
     // freed (their symbol maps are tens of MB on vmlinux) during the final
     // dedup.
-    with_worker_threads(elf.path(), opts, base, |pool, base| match opts.funcs {
-        FuncMode::Exact => {
-            let tags = opts.addr_tags;
-            let make = || ExactFuncs::from_elf(elf, tags).map(Box::new);
-            run_pipeline(pool, elf, base, opts, make, progress)
-        }
-        FuncMode::Pahole => {
-            let make = || PaholeFuncs::from_elf(elf).map(Box::new);
-            run_pipeline(pool, elf, base, opts, make, progress)
+    with_worker_threads(elf.path(), opts, base, |pool, base, table| {
+        let base = (base, table);
+        match opts.funcs {
+            FuncMode::Exact => {
+                let tags = opts.addr_tags;
+                let make = || ExactFuncs::from_elf(elf, tags).map(Box::new);
+                run_pipeline(pool, elf, base, opts, make, progress)
+            }
+            FuncMode::Pahole => {
+                let make = || PaholeFuncs::from_elf(elf).map(Box::new);
+                run_pipeline(pool, elf, base, opts, make, progress)
+            }
         }
     })
 }

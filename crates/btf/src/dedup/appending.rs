@@ -62,7 +62,7 @@ impl Appending {
         if self.opts.rules == Rules::Libbpf1_1 && has_ref_cycle(self.d.start_id, &self.d.types) {
             return Ok(());
         }
-        self.d.prep()?;
+        self.d.prep(&self.opts.base_table)?;
         self.d.prim_types(0);
         self.d.struct_types()?;
         self.d.resolve_fwds();

@@ -200,7 +200,7 @@ mod structs;
 pub(crate) mod table;
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -227,6 +227,59 @@ pub struct DedupOptions {
     /// Whose rules decide. The default, [`Rules::Libbpf1_1`], falls back to
     /// [`Rules::Libbpf1_8`] for input that only those deduplicate.
     pub rules: Rules,
+    /// The base's part of the candidate table, shared by the dedups of
+    /// split BTF over one base that are given the same options (an
+    /// encoder's segment dedups and its final one). The default is a
+    /// table of its own, made by the first dedup that needs it.
+    pub base_table: BaseTable,
+}
+
+/// The dedup's candidates of a base BTF's types, for split BTF over it:
+/// made once (about 100,000 types hashed for a vmlinux base) and shared by
+/// every dedup whose options hold this table, or made ahead on a core the
+/// caller has to spare ([`BaseTable::prepare`]). It holds the candidates of
+/// the first base it is used with; a dedup over another base makes its own.
+#[derive(Clone, Default)]
+pub struct BaseTable(Arc<OnceLock<(BaseKey, Arc<BaseEntries>)>>);
+
+/// Which base a [`BaseTable`] was made of: its address and type count.
+type BaseKey = (usize, TypeId);
+
+impl std::fmt::Debug for BaseTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseTable")
+            .field("made", &self.0.get().is_some())
+            .finish()
+    }
+}
+
+impl BaseTable {
+    /// Makes the table of `base` now, when a dedup over it can share it:
+    /// for a caller with a core to spare before its dedups.
+    pub fn prepare(&self, base: &Btf) {
+        if shareable(base) {
+            self.entries(base);
+        }
+    }
+
+    /// The candidates of `base` (its own base must be none): FUNCs hashed
+    /// without address tags, typedefs by libbpf 1.1. A dedup that needs
+    /// them while another thread makes them waits for that.
+    fn entries(&self, base: &Btf) -> Arc<BaseEntries> {
+        let key = (std::ptr::from_ref(base) as usize, base.type_count());
+        let made = self.0.get_or_init(|| (key, Arc::new(base_entries(base))));
+        if made.0 == key {
+            made.1.clone()
+        } else {
+            Arc::new(base_entries(base))
+        }
+    }
+}
+
+/// Whether the hashes of `base`'s types depend on nothing but `base`: no
+/// base of its own, no DECL_TAGs among its types.
+fn shareable(base: &Btf) -> bool {
+    base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags)
 }
 
 /// Which libbpf's dedup the output is byte-identical to.
@@ -328,7 +381,7 @@ fn run(btf: &Btf, mut types: Vec<Type>, opts: &DedupOptions) -> Result<Deduplica
     let stats_in = (types.len() as u32, btf.strings.len() as u32);
     let mut d = Dedup::new(btf.base.as_deref(), btf.start_id, types, opts.rules);
     d.collect_func_tags(btf, &strings);
-    d.prep()?;
+    d.prep(&opts.base_table)?;
     d.prim_types(0);
     d.struct_types()?;
     d.resolve_fwds();
@@ -386,26 +439,10 @@ fn check_ids(btf: &Btf) -> Result<()> {
     Ok(())
 }
 
-/// The candidate table's part for base BTF `base` (its own base must be
-/// none), built once and kept with it: FUNCs hashed without address tags,
-/// typedefs by libbpf 1.1. An encoder may build it on another thread
-/// while it converts a module ([`prepare_base`]).
-fn base_table(base: &Btf) -> Arc<BaseEntries> {
-    base.dedup_base
-        .get_or_init(|| {
-            let hashes = base.iter().filter_map(|(id, t)| Some((id, plain_hash(t)?)));
-            Arc::new(BaseEntries::build(base.type_count(), hashes))
-        })
-        .clone()
-}
-
-/// Builds what a dedup of split BTF over `base` needs of it, if that does
-/// not depend on the split BTF (see `base_table`): for a caller with a core
-/// to spare before its dedup.
-pub(crate) fn prepare_base(base: &Btf) {
-    if base.base.is_none() && base.facts.is_some_and(|f| !f.decl_tags) {
-        base_table(base);
-    }
+/// The candidate table's part for base BTF `base`.
+fn base_entries(base: &Btf) -> BaseEntries {
+    let hashes = base.iter().filter_map(|(id, t)| Some((id, plain_hash(t)?)));
+    BaseEntries::build(base.type_count(), hashes)
 }
 
 /// Not yet given a canonical type.
@@ -665,7 +702,7 @@ impl<'a> Dedup<'a> {
     }
 
     /// Split BTF: enter the base's types as canonical candidates.
-    fn prep(&mut self) -> Result<()> {
+    fn prep(&mut self, table: &BaseTable) -> Result<()> {
         if self.start_id <= 1 {
             return Ok(());
         }
@@ -677,10 +714,10 @@ impl<'a> Dedup<'a> {
                 if self.rules == Rules::Libbpf1_1
                     && b.start_id == 1
                     && b.type_count() == self.start_id
-                    && b.facts.is_some_and(|f| !f.decl_tags)
+                    && shareable(b)
                     && self.func_tags.keys().all(|&id| id >= self.start_id) =>
             {
-                Some(base_table(b))
+                Some(table.entries(b))
             }
             _ => None,
         };
