@@ -17,7 +17,8 @@
 # loads qemu_fw_cfg for VMCOREINFO and starts the sleeps) is stopped and
 # dumped as ELF through QMP, and `makedumpfile -c -d 31` makes the
 # kdump-compressed file (drgn 0.3's libkdumpfile does not open QEMU's own
-# kdump format: its header has no utsname but the machine, see README).
+# kdump format: its header has no utsname but the machine, see
+# docs/inspect-and-drgn.md, "Which dumps drgn opens").
 #
 # Usage: bench/drgn-scale.sh     (RUNS=3 rounds; TASKS=5000; needs QEMU,
 # busybox-static, makedumpfile, drgn, btfkit-drgn installed

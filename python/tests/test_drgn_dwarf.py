@@ -45,7 +45,8 @@ DUMPS = ("vmcore.elf", "vmcore.mdf-zlib", "vmcore.mdf-zlib-d31")
 MAKEDUMPFILE_GENERATOR = "makedumpfile-1"
 
 # Share of equal lines each check reaches at least, measured on these
-# dumps; README's table says what the other lines are.
+# dumps; the table in docs/inspect-and-drgn.md ("How close to drgn with
+# DWARF") says what the other lines are.
 MIN_EQUAL = {
     # kallsyms names: clones keep their suffix (file_tty_write.constprop.0,
     # DWARF says file_tty_write) and assembly labels inside a function

@@ -62,6 +62,8 @@ pub struct UnitBuilder<'s> {
 }
 
 impl<'s> UnitBuilder<'s> {
+    /// An empty unit whose strings go into `strings` (the segment's string
+    /// section, shared by the units the segment holds).
     pub fn new(strings: &'s mut Strings) -> UnitBuilder<'s> {
         UnitBuilder {
             types: Vec::new(),
@@ -95,10 +97,13 @@ impl<'s> UnitBuilder<'s> {
         self.types.len()
     }
 
+    /// Whether no type has been added yet.
     pub fn is_empty(&self) -> bool {
         self.types.is_empty()
     }
 
+    /// The types added so far, in local id order (local id 1 first); their
+    /// references are still local ids.
     pub fn types(&self) -> &[Type] {
         &self.types
     }
@@ -280,9 +285,13 @@ impl Drop for DenseIndex<'_> {
 pub struct UnitVar {
     /// Local string offset of the DWARF name (0 if none).
     pub name: u32,
+    /// The address its DW_OP_addr location gives: link-time, as in the ELF
+    /// file's symbol table.
     pub addr: u64,
     /// Local type id (0: void).
     pub ty: TypeId,
+    /// DW_AT_external, here or on its declaration: a global rather than a
+    /// `static` (BTF linkage `global-alloc` rather than `static`).
     pub external: bool,
     /// Local string offsets of btf_decl_tag values attached to it.
     pub decl_tags: Vec<u32>,
@@ -290,8 +299,12 @@ pub struct UnitVar {
 
 /// Everything converted from one unit.
 pub struct ConvertedUnit<'s, 'd> {
+    /// The unit's BTF types, with local ids, and its strings.
     pub builder: UnitBuilder<'s>,
+    /// The local id of each of the unit's type DIEs.
     pub types: UnitTypes,
+    /// The unit's top-level variables that have a fixed address, in DIE
+    /// order (empty unless [`ConvertOptions::collect_vars`]).
     pub vars: Vec<UnitVar>,
     /// The unit's subprograms, when [`ConvertOptions::subprograms`] asks.
     pub subprograms: Subprograms<'d>,

@@ -62,6 +62,9 @@ impl Progress for NoProgress {}
 
 /// The result of an encode.
 pub struct Encoded {
+    /// The BTF, deduplicated (unless [`EncodeOptions::no_dedup`]) and
+    /// validated against the kernel's rules; split over the base when one
+    /// was given.
     pub btf: Btf,
     /// Non-fatal problems, each naming the unit or DIE.
     pub warnings: Vec<String>,

@@ -2,6 +2,8 @@
 //! pahole throws away: every function instance with its exact address and
 //! true signature, and every global variable.
 
+#![warn(missing_docs)]
+
 pub mod altfile;
 pub mod convert;
 pub(crate) mod dies;

@@ -22,6 +22,8 @@ use crate::error::{Error, Result};
 
 /// The reader every DWARF consumer in this crate uses.
 pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
+/// The DWARF of one file as this crate reads it: gimli's sections over
+/// [`Reader`], borrowed from [`DwarfSections`].
 pub type Dwarf<'a> = gimli::Dwarf<Reader<'a>>;
 
 /// An ELF file mapped into memory.
@@ -33,6 +35,10 @@ pub struct ElfFile {
 }
 
 impl ElfFile {
+    /// Opens `path`: mapped where it can be, read where it cannot (a pipe),
+    /// decompressed when compressed whole (`.ko.xz`, `.ko.zst`, `.ko.gz`).
+    /// Raw BTF is refused ([`Error::Unsupported`]); the ELF headers are
+    /// only parsed by [`ElfFile::object`].
     pub fn open(path: &Path) -> Result<ElfFile> {
         // Mapped, read where it cannot be mapped, decompressed when it is
         // compressed whole (a .ko.xz): fileio's InputFile.
@@ -78,10 +84,12 @@ impl ElfFile {
         })
     }
 
+    /// The path the file was opened as (or named, for bytes), for messages.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The whole file's bytes, decompressed if it was compressed whole.
     pub fn data(&self) -> &[u8] {
         &self.map
     }
@@ -191,6 +199,11 @@ pub struct DwarfSections<'a> {
 }
 
 impl<'a> DwarfSections<'a> {
+    /// Reads the DWARF sections of `obj` (the parsed `elf`): borrowed from
+    /// the mapping, decompressed when SHF_COMPRESSED, and in a relocatable
+    /// object (ET_REL) relocated. A section that is missing reads as empty,
+    /// but a missing or empty `.debug_info` is [`Error::NoDwarf`], and an
+    /// empty `.debug_str` that the first unit refers to is an error too.
     pub fn load(elf: &'a ElfFile, obj: &object::File<'a>) -> Result<DwarfSections<'a>> {
         if obj
             .section_by_name(".debug_info")
@@ -441,30 +454,43 @@ impl<'o, 'a> Relocator<'o, 'a> {
 /// What an ELF symbol is, as far as the encoder cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SymbolKind {
+    /// Code: STT_FUNC (or STT_GNU_IFUNC).
     Func,
+    /// Data: STT_OBJECT (or STT_COMMON).
     Object,
+    /// Anything else: STT_NOTYPE, STT_SECTION, STT_FILE, STT_TLS.
     Other,
 }
 
 /// One ELF symbol, with its name borrowed from the mapped file.
 #[derive(Clone, Copy, Debug)]
 pub struct Symbol<'a> {
+    /// The symbol's name.
     pub name: &'a str,
+    /// Its value (`st_value`): a link-time address in a linked image, an
+    /// offset into its section in a relocatable object.
     pub addr: u64,
+    /// Its size in bytes (`st_size`; 0 when the producer gave none).
     pub size: u64,
+    /// What it is.
     pub kind: SymbolKind,
     /// Index of the section the symbol is defined in (None: undefined,
     /// absolute or common).
     pub section: Option<usize>,
+    /// Not STB_LOCAL: global or weak binding.
     pub global: bool,
 }
 
 /// An ELF section's placement, for variables and DATASECs.
 #[derive(Clone, Debug)]
 pub struct SectionInfo {
+    /// The section's index in the section header table.
     pub index: usize,
+    /// Its name ("" when it cannot be read).
     pub name: String,
+    /// Its address (`sh_addr`; 0 in a relocatable object).
     pub addr: u64,
+    /// Its size in bytes (`sh_size`).
     pub size: u64,
     /// SHF_ALLOC: part of the loaded image.
     pub alloc: bool,
@@ -474,6 +500,7 @@ pub struct SectionInfo {
 pub struct ElfInfo<'a> {
     /// `.symtab` entries in table order (names that are not UTF-8 are left out).
     pub symbols: Vec<Symbol<'a>>,
+    /// Every section, in section header table order.
     pub sections: Vec<SectionInfo>,
     /// ET_REL (a kernel module): symbol values are section offsets.
     pub relocatable: bool,
@@ -482,6 +509,7 @@ pub struct ElfInfo<'a> {
 }
 
 impl<'a> ElfInfo<'a> {
+    /// Reads the symbols and sections of `obj`.
     pub fn new(obj: &object::File<'a>) -> ElfInfo<'a> {
         let symbols: Vec<Symbol<'a>> = obj
             .symbols()
@@ -526,10 +554,13 @@ impl<'a> ElfInfo<'a> {
         }
     }
 
+    /// The first section named `name`.
     pub fn section_by_name(&self, name: &str) -> Option<&SectionInfo> {
         self.sections.iter().find(|s| s.name == name)
     }
 
+    /// The section at index `index` of the section header table (what
+    /// [`Symbol::section`] holds).
     pub fn section(&self, index: usize) -> Option<&SectionInfo> {
         self.sections.iter().find(|s| s.index == index)
     }

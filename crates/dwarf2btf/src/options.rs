@@ -22,24 +22,43 @@ pub enum VarsMode {
     /// Every variable with a fixed address and an ELF symbol, one DATASEC
     /// per ELF section.
     All,
+    /// No VAR and no DATASEC.
     None,
 }
 
-/// Which FUNCs carry DECL_TAG "addr=0x..." (`--addr-tags`, funcs.rs).
+/// Which FUNCs carry DECL_TAG "addr=0x..." (`--addr-tags`,
+/// func_policy::exact).
+///
+/// Only [`FuncMode::Exact`] writes them; pahole's mode writes none. An
+/// address that the kernel's final link moves (`ksyms::final_link`) is
+/// never a tag's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum AddrTags {
+    /// Where the name alone does not say which code the FUNC is: every FUNC
+    /// that is not the instance the kernel attaches its name to (those are
+    /// named `<symbol>..<address>`), and every FUNC whose name has several
+    /// function symbols or that describes several instances.
     #[default]
     Ambiguous,
+    /// Every FUNC, one tag per address it describes.
     All,
+    /// No FUNC (the ones named `<symbol>..<address>` still say their
+    /// address in their name).
     None,
 }
 
+/// The options of one encode. `Default` is `btfkit encode` without
+/// options: every core, exact FUNCs, per-CPU VARs, ambiguous addr tags,
+/// no Rust units, dedup on.
 #[derive(Clone, Debug, Default)]
 pub struct EncodeOptions {
     /// Worker threads; 0 means all cores.
     pub jobs: usize,
+    /// Which functions get a FUNC, and with which prototype.
     pub funcs: FuncMode,
+    /// Which variables get a VAR.
     pub vars: VarsMode,
+    /// Which FUNCs carry `addr=` tags.
     pub addr_tags: AddrTags,
     /// Encode Rust compilation units too (pahole leaves them out).
     pub keep_rust: bool,

@@ -81,9 +81,15 @@ pub fn root_tag(dwarf: &Dwarf<'_>, h: &gimli::UnitHeader<Reader<'_>>) -> Option<
 /// `start + o` (of the alternate file if `alt`) has key `base + o`.
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
+    /// The unit is in the dwz alternate file's .debug_info, not the input's.
     pub alt: bool,
+    /// The .debug_info offset of the unit's header.
     pub start: u64,
+    /// The .debug_info offset just past the unit (`start` plus its length
+    /// with the header).
     pub end: u64,
+    /// The key of the unit's first byte in the conversion: DIE keys
+    /// `base..base + (end - start)` are this unit's.
     pub base: u64,
     /// A compilation unit (converted on its own too), not a partial unit.
     pub compile: bool,
@@ -116,6 +122,8 @@ pub struct Imports<'x, 'd> {
     home: Span,
     /// The first key not given yet.
     next: u64,
+    /// The units read besides the converted one, in the order they were
+    /// met (so with increasing [`Span::base`]).
     pub spans: Vec<Span>,
     /// The first reference that points into no unit at all: (into the
     /// alternate file, offset).

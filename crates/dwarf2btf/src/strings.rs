@@ -18,6 +18,9 @@ use btf::encoder_hooks::StringIndex;
 use btf::Btf;
 use rustc_hash::FxHashMap;
 
+/// An interning string table whose offsets are those of the finished
+/// BTF: with a base, they continue the base's string section, as in
+/// split BTF. Offset 0 is the empty string.
 pub struct Strings {
     base: Option<Arc<Btf>>,
     /// Offset of the first own string: the base's string section size.
@@ -31,6 +34,9 @@ pub struct Strings {
 }
 
 impl Strings {
+    /// An empty table (only the empty string), split over `base` when
+    /// given: its first own string gets the offset just past the base's
+    /// string section.
     pub fn new(base: Option<Arc<Btf>>) -> Strings {
         let start = base.as_ref().map_or(0, |b| b.strings_end());
         Strings {
@@ -80,6 +86,7 @@ impl Strings {
         &rest[..memchr::memchr(0, rest).unwrap_or(rest.len())]
     }
 
+    /// The base BTF the offsets continue, if any.
     pub fn base(&self) -> Option<&Arc<Btf>> {
         self.base.as_ref()
     }

@@ -25,16 +25,25 @@ use crate::dies::{Address, Die, Loc, Str};
 pub struct RawSub<'d> {
     /// Offset in the unit.
     pub offset: u32,
+    /// DW_AT_name, as found (not decoded yet).
     pub name: Str<'d>,
+    /// DW_AT_decl_file: an index in the unit's line program's files.
     pub decl_file: Option<u64>,
+    /// DW_AT_decl_line, counted from 1.
     pub decl_line: Option<u64>,
     /// DW_AT_type (the return type), an offset in the unit.
     pub ret: Option<u32>,
+    /// DW_AT_abstract_origin, an offset in the unit: the abstract instance
+    /// (an inline or cloned function's) that this concrete one completes.
     pub origin: Option<u32>,
+    /// DW_AT_specification, an offset in the unit: the declaration this
+    /// definition completes.
     pub specification: Option<u32>,
+    /// DW_AT_external: visible outside its unit (not `static`).
     pub external: bool,
     /// DW_AT_calling_convention is DW_CC_nocall.
     pub nocall: bool,
+    /// The DW_TAG_formal_parameter children, in order.
     pub params: Vec<RawParam<'d>>,
     /// A DW_TAG_unspecified_parameters child.
     pub varargs: bool,
@@ -45,9 +54,15 @@ pub struct RawSub<'d> {
 pub struct RawParam<'d> {
     /// Offset in the unit.
     pub offset: u32,
+    /// DW_AT_abstract_origin, an offset in the unit: the abstract
+    /// parameter whose name and type this one has.
     pub origin: Option<u32>,
+    /// DW_AT_name, as found.
     pub name: Str<'d>,
+    /// DW_AT_type, an offset in the unit.
     pub ty: Option<u32>,
+    /// DW_AT_location, as found: where the value is at entry (a DWARF
+    /// expression or a location list, read later).
     pub location: Option<Loc<'d>>,
     /// DW_AT_const_value: the value is known, nothing is passed.
     pub has_const: bool,
@@ -64,6 +79,8 @@ pub struct Call {
     /// DW_AT_call_tail_call: a jump that leaves the caller's return to
     /// the callee.
     pub tail: bool,
+    /// DW_AT_call_return_pc (DW_AT_low_pc of a DW_TAG_GNU_call_site): the
+    /// address the callee returns to.
     pub return_pc: Option<Address>,
 }
 
@@ -199,6 +216,7 @@ impl<'d> Subprograms<'d> {
         &self.calls
     }
 
+    /// The unit DIE's DW_AT_name (the source file it was compiled from).
     pub fn cu_name(&self) -> Str<'d> {
         self.cu_name
     }

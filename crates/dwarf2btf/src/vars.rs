@@ -42,14 +42,21 @@ pub struct VarsContext {
 /// A variable placed in a section: a DATASEC entry to be.
 #[derive(Clone, Debug)]
 pub struct SecEntry {
+    /// The index of the ELF section the variable's symbol is in: the
+    /// DATASEC it joins is named as that section.
     pub section: usize,
     /// The VAR's id (local to its unit until the encoder remaps it).
     pub var: TypeId,
+    /// Where in the section the variable starts, in bytes.
     pub offset: u32,
+    /// The variable's size in bytes, the ELF symbol's (capped at `u32::MAX`).
     pub size: u32,
 }
 
 impl VarsContext {
+    /// The data symbols of `info` that `mode` keeps (those of
+    /// `.data..percpu`, or of every allocated section; none for
+    /// [`VarsMode::None`]), with a size, sorted by address.
     pub fn new(info: &ElfInfo<'_>, mode: VarsMode) -> VarsContext {
         let percpu = info.section_by_name(".data..percpu").map(|s| s.index);
         let wanted = |section: usize| match mode {

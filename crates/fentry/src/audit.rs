@@ -71,6 +71,8 @@ pub enum Reach {
 }
 
 impl Reach {
+    /// Every outcome, in declaration order: the order in which the summary
+    /// line of `btfkit check --attach` counts them.
     pub const ALL: [Reach; 7] = [
         Reach::Attachable,
         Reach::Unsafe,
@@ -81,6 +83,8 @@ impl Reach {
         Reach::NoFentrySite,
     ];
 
+    /// The outcome's kebab-case name, as the text and JSON reports spell it
+    /// (the same as its serde name).
     pub fn as_str(self) -> &'static str {
         match self {
             Reach::Attachable => "attachable",
@@ -97,8 +101,11 @@ impl Reach {
 /// The audit of one FUNC.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FuncReach {
+    /// The FUNC's type id in the audited BTF.
     pub btf_id: TypeId,
+    /// The FUNC's name, the name a tracing program attaches by.
     pub name: String,
+    /// What attaching by that name does.
     pub reach: Reach,
     /// Where the kernel attaches the name (the exact-match lookup's address).
     pub address: Option<u64>,
@@ -393,10 +400,14 @@ impl Context<'_, '_> {
 /// An address the BTF gives a FUNC that is not one of its symbol's.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct WrongAddress {
+    /// The FUNC's type id in the audited BTF.
     pub btf_id: TypeId,
+    /// The FUNC's name (`<symbol>..<address>` for a FUNC named by address).
     pub name: String,
     /// The `addr=` tag's address, or the one in a `..` name.
     pub address: u64,
+    /// Why the address is wrong, in words, with where the image's function
+    /// symbols of that name are (or that there are none).
     pub reason: String,
 }
 

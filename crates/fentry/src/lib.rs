@@ -15,6 +15,8 @@
 //! in `ksyms` ([`ksyms::kernel_lookup`], [`ksyms::final_link`],
 //! [`ksyms::image_symbols`]); the function model in `dwarf2btf::funcs`.
 
+#![warn(missing_docs)]
+
 pub mod audit;
 pub mod kernel_rules;
 pub mod verify;

@@ -21,8 +21,12 @@ use ksyms::kernel_lookup::parse_unreachable_name;
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AddrTag {
+    /// The link-time address of the instance the FUNC describes, as the
+    /// tag's name gives it.
     pub address: u64,
+    /// The type id of the FUNC the tag is on.
     pub func: TypeId,
+    /// That FUNC's name (empty if the BTF gives it none).
     pub name: String,
 }
 
@@ -41,11 +45,19 @@ pub fn addr_tags(btf: &Btf) -> Vec<AddrTag> {
         .collect()
 }
 
+/// An addr tag whose FUNC is not the code at its address, as [`verify`]
+/// finds it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Violation {
+    /// The tag's address.
     pub address: u64,
+    /// The type id of the tagged FUNC.
     pub func: TypeId,
+    /// The tagged FUNC's name.
     pub name: String,
+    /// Why no instance at that address matches: one reason per symbol
+    /// there, each prefixed with the symbol's name and joined by `; `, or
+    /// that no function symbol is at the address.
     pub problem: String,
 }
 

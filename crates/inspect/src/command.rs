@@ -14,15 +14,22 @@ use crate::program::Program;
 
 /// What a command printed, in both forms.
 pub struct Reply {
+    /// For a person: the lines `btfkit inspect` prints, joined by
+    /// newlines, without a final one.
     pub text: String,
+    /// For a tool: what `--json` prints for the command.
     pub json: Json,
 }
 
 /// One command: its name (the line's first word), a usage line for `help`,
 /// and what it does with the rest of the line (trimmed; may be empty).
 pub struct Command {
+    /// The word that runs it (`bt`, `p/x`).
     pub name: &'static str,
+    /// Its usage line (`bt [PID|TASK|-a|-c CPU]`), as `help` lists it.
     pub usage: &'static str,
+    /// One line for `help`: what it does.
     pub about: &'static str,
+    /// Runs it on the program with the rest of the line.
     pub run: fn(&mut Program, &str) -> Result<Reply>,
 }

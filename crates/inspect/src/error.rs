@@ -10,21 +10,43 @@
 
 use std::path::PathBuf;
 
+/// Why an expression, a command or opening a kernel failed. The first
+/// four variants carry the column of the input they are about.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The expression does not parse there.
     #[error("column {col}: {msg}")]
-    Syntax { col: usize, msg: String },
+    Syntax {
+        /// The column, counted from one (a byte offset into the line).
+        col: usize,
+        /// What is wrong there.
+        msg: String,
+    },
     /// The expression parses but cannot be evaluated there.
     #[error("column {col}: {msg}")]
-    Eval { col: usize, msg: String },
+    Eval {
+        /// The column, counted from one (a byte offset into the line).
+        col: usize,
+        /// Why it cannot be evaluated.
+        msg: String,
+    },
     /// Memory the expression reads there does not read.
     #[error("column {col}: {error}")]
-    Memory { col: usize, error: kmem::Error },
+    Memory {
+        /// The column, counted from one (a byte offset into the line).
+        col: usize,
+        /// What reading the memory said.
+        error: kmem::Error,
+    },
     /// A command's argument at a column fails for a reason of its own (a
     /// kernel structure the command needs does not read).
     #[error("column {col}: {error}")]
-    At { col: usize, error: Box<Error> },
+    At {
+        /// The column, counted from one (a byte offset into the line).
+        col: usize,
+        /// The reason.
+        error: Box<Error>,
+    },
     /// A line that reads as a command this program does not have.
     #[error("unknown command {0:?}: `help` lists the commands")]
     UnknownCommand(String),
@@ -45,28 +67,55 @@ pub enum Error {
     /// A file given that does not read.
     #[error("{}: {error}", path.display())]
     File {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         error: std::io::Error,
     },
     /// A file given as a dump that is no regular file: `kind` says what it is.
     #[error("{}: {kind}, not a crash dump (the live kernel is read without one)", path.display())]
-    NotAFile { path: PathBuf, kind: &'static str },
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead: "a directory", "a character device"...
+        kind: &'static str,
+    },
     /// A file given as a dump that is in no dump format.
     #[error("{}: cannot be read as a crash dump: {}", path.display(), dump_reason(path, error))]
-    NotADump { path: PathBuf, error: kmem::Error },
+    NotADump {
+        /// The file.
+        path: PathBuf,
+        /// Why kmem does not read it as a dump.
+        error: kmem::Error,
+    },
     /// The kernel's own tables (kallsyms, BTF) in a dump's memory, or
     /// /proc/kcore's, that do not read: a truncated dump, say.
     #[error("{}: {error}", path.display())]
-    InDump { path: PathBuf, error: kmem::Error },
+    InDump {
+        /// The dump (or /proc/kcore).
+        path: PathBuf,
+        /// What reading them said.
+        error: kmem::Error,
+    },
     /// A symbol that finding the kernel's BTF in memory needs.
     #[error("no {0} symbol: give --btf")]
     NoBtfSymbol(&'static str),
     /// A module's BTF file given for a module the kernel has not loaded.
     #[error("{}: no module {module} is loaded", path.display())]
-    NoModule { path: PathBuf, module: String },
+    NoModule {
+        /// The module's BTF file.
+        path: PathBuf,
+        /// The module's name, as given.
+        module: String,
+    },
     /// A module's BTF file that is no split BTF over the program's BTF.
     #[error("{}: {error}", path.display())]
-    ModuleBtf { path: PathBuf, error: btf::Error },
+    ModuleBtf {
+        /// The module's BTF file.
+        path: PathBuf,
+        /// What the BTF reader said.
+        error: btf::Error,
+    },
     /// The terminal of the prompt. (rustyline's error chains the I/O
     /// error it shows, so it is not chained again.)
     #[error("{0}")]
@@ -80,10 +129,20 @@ pub enum Error {
     NoType(String),
     /// A member a kernel structure needs that the BTF's type lacks.
     #[error("{ty} has no member {member} in the BTF")]
-    NoMember { ty: String, member: String },
+    NoMember {
+        /// The type, as C spells it (`struct module`).
+        ty: String,
+        /// The member path it lacks.
+        member: String,
+    },
     /// A member the task readers need that the BTF's `ty` lacks.
     #[error("the BTF has no {ty} member {member}")]
-    NoTaskMember { ty: &'static str, member: String },
+    NoTaskMember {
+        /// The type, as C spells it (`struct signal_struct`).
+        ty: &'static str,
+        /// The member it lacks.
+        member: String,
+    },
     /// A symbol a kernel structure starts at.
     #[error("no symbol {0}")]
     NoSymbol(String),
@@ -99,22 +158,46 @@ pub enum Error {
     /// A kernel structure (`what`) whose memory does not read.
     #[error("{what} at {addr:#x}: {error}")]
     Read {
+        /// What was being read, in words (`struct module`, `printk_ringbuffer`).
         what: String,
+        /// Its kernel virtual address.
         addr: u64,
+        /// What reading the memory said.
         error: kmem::Error,
     },
     /// A word of a task (or of what it points to) that does not read.
     #[error("reading {addr:#x}: {error}")]
-    Reading { addr: u64, error: kmem::Error },
+    Reading {
+        /// The kernel virtual address of the word.
+        addr: u64,
+        /// What reading the memory said.
+        error: kmem::Error,
+    },
     /// A task's name that does not read.
     #[error("task {addr:#x}: {error}")]
-    TaskName { addr: u64, error: kmem::Error },
+    TaskName {
+        /// The `task_struct`'s kernel virtual address.
+        addr: u64,
+        /// What reading the memory said.
+        error: kmem::Error,
+    },
     /// The thread list of the process led by `leader` that does not read.
     #[error("threads of {leader:#x}: {error}")]
-    Threads { leader: u64, error: Box<Error> },
+    Threads {
+        /// The thread group leader's `task_struct` address.
+        leader: u64,
+        /// Why the list does not read.
+        error: Box<Error>,
+    },
     /// The thread list of the process led by `leader` that loops.
     #[error("thread list of {leader:#x} loops at {node:#x}")]
-    ThreadsLoop { leader: u64, node: u64 },
+    ThreadsLoop {
+        /// The thread group leader's `task_struct` address.
+        leader: u64,
+        /// The list node met a second time (or the first past
+        /// [`MAX_TASKS`](crate::kernel::task::MAX_TASKS) tasks).
+        node: u64,
+    },
     /// A kernel structure whose contents make no sense.
     #[error("{0}")]
     Corrupt(String),
@@ -132,12 +215,14 @@ fn dump_reason(path: &std::path::Path, error: &kmem::Error) -> String {
 }
 
 impl Error {
+    /// A [`Error::Syntax`] at column `col`.
     pub fn syntax(col: usize, msg: impl Into<String>) -> Error {
         Error::Syntax {
             col,
             msg: msg.into(),
         }
     }
+    /// An [`Error::Eval`] at column `col`.
     pub fn eval(col: usize, msg: impl Into<String>) -> Error {
         Error::Eval {
             col,
@@ -171,4 +256,5 @@ impl Error {
     }
 }
 
+/// A result whose error is inspect's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

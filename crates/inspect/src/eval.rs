@@ -11,21 +11,37 @@ use crate::parse::{Arg, Expr, Parser, TypeName};
 use crate::program::Program;
 use crate::types::{self, resolve};
 
+/// Where a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loc {
     /// In memory at this address; a bitfield has its bit offset and size.
-    Mem { addr: u64, bit: u32, bits: u32 },
+    Mem {
+        /// A kernel virtual address: the value's, or for a bitfield the
+        /// address of the struct or union that holds it.
+        addr: u64,
+        /// For a bitfield, its offset in bits from `addr`; else 0.
+        bit: u32,
+        /// For a bitfield, its width in bits; 0 for anything else.
+        bits: u32,
+    },
     /// A computed scalar (its bits, zero- or sign-extended to 64).
     Imm(u64),
 }
 
+/// A typed value: a type of the program's BTF and where the value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Value {
+    /// Its type, an id in the program's BTF (which holds, past the loaded
+    /// types, any the evaluator added: `unsigned long` for a literal when
+    /// the BTF has none, pointer types for `&`).
     pub ty: TypeId,
+    /// Where it is.
     pub loc: Loc,
 }
 
 impl Value {
+    /// The value of type `ty` in memory at the kernel virtual address
+    /// `addr` (not a bitfield).
     pub fn at(ty: TypeId, addr: u64) -> Value {
         Value {
             ty,
@@ -37,6 +53,8 @@ impl Value {
         }
     }
 
+    /// The address of a value in memory that has one: None for a computed
+    /// scalar and for a bitfield.
     pub fn address(&self) -> Option<u64> {
         match self.loc {
             Loc::Mem { addr, bits: 0, .. } => Some(addr),
@@ -48,7 +66,11 @@ impl Value {
 /// What an expression gives: one value, or the entries of a list walk.
 #[derive(Clone, Debug)]
 pub enum Evaluated {
+    /// An expression's value.
     One(Value),
+    /// The entries a list walk (`list_for_each_entry`, ...) gives, in list
+    /// order (an rb-tree's in key order), with what follows the walk
+    /// (`->comm`) applied to each.
     Many(Vec<Value>),
 }
 
@@ -61,6 +83,9 @@ pub fn is_walk(name: &str) -> bool {
 }
 
 impl Program {
+    /// Parses `src` as one expression, with the BTF's typedefs and base
+    /// types as the names that start a cast (a name that is also a
+    /// variable is the variable).
     pub fn parse(&self, src: &str) -> Result<Expr> {
         let is_type = |n: &str| self.types.contains_key(n) && !self.vars.contains_key(n);
         Parser::new(src, &is_type)?.parse()
@@ -184,6 +209,8 @@ impl Program {
         })
     }
 
+    /// Whether `ty` (through typedefs and qualifiers) is a signed integer
+    /// or a signed enum.
     pub fn is_signed(&self, ty: TypeId) -> bool {
         match types::data(&self.btf, ty) {
             Some(TypeData::Int { encoding, .. }) => encoding & types::INT_SIGNED != 0,
@@ -247,6 +274,10 @@ impl Program {
         }
     }
 
+    /// Evaluates a parsed expression to one value, lazily: a place in
+    /// memory is not read unless the operation needs its contents (`*p`
+    /// reads `p`, `&x` reads nothing). A list walk here is an error; see
+    /// [`Program::eval_str`].
     pub fn eval(&mut self, e: &Expr) -> Result<Value> {
         match e {
             Expr::Num(n, _) => {

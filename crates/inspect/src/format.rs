@@ -26,8 +26,11 @@ use crate::types::{self, resolve};
 /// pointers as numbers in that radix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Radix {
+    /// drgn's: integers in decimal, enums by name, pointers in hex.
     Natural,
+    /// `p/x`: integers, enums and pointers in hex.
     Hex,
+    /// `p/d`: integers, enums and pointers in decimal.
     Decimal,
 }
 
@@ -178,6 +181,8 @@ impl Program {
         self.btf.str_at(off).ok()
     }
 
+    /// The JSON form of what an expression gave: the value's, or an array
+    /// of the entries' for a list walk.
     pub fn evaluated_json(&self, e: &Evaluated) -> Json {
         match e {
             Evaluated::One(v) => self.to_json(v),
@@ -224,6 +229,8 @@ impl Program {
         s
     }
 
+    /// The text form of what an expression gave, in `radix`: the value's,
+    /// or the entries' one after another (each on its own lines).
     pub fn evaluated_text(&self, e: &Evaluated, radix: Radix) -> String {
         match e {
             Evaluated::One(v) => self.to_text_in(v, radix),

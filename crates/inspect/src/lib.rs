@@ -2,6 +2,8 @@
 //! memory ([`kmem`]), symbols from kallsyms ([`ksyms`]) and types from BTF,
 //! printed like drgn (or as JSON). No DWARF.
 
+#![warn(missing_docs)]
+
 pub mod command;
 pub mod commands;
 mod error;

@@ -11,10 +11,15 @@ use kmem::Kernel;
 use crate::error::{Error, Result};
 use crate::program::Program;
 
+/// What to open: `btfkit inspect`'s inputs. `Default` is the live kernel
+/// with its own BTF and symbols.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// A dump; `None` is the live kernel.
     pub vmcore: Option<PathBuf>,
+    /// The kernel's BTF (raw or in an ELF's `.BTF`; `--btf`). `None`:
+    /// /sys/kernel/btf/vmlinux for the live kernel, else the BTF the
+    /// kernel holds in its memory (`__start_BTF`..`__stop_BTF`).
     pub btf: Option<PathBuf>,
     /// /proc/kallsyms text or a System.map (moved by KERNELOFFSET).
     pub kallsyms: Option<PathBuf>,
@@ -23,6 +28,8 @@ pub struct Options {
     pub btf_modules: Vec<(String, PathBuf)>,
 }
 
+/// Opens the kernel `opts` names: its memory, its symbols (with the
+/// modules' read from memory), its BTF and the modules' BTF.
 pub fn open(opts: &Options) -> Result<Program> {
     let kernel = match &opts.vmcore {
         Some(p) => open_dump(p)?,

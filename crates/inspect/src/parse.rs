@@ -8,11 +8,19 @@
 
 use crate::error::{Error, Result};
 
+/// One token of an expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
+    /// A name: a variable, a type word, a member, a helper (`[A-Za-z_]`
+    /// then `[A-Za-z0-9_]*`).
     Ident(String),
+    /// An integer literal: decimal, `0x` hex or `0` octal, with any `u`/`l`
+    /// suffixes dropped.
     Num(u64),
+    /// A string literal's text between its double quotes (no escapes).
     Str(String),
+    /// An operator or punctuation, the longest that matches (`->` before
+    /// `-`).
     Punct(&'static str),
 }
 
@@ -21,6 +29,9 @@ const PUNCTS: &[&str] = &[
     "+", "-", "/", "%", "<", ">", "^", "|", "~", "!",
 ];
 
+/// The tokens of `src`, each with the column it starts at (a byte offset
+/// counted from one). Errors: a number that does not parse, a string
+/// without its closing quote, a character the language does not have.
 pub fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
     let b = src.as_bytes();
     let mut i = 0;
@@ -79,42 +90,71 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
 pub struct TypeName {
     /// `struct task_struct`, `unsigned long`, `u64`...
     pub base: String,
+    /// How many `*` follow it.
     pub pointers: usize,
+    /// The column the type name starts at.
     pub col: usize,
 }
 
+/// A parsed expression. The `usize` of each variant (and `col`) is the
+/// column, counted from one, that errors about the node point at: where
+/// the operand starts for a literal, a name, a unary operator, a cast or
+/// `sizeof`; the operator's own column for `.`/`->`, `[` and binary
+/// operators.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
+    /// An integer literal.
     Num(u64, usize),
+    /// A name: a variable, an enumerator or a function, as the evaluator
+    /// finds it.
     Name(String, usize),
+    /// `base.member`, or `base->member` when `arrow`.
     Member {
+        /// The struct or union (or, with `->`, the pointer to it).
         base: Box<Expr>,
+        /// The member's name.
         member: String,
+        /// Written `->`: `base` is a pointer to dereference first.
         arrow: bool,
+        /// The column of the `.` or `->`.
         col: usize,
     },
+    /// `array[index]` (or `pointer[index]`).
     Index(Box<Expr>, Box<Expr>, usize),
+    /// A prefix operator applied to its operand: `*`, `&`, `-`, `+`, `~`
+    /// or `!`.
     Unary(&'static str, Box<Expr>, usize),
+    /// A binary operator and its two operands, left then right (C's
+    /// precedence and left associativity).
     Binary(&'static str, Box<Expr>, Box<Expr>, usize),
+    /// `(type) operand`.
     Cast(TypeName, Box<Expr>, usize),
+    /// `sizeof(type)`.
     SizeOf(TypeName, usize),
     /// A helper call: `container_of`, `per_cpu`, `list_for_each_entry`...
     Call {
+        /// The helper's name ([`helper_signature`] knows it).
         name: String,
+        /// Its arguments, of the kinds its signature says.
         args: Vec<Arg>,
+        /// The column of the helper's name.
         col: usize,
     },
 }
 
+/// One argument of a helper call.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
+    /// An expression.
     Expr(Expr),
+    /// A type name (`list_for_each_entry`'s entry type).
     Type(TypeName),
     /// A member path (`tasks`, `se.group_node`).
     Path(String, usize),
 }
 
 impl Expr {
+    /// The column errors about this node point at (see [`Expr`]).
     pub fn col(&self) -> usize {
         match self {
             Expr::Num(_, c)
@@ -140,6 +180,8 @@ pub fn helper_signature(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A parser of one expression, over its tokens. Nesting and operator
+/// counts are bounded, so that no input overflows the stack.
 pub struct Parser<'a> {
     toks: Vec<(Tok, usize)>,
     pos: usize,
@@ -203,6 +245,8 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// The whole input as one expression; anything left after it is an
+    /// error, at its column.
     pub fn parse(mut self) -> Result<Expr> {
         let e = self.expr(0)?;
         if let Some((t, col)) = self.toks.get(self.pos) {

@@ -17,13 +17,22 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::types;
 
+/// A kernel variable, from its BTF VAR and DATASEC.
 #[derive(Clone, Copy, Debug)]
 pub struct Var {
+    /// Its type (the VAR's), an id in the program's BTF.
     pub ty: TypeId,
+    /// Its kernel virtual address; for a per-CPU variable its place in
+    /// `.data..percpu` (`__per_cpu_start` plus its offset), which
+    /// `per_cpu(var, cpu)` moves by `__per_cpu_offset[cpu]`.
     pub addr: u64,
+    /// It is in `.data..percpu`.
     pub percpu: bool,
 }
 
+/// A kernel to inspect: its memory, its BTF (with types the evaluator
+/// adds), its symbols, and the variables, types, enumerators and functions
+/// they name, indexed by name. Expressions and commands run on it.
 pub struct Program {
     pub(crate) mem: Box<dyn Memory>,
     pub(crate) btf: Btf,
@@ -66,6 +75,8 @@ fn section_start_symbol(sec: &str) -> String {
 }
 
 impl Program {
+    /// A program over `mem`, with types from `btf` and symbols from `syms`;
+    /// every VAR of a DATASEC is placed as the module's doc says.
     pub fn new(mem: Box<dyn Memory>, btf: Btf, syms: ksyms::Table) -> Program {
         let types = types::index_types(&btf);
         let mut enumerators = FxHashMap::default();
@@ -223,14 +234,17 @@ impl Program {
         types::size_of(&self.btf, *self.types.get(ty)?)
     }
 
+    /// The BTF: vmlinux's, then what modules and the evaluator added.
     pub fn btf(&self) -> &Btf {
         &self.btf
     }
 
+    /// The symbol table: the kernel image's and the modules'.
     pub fn symbols(&self) -> &ksyms::Table {
         &self.syms
     }
 
+    /// The kernel's memory (a dump, or the live kernel).
     pub fn memory(&self) -> &dyn Memory {
         &*self.mem
     }
@@ -247,6 +261,8 @@ impl Program {
         self.ambiguous.get(name).map(Vec::as_slice)
     }
 
+    /// The variable called `name`, unless several variables share it (see
+    /// [`Program::ambiguous`]).
     pub fn var(&self, name: &str) -> Option<Var> {
         self.vars.get(name).copied()
     }
@@ -281,6 +297,8 @@ impl Program {
         self.vars.keys().map(String::as_str)
     }
 
+    /// Every type name an expression can use (`struct task_struct`, `u64`),
+    /// for listing and completion.
     pub fn type_names(&self) -> impl Iterator<Item = &str> {
         self.types.keys().map(String::as_str)
     }

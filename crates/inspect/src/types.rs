@@ -5,8 +5,11 @@
 use btf::{Btf, Type, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
+/// BTF_INT_SIGNED: the encoding bit of a signed integer.
 pub const INT_SIGNED: u8 = 1;
+/// BTF_INT_CHAR: the encoding bit of a char type.
 pub const INT_CHAR: u8 = 2;
+/// BTF_INT_BOOL: the encoding bit of `_Bool`.
 pub const INT_BOOL: u8 = 4;
 /// A member found by name: its offset in bits from the start of the
 /// outer type, its type, and its bitfield size (0: not a bitfield).

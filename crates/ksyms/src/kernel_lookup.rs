@@ -12,8 +12,8 @@
 //! a variable. A module's own lookup (`find_kallsyms_symbol_value`) takes
 //! the first symbol of that name in the module's symbol table.
 //!
-//! The naming rule (README "FUNC names and fentry"), which makes every FUNC
-//! either the kernel's pick or unreachable by name:
+//! The naming rule (docs/funcs-and-fentry.md, "How btfkit names FUNCs"),
+//! which makes every FUNC either the kernel's pick or unreachable by name:
 //! - a FUNC that describes the instance the kernel picks for a symbol name
 //!   is named exactly that symbol-table name, compiler suffix included
 //!   (`cpumask_weight`, a consistent `foo.isra.0`, `find_next_bit.constprop.0`):

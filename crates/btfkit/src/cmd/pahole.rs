@@ -8,8 +8,8 @@
 //! ELF in place (a complete new file renamed over the old one), or raw BTF
 //! to a file. Without them it prints pahole's layout view (cmd/layout.rs).
 //!
-//! What each `--btf_features` name selects is the table [`FEATURES`]; README
-//! shows the same table.
+//! What each `--btf_features` name selects is the table [`FEATURES`];
+//! docs/pahole-drop-in.md ("Feature names") shows the same table.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -454,12 +454,12 @@ btfkit's pahole personality: encode BTF in a kernel build, or print layouts.
       --btf_encode_detached=F  write raw BTF to F instead (FILE is not changed)
       --btf_base=F             encode split BTF over F (a module over vmlinux)
   -j, -jN, --jobs[=N]          threads (all cores without N; default 1)
-      --btf_features=LIST      pahole feature names (README lists their effect)
+      --btf_features=LIST      pahole feature names (docs/pahole-drop-in.md lists their effect)
       --btf_features_strict=L  the same, rejecting unknown names
       --btf_gen_all            every feature (--btf_features=all)
       --supported_btf_features print the feature names btfkit supports
       --btf_gen_floats, --btf_gen_optimized,
-      --skip_encoding_btf_inconsistent_proto   accepted (see README)
+      --skip_encoding_btf_inconsistent_proto   accepted (see docs/pahole-drop-in.md)
       --skip_encoding_btf_vars no variables
       --lang_exclude=LANGS     leave out compilation units of LANGS (rust)
       --funcs=exact|pahole     btfkit: function policy

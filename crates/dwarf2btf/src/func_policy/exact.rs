@@ -5,7 +5,7 @@
 //! Invariants:
 //! - Only instances whose signature is `Source` or `True` get a FUNC: a
 //!   FUNC never claims parameters the compiled code does not take.
-//! - Safe and attachable (lookup.rs has the naming rule): a FUNC carries
+//! - Safe and attachable (ksyms::kernel_lookup has the naming rule): a FUNC carries
 //!   the exact symbol-table name of its instances only when it describes
 //!   the instance the kernel attaches to for that name (the lowest address,
 //!   under every lookup a kernel may use); every other instance gets a FUNC
@@ -26,7 +26,7 @@
 //!   every FUNC whose name does not pick out one symbol by itself (several
 //!   addresses for the name, and every FUNC that is not the kernel's pick);
 //!   `None` no FUNC.
-//! - In a pre-link kernel image (final_link.rs) no tag and no FUNC name
+//! - In a pre-link kernel image (ksyms::final_link) no tag and no FUNC name
 //!   holds an address the final link moves: the kernel's pick there keeps
 //!   its FUNC without that tag, every other instance there gets no FUNC
 //!   (it is init or exit code: no fentry site, freed after boot).
@@ -141,6 +141,11 @@ pub struct ExactUnit<'a> {
 }
 
 impl<'a> ExactFuncs<'a> {
+    /// The policy for `elf`, from its symbols (where the kernel attaches
+    /// each name, which names several symbols share), which code its final
+    /// link moves, and its machine code at function entries; `tags` says
+    /// which FUNCs get `addr=` tags. Errors: the ELF headers do not parse,
+    /// or are of an architecture without a description.
     pub fn from_elf(elf: &'a ElfFile, tags: AddrTags) -> Result<ExactFuncs<'a>> {
         let obj = elf.object()?;
         let listed = elf_symbols(&obj);

@@ -19,15 +19,20 @@ use crate::subprograms::Subprograms;
 
 /// What a function policy sees of one compilation unit.
 pub struct UnitContext<'a, 'd> {
+    /// The file being encoded, for errors.
     pub path: &'a std::path::Path,
+    /// The file's DWARF (with the dwz alternate file's, when it has one).
     pub dwarf: &'a Dwarf<'d>,
+    /// The compilation unit, parsed.
     pub unit: &'a gimli::Unit<Reader<'d>>,
     /// Local type id of every type DIE of the unit (ids of `out`).
     pub types: &'a UnitTypes,
     /// The unit's subprograms, recorded by the converter's pass when the
     /// policy asks ([`FuncPolicy::SUBPROGRAMS`]), else empty.
     pub subprograms: &'a Subprograms<'d>,
+    /// The file's sections and symbols.
     pub elf: &'a ElfInfo<'d>,
+    /// The options of the encode.
     pub opts: &'a EncodeOptions,
 }
 
@@ -69,14 +74,22 @@ impl UnitRemap {
 /// units. `finish` runs once, with the units' results in unit order, after
 /// all units are merged into `btf` and before dedup.
 pub trait FuncPolicy: Sync {
+    /// What `unit` returns for one compilation unit and `finish` gets back,
+    /// with the unit's [`UnitRemap`].
     type Unit: Send;
     /// Whether `unit` reads [`UnitContext::subprograms`] (recording them
     /// costs the converter's pass a little).
     const SUBPROGRAMS: bool = false;
+    /// Reads one compilation unit (on a worker thread): may add types to
+    /// `out`, which refer to each other and to the unit's types by local
+    /// id, and returns what `finish` needs of the unit.
     fn unit(&self, cx: &UnitContext<'_, '_>, out: &mut UnitBuilder) -> Result<Self::Unit>;
     /// Local ids of types the policy did not add itself (the converter's)
     /// that `finish` will look up through [`UnitRemap`].
     fn referenced(&self, _unit: &Self::Unit, _ids: &mut Vec<TypeId>) {}
+    /// Decides across units, once, in unit order: adds the FUNCs (and
+    /// whatever else the policy emits) to the merged `btf`, mapping each
+    /// unit's local ids through its [`UnitRemap`].
     fn finish(&self, units: Vec<(UnitRemap, Self::Unit)>, btf: &mut Btf) -> Result<()>;
 }
 

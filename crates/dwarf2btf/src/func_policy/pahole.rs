@@ -6,7 +6,7 @@
 //! kept one becomes FUNC_PROTO + FUNC with static linkage.
 //!
 //! "The first wins" is unsafe: the kernel attaches a FUNC to the
-//! lowest-address symbol of its name (funcs/lookup.rs), and the first
+//! lowest-address symbol of its name (ksyms::kernel_lookup), and the first
 //! definition in DWARF order is often another function of that name with
 //! another prototype (`state_show`, `wakeup_show`). Here the FUNC of a name
 //! is the first definition (in unit order, then DIE order: independent of
@@ -147,6 +147,9 @@ fn entry_address(cx: &UnitContext<'_, '_>, offset: u64) -> gimli::Result<Option<
 }
 
 impl<'a> PaholeFuncs<'a> {
+    /// The policy for `elf`, with the kernel's lookup over every symbol of
+    /// the file. Errors: the ELF headers do not parse, or are of an
+    /// architecture without a description.
     pub fn from_elf(elf: &'a ElfFile) -> Result<PaholeFuncs<'a>> {
         let obj = elf.object()?;
         Ok(PaholeFuncs::new(super::exact::kernel_lookup(&obj)))

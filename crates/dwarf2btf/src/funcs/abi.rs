@@ -15,8 +15,14 @@ use super::ARCH;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "regs")]
 pub enum Slot {
+    /// In these integer argument registers (DWARF numbers), one per
+    /// eightbyte: one for an INTEGER-class value of up to 8 bytes, two for
+    /// a 16-byte one.
     Regs(Vec<u16>),
+    /// In an SSE register (floating point); which one is not tracked.
     Sse,
+    /// On the stack: MEMORY class (an aggregate over 16 bytes), or no
+    /// integer argument register left for it.
     Stack,
 }
 
@@ -47,6 +53,8 @@ pub fn expected_slots(ret: &TypeInfo, params: &[SrcParam]) -> Vec<Slot> {
 /// How one parameter's entry location compares with its slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamState {
+    /// Where the slot says: in its register (each piece in its
+    /// eightbyte's register), or on the stack for a stack slot.
     InPlace,
     /// Not passed (absent, constant, parameter_ref, computed from others).
     Dropped,
@@ -62,6 +70,8 @@ pub enum ParamState {
     Scope,
 }
 
+/// How `loc`, where the DWARF has a parameter at entry, compares with
+/// `slot`, where the ABI says the source prototype passes it.
 pub fn param_state(loc: &EntryLoc, slot: &Slot) -> ParamState {
     match (loc, slot) {
         (EntryLoc::Reg { reg }, Slot::Regs(regs)) if regs.len() == 1 && regs[0] == *reg => {
@@ -116,9 +126,13 @@ pub enum SigType {
     U64,
 }
 
+/// One parameter of a [`Signature::True`], as the compiled code takes it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct SigParam {
+    /// The source parameter's name, or `<param>__coerce<N>` for eightbyte
+    /// N of an aggregate passed in pieces.
     pub name: String,
+    /// Its type.
     pub ty: SigType,
     /// C spelling of the type.
     pub c: String,
@@ -133,9 +147,15 @@ pub enum Signature {
     /// The source prototype is what the code takes.
     Source,
     /// Reconstructed from the entry locations (the ABI changed).
-    True { params: Vec<SigParam> },
+    True {
+        /// The parameters in argument register order.
+        params: Vec<SigParam>,
+    },
     /// Cannot be written from DWARF alone.
-    Unwritable { reason: String },
+    Unwritable {
+        /// Why: which parameter or register the DWARF leaves unexplained.
+        reason: String,
+    },
     /// No DWARF, or not a function entry.
     None,
 }
@@ -144,23 +164,46 @@ pub enum Signature {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    /// Every parameter is where the source prototype's ABI puts it.
     Consistent,
+    /// Consistent (or with optimized parameters) in itself, but another
+    /// instance of the same name has another source prototype (compared
+    /// structurally: one struct name built against different headers
+    /// counts as different).
     InconsistentPrototype,
+    /// The source ABI holds, but some parameters are unused at entry: the
+    /// callers still pass them, since the compiler did not mark the code as
+    /// changed (no suffix, no DW_CC_nocall).
     OptimizedParameters,
+    /// The compiler changed the calling convention (a suffixed clone or
+    /// DW_CC_nocall): parameters dropped, split or moved, or a return value
+    /// removed. The signature is the true one when the DWARF gives it.
     ChangedAbi,
+    /// Code the compiler did not mark as changed whose DWARF has a
+    /// parameter in another argument register than the ABI's: not written.
     Reordered,
+    /// A parameter in a register that carries no argument (not written),
+    /// or described only where the prologue moves it (the source prototype
+    /// is kept: code the compiler did not mark as changed takes the source
+    /// ABI).
     UnexpectedRegister,
+    /// An aggregate larger than 16 bytes passed on the stack, which BPF
+    /// trampolines do not take.
     AggregateOnStack,
     /// No DWARF subprogram has code here; the prototype is that of the one
     /// definition without code named as the symbol, which one symbol alone
     /// carries (collect.rs).
     PrototypeOnly,
+    /// No DWARF subprogram describes the code at this address (assembly,
+    /// or DWARF whose code address is tied to no section).
     NoDwarf,
     /// `.cold` and similar: code of another function, not an entry point.
     Fragment,
 }
 
 impl Status {
+    /// Every status, in declaration order (the order `btfkit funcs
+    /// --summary` lists them).
     pub const ALL: [Status; 10] = [
         Status::Consistent,
         Status::InconsistentPrototype,
@@ -174,6 +217,8 @@ impl Status {
         Status::Fragment,
     ];
 
+    /// The status's kebab-case name, as the reports spell it (its serde
+    /// name).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Consistent => "consistent",
@@ -190,8 +235,11 @@ impl Status {
     }
 }
 
+/// What [`analyse`] says of one instance.
 pub struct Verdict {
+    /// What the analysis found.
     pub status: Status,
+    /// The prototype a FUNC may give the code, if any.
     pub signature: Signature,
     /// Why it is not encoded, or what changed.
     pub detail: Option<String>,
@@ -608,6 +656,9 @@ fn eightbyte_type(p: &SrcParam, k: u64) -> (SigType, String) {
     }
 }
 
+/// An entry location as reports print it: a register name (`rdi`),
+/// `stack+8`, pieces `reg:bytes` joined by `+` (`-` for a piece not
+/// passed), or a word for the rest (`constant`, `optimized out`, ...).
 pub fn loc_text(loc: &EntryLoc) -> String {
     match loc {
         EntryLoc::Reg { reg } => (ARCH.reg_name)(*reg),
@@ -629,6 +680,8 @@ pub fn loc_text(loc: &EntryLoc) -> String {
     }
 }
 
+/// A slot as reports print it: its registers joined by `+` (`rdi+rsi`),
+/// `xmm` or `stack`.
 pub fn slot_text(slot: &Slot) -> String {
     match slot {
         Slot::Regs(r) => r

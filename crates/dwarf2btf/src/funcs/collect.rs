@@ -58,8 +58,11 @@ pub enum Need {
 /// One source parameter as one instance sees it.
 #[derive(Clone, Debug)]
 pub struct SrcParam {
+    /// Its name in the source prototype ("" when unnamed).
     pub name: String,
+    /// Its type.
     pub ty: TypeInfo,
+    /// Where the instance has its value at the entry address.
     pub loc: EntryLoc,
     /// Members of a 9-16 byte aggregate, for naming its register halves.
     pub members: Vec<MemberInfo>,
@@ -72,19 +75,33 @@ pub struct Concrete {
     pub die: u64,
     /// `.debug_info` offset of the DIE the prototype comes from.
     pub source_die: u64,
+    /// `.debug_info` offset of the compilation unit's header.
     pub unit: u64,
+    /// The compilation unit's DW_AT_name (its source file).
     pub cu_name: String,
+    /// The entry address (DW_AT_entry_pc, else DW_AT_low_pc, else the start
+    /// of the first range): link-time, or keyed by section in a
+    /// relocatable object.
     pub entry: u64,
     /// Every address range, in DWARF order (the entry range first for GCC).
     pub ranges: Vec<(u64, u64)>,
+    /// The source name, from the first DIE of the origin and specification
+    /// chain that has one.
     pub name: Option<String>,
+    /// The source file it is declared in, relative to the unit's build
+    /// directory when inside it ("kernel/irq/irqdesc.c").
     pub decl_file: Option<String>,
+    /// The line it is declared at (0: unknown).
     pub decl_line: u64,
+    /// DW_AT_external anywhere in the chain: not `static`.
     pub external: bool,
     /// DW_CC_nocall on the instance or its origin (clang's changed-ABI mark).
     pub nocall: bool,
+    /// The source return type (void: [`TypeInfo::die`] is None).
     pub ret: TypeInfo,
+    /// The source parameters, in prototype order.
     pub params: Vec<SrcParam>,
+    /// The source prototype ends in `...`.
     pub varargs: bool,
     /// A DIE in the chain could not be read: the message names its offset.
     pub error: Option<String>,

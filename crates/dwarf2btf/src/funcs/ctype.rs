@@ -35,11 +35,16 @@ pub enum ArgClass {
 /// One member of an aggregate, for naming the halves of a split argument.
 #[derive(Clone, Debug)]
 pub struct MemberInfo {
+    /// The member's name ("" for an anonymous member).
     pub name: String,
+    /// `.debug_info` offset of the member's type DIE.
     pub ty: u64,
     /// C spelling of the member's type.
     pub c: String,
+    /// Where the member starts in the aggregate, in bytes.
     pub byte_offset: u64,
+    /// The size of its type in bytes, through typedefs and qualifiers (0:
+    /// unknown).
     pub byte_size: u64,
 }
 
@@ -50,7 +55,10 @@ pub struct TypeInfo {
     pub die: Option<u64>,
     /// C spelling, e.g. `struct kobject *`.
     pub c: String,
+    /// Size in bytes, through typedefs and qualifiers (None: unknown, as
+    /// for an incomplete struct).
     pub size: Option<u64>,
+    /// How the ABI passes it as an argument.
     pub class: ArgClass,
     /// Hash of the type's structure two levels deep (through pointers into
     /// aggregates' members), so that one struct name built against different
@@ -77,6 +85,8 @@ struct TypeDie<'u> {
     prototyped: bool,
 }
 
+/// Answers [`TypeInfo`] questions about the type DIEs of one unit (and of
+/// the units read with it), reading each DIE once and caching every answer.
 pub struct TypeNamer<'a, 'u> {
     dwarf: &'a Dwarf<'u>,
     unit: &'a gimli::Unit<Reader<'u>>,

@@ -47,6 +47,9 @@ pub struct EntryCode<'a> {
 }
 
 impl<'a> EntryCode<'a> {
+    /// The executable sections of `obj` and where `__fentry__` is (its
+    /// address in a linked file, the relocations against it in a
+    /// relocatable one).
     pub fn of(obj: &object::File<'a>) -> EntryCode<'a> {
         let relocatable = obj.kind() == object::ObjectKind::Relocatable;
         let keys = ModuleSections::of(obj);

@@ -22,11 +22,20 @@ pub enum EntryLoc {
     /// or the low bits of an argument register as clang describes a
     /// narrow value (`DW_OP_bregN 0; DW_OP_constu 0xffffffff; DW_OP_and;
     /// DW_OP_convert ...; DW_OP_stack_value` for a `bool`).
-    Reg { reg: u16 },
+    Reg {
+        /// The DWARF register number (x86-64: 5 is rdi, 4 rsi, ...).
+        reg: u16,
+    },
     /// On the stack: `DW_OP_fbreg` (offset from the CFA at entry).
-    Stack { offset: i64 },
+    Stack {
+        /// DW_OP_fbreg's operand: signed bytes from the frame base.
+        offset: i64,
+    },
     /// An aggregate in pieces: each piece's register (None: optimised out) and size in bytes.
-    Pieces { pieces: Vec<Piece> },
+    Pieces {
+        /// The pieces, in the order of the bytes they describe.
+        pieces: Vec<Piece>,
+    },
     /// `DW_OP_GNU_parameter_ref`: the parameter was removed; only callers know its value.
     ParamRef,
     /// A constant (`DW_AT_const_value`, `DW_OP_lit*`/`DW_OP_implicit_value`): not passed.
@@ -40,12 +49,20 @@ pub enum EntryLoc {
     /// One location for the whole function that cannot hold at entry (a
     /// callee-saved register or a stack slot): GCC describes where the value
     /// lives after the prologue, not where it arrives.
-    Scope { what: String },
+    Scope {
+        /// That location in words, as reports print it ("rbx for the whole
+        /// function").
+        what: String,
+    },
 }
 
+/// One `DW_OP_piece` of a value described in pieces.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Piece {
+    /// The register that holds these bytes (DWARF number); None when the
+    /// piece is in no register (optimised out, or described otherwise).
     pub reg: Option<u16>,
+    /// How many bytes of the value the piece covers.
     pub bytes: u64,
 }
 

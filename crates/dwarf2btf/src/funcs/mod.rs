@@ -41,8 +41,11 @@ use crate::load::{DwarfSections, ElfFile};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Binding {
+    /// STB_LOCAL: a `static` function, one of possibly many of its name.
     Local,
+    /// STB_GLOBAL.
     Global,
+    /// STB_WEAK: a definition that a global one of the same name overrides.
     Weak,
 }
 
@@ -53,14 +56,20 @@ pub struct Instance {
     pub symbol: String,
     /// Source name (DWARF), or the symbol up to its first '.' without DWARF.
     pub name: String,
+    /// The entry address: link-time, or keyed by section in a relocatable
+    /// object (ksyms::module_sections).
     pub address: u64,
+    /// The symbol's size in bytes (`st_size`).
     pub size: u64,
+    /// The symbol's binding.
     pub binding: Binding,
     /// Index into [`FuncModel::concretes`].
     pub concrete: Option<usize>,
     /// For fragments and `.part` clones: the instance they belong to.
     pub parent: Option<usize>,
+    /// The analysis's verdict ([`abi::analyse`]).
     pub status: Status,
+    /// The prototype a FUNC may give it.
     pub signature: Signature,
     /// What the signature returns.
     pub returns: Returns,
@@ -93,6 +102,8 @@ impl Instance {
 
 /// Every function instance of one ELF file.
 pub struct FuncModel {
+    /// The DWARF subprograms with code (and the definitions without code
+    /// placed at a symbol), unit by unit; [`Instance::concrete`] indexes it.
     pub concretes: Vec<Concrete>,
     /// Sorted by address, then symbol name.
     pub instances: Vec<Instance>,
@@ -271,6 +282,7 @@ impl FuncModel {
         self.final_link.is_some_and(|f| f.moves(inst.address))
     }
 
+    /// The DWARF subprogram whose code `inst` is (None without DWARF).
     pub fn concrete(&self, inst: &Instance) -> Option<&Concrete> {
         inst.concrete.and_then(|i| self.concretes.get(i))
     }
@@ -487,7 +499,7 @@ fn link_parents(concretes: &[Concrete], instances: &mut [Instance]) {
 /// types and names of return value and parameters, variadic alike, and the
 /// same structural fingerprints where both were computed (one struct name
 /// built against different headers differs there). The FUNC writer
-/// (emit.rs) groups by the same things.
+/// (func_policy::exact) groups by the same things.
 fn same_source_prototype(a: &Concrete, b: &Concrete) -> bool {
     let same = |x: &ctype::TypeInfo, y: &ctype::TypeInfo| {
         x.c == y.c && (x.shape == 0 || y.shape == 0 || x.shape == y.shape)

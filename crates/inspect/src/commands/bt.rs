@@ -32,6 +32,9 @@ pub fn foreach(prog: &mut Program, arg: &str) -> Result<Reply> {
     run_on(prog, Which::Every)
 }
 
+/// `bt`: the backtrace of the task `arg` names (a pid or a `task_struct`
+/// address), of the CPUs' active tasks (`-a`, `-c CPU,...`), or without an
+/// argument of the task CPU 0 runs.
 pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
     let which = match arg.split_whitespace().collect::<Vec<_>>()[..] {
         [] => Which::Crashing,

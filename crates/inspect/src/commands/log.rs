@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::kernel::printk::{line, read_log};
 use crate::program::Program;
 
+/// `log`: every record of the printk ring buffer, a line each; `-m` adds
+/// the level.
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     let mut levels = false;
     for a in args.split_whitespace() {

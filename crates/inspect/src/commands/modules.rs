@@ -10,6 +10,7 @@ use crate::format::json_addr;
 use crate::kernel::module::for_each_module;
 use crate::program::Program;
 
+/// `mod`: the loaded modules, a line each (it takes no arguments).
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     if !args.is_empty() {
         return Err(Error::Usage(format!(

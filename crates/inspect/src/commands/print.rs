@@ -7,14 +7,18 @@ use crate::error::Result;
 use crate::format::Radix;
 use crate::program::Program;
 
+/// `p EXPR`: the value as drgn prints it (integers in decimal, enums by
+/// name, a pointer with what it points at).
 pub fn natural(prog: &mut Program, expr: &str) -> Result<Reply> {
     print_in(prog, expr, Radix::Natural)
 }
 
+/// `p/x EXPR`: integers, enums and pointers in hex.
 pub fn hex(prog: &mut Program, expr: &str) -> Result<Reply> {
     print_in(prog, expr, Radix::Hex)
 }
 
+/// `p/d EXPR`: integers, enums and pointers in decimal.
 pub fn decimal(prog: &mut Program, expr: &str) -> Result<Reply> {
     print_in(prog, expr, Radix::Decimal)
 }

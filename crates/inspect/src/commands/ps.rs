@@ -12,6 +12,8 @@ use crate::format::json_addr;
 use crate::kernel::task::{self, Layout};
 use crate::program::Program;
 
+/// `ps`: the idle tasks, then every task, a line each (it takes no
+/// arguments).
 pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
     if !arg.is_empty() {
         return Err(Error::syntax(1, "usage: ps"));

@@ -22,6 +22,8 @@ const MAX_WORDS: u64 = 1 << 20;
 
 const USAGE: &str = "rd ADDR|SYMBOL [COUNT]";
 
+/// `rd ADDR|SYMBOL [COUNT]`: COUNT 64-bit words from where `args` says,
+/// two to a line.
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     let args = args.trim();
     if args.is_empty() {

@@ -20,6 +20,8 @@ use crate::format::json_addr;
 use crate::program::Program;
 use crate::types;
 
+/// `struct [-o] TYPE[.MEMBER,...] [ADDR]`: the struct at ADDR, or the
+/// members named, or with `-o` (or no ADDR) the members' offsets.
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     let usage = || Error::Usage("struct [-o] TYPE[.MEMBER,...] [ADDR]".into());
     let mut rest = args.trim_start();

@@ -14,11 +14,17 @@ use crate::program::Program;
 
 /// An address described: symbol, offset, module, prototype.
 pub struct Described {
+    /// The address described (a kernel virtual address).
     pub addr: u64,
+    /// The symbol that holds it (None: no symbol does).
     pub symbol: Option<String>,
+    /// How far into the symbol the address is, in bytes.
     pub offset: u64,
+    /// The symbol's nm type letter (`T`, `t`, `D`...).
     pub type_char: Option<char>,
+    /// The module the symbol is in (None: the kernel image).
     pub module: Option<String>,
+    /// A function's C prototype from its BTF FUNC, if the BTF has one.
     pub prototype: Option<String>,
     /// The prototype came from the name only and several functions share it.
     pub ambiguous: bool,
@@ -34,6 +40,8 @@ impl Described {
         }
     }
 
+    /// The JSON form: `address` (a `"0x..."` string), `symbol`, `offset`,
+    /// `type`, `module`, `prototype`, `prototype_by_name_only`.
     pub fn to_json(&self) -> Json {
         json!({
             "address": json_addr(self.addr),
@@ -90,6 +98,8 @@ fn from_hit(prog: &Program, index: &BtfIndex<'_>, addr: u64, hit: Option<Hit<'_>
     }
 }
 
+/// `sym ADDR|NAME`: the symbol that holds the address, or every symbol of
+/// the name, each with its prototype.
 pub fn run(prog: &mut Program, arg: &str) -> Result<Reply> {
     if arg.is_empty() {
         return Err(Error::syntax(1, "usage: sym ADDRESS|NAME"));

@@ -14,11 +14,15 @@ use crate::types;
 #[derive(Clone, Copy)]
 pub struct Struct<'p> {
     prog: &'p Program,
+    /// Its type id in the program's BTF.
     pub id: TypeId,
+    /// Its C name, as looked up.
     pub name: &'static str,
 }
 
 impl<'p> Struct<'p> {
+    /// The struct or union named `name` (`struct module`); [`Error::NoType`]
+    /// when the BTF has none of that name.
     pub fn find(prog: &'p Program, name: &'static str) -> Result<Struct<'p>> {
         let id = prog
             .types
@@ -34,10 +38,13 @@ impl<'p> Struct<'p> {
         Ok(Struct { prog, id, name })
     }
 
+    /// Its size in bytes (0 if the BTF gives none).
     pub fn size(&self) -> u64 {
         types::size_of(&self.prog.btf, self.id).unwrap_or(0)
     }
 
+    /// Whether it has the member path `path` (`core_layout.base`): how a
+    /// reader tells one kernel version's layout from another's.
     pub fn has(&self, path: &str) -> bool {
         types::member_path(&self.prog.btf, self.id, path).is_some()
     }
@@ -74,6 +81,8 @@ pub fn read(mem: &dyn Memory, what: &str, addr: u64, len: usize) -> Result<Vec<u
     })
 }
 
+/// Reads the little-endian u64 at `addr` for `what`, naming the address
+/// when it fails.
 pub fn read_u64(mem: &dyn Memory, what: &str, addr: u64) -> Result<u64> {
     mem.read_u64(addr).map_err(|error| Error::Read {
         what: what.to_owned(),

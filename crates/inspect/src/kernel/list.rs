@@ -9,6 +9,7 @@ use rustc_hash::FxHashSet;
 pub struct Walk {
     /// Addresses of the `list_head`s after the head, in order.
     pub nodes: Vec<u64>,
+    /// Why the walk stopped before coming back to the head (None: it did).
     pub stopped: Option<String>,
 }
 

@@ -26,14 +26,20 @@ const ELF64_SYM_SIZE: u64 = 24;
 /// The core kinds of `enum mod_mem_type` (6.4+), by enumerator name.
 const CORE_MEM: &[&str] = &["MOD_TEXT", "MOD_DATA", "MOD_RODATA", "MOD_RO_AFTER_INIT"];
 
+/// One loaded module, as read from its `struct module`.
 #[derive(Clone, Debug)]
 pub struct Module {
     /// The `struct module`.
     pub addr: u64,
+    /// Its name (`mod->name`).
     pub name: String,
     /// `enum module_state`'s name (MODULE_STATE_LIVE...), or its number.
     pub state: String,
+    /// Where its core memory starts: `core_layout.base`, or from 6.4
+    /// `mem[MOD_TEXT].base` (a kernel virtual address).
     pub base: u64,
+    /// Its core memory's size in bytes: `core_layout.size`, or from 6.4 the
+    /// sum of the core kinds' sizes.
     pub size: u64,
     /// `mod->kallsyms` (a `struct mod_kallsyms *`).
     pub kallsyms: u64,
@@ -49,13 +55,17 @@ pub struct Module {
 pub struct ModuleBtf {
     /// The `struct btf`.
     pub addr: u64,
+    /// `btf->data`: where the raw BTF is.
     pub data: u64,
+    /// `btf->data_size`: its size in bytes.
     pub size: u32,
 }
 
 /// Every module, and why the walk stopped early if it did.
 pub struct Modules {
+    /// The modules, in list order (newest first).
     pub modules: Vec<Module>,
+    /// Why the list walk stopped before its end (None: it did not).
     pub stopped: Option<String>,
 }
 
@@ -193,9 +203,14 @@ pub fn module_btfs(prog: &Program) -> Result<FxHashMap<u64, ModuleBtf>> {
 /// One symbol of a module, as /proc/kallsyms lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModSymbol {
+    /// Its address (`st_value`): a kernel virtual address.
     pub addr: u64,
+    /// Its size in bytes (`st_size`).
     pub size: u64,
+    /// Its nm type letter from `typetab` (`t`, `T`, `d`...; `t` when the
+    /// table does not say).
     pub type_char: u8,
+    /// Its name.
     pub name: String,
 }
 

@@ -34,15 +34,23 @@ const LOG_CONT: u64 = 8;
 /// Bytes of the id at the start of a text block (unsigned long).
 const BLOCK_ID: u64 = 8;
 
+/// One record of the log, from its `printk_info` and its text block.
 #[derive(Clone, Debug, Default)]
 pub struct Record {
+    /// `info->seq`: the record's sequence number, counted from 0 at boot.
     pub seq: u64,
+    /// `info->ts_nsec`: when it was logged, in nanoseconds of the local
+    /// clock since boot.
     pub ts_nsec: u64,
+    /// `info->level`: its log level, 0 (KERN_EMERG) to 7 (KERN_DEBUG).
     pub level: u8,
+    /// `info->facility`: syslog's facility (0: the kernel's own).
     pub facility: u8,
     /// `info->caller_id`: a task id, or a CPU with the top bit set.
     pub caller_id: u32,
+    /// LOG_CONT in `info->flags`: it continues the previous record's line.
     pub continuation: bool,
+    /// The text, without a newline (bytes that are not UTF-8 replaced).
     pub text: String,
     /// Why this record's text is missing or cut (the rest of it is shown).
     pub problem: Option<String>,
@@ -61,7 +69,9 @@ impl Record {
 
 /// The records of the ring in order, and why the walk stopped early if it did.
 pub struct Log {
+    /// The readable records, oldest first.
     pub records: Vec<Record>,
+    /// Why the walk stopped before the head (None: it did not).
     pub stopped: Option<String>,
 }
 
@@ -69,24 +79,43 @@ pub struct Log {
 /// infos (byte offsets; bitfields as bit offset and width), from the BTF.
 #[derive(Clone, Debug)]
 pub struct Ring {
+    /// `desc_ring.descs`: the address of the descriptor array.
     pub descs: u64,
+    /// `desc_ring.infos`: the address of the `printk_info` array.
     pub infos: u64,
+    /// `desc_ring.count_bits`: the rings hold `1 << count_bits` records.
     pub count_bits: u64,
+    /// `desc_ring.head_id`: the newest record's id.
     pub head_id: u64,
+    /// `desc_ring.tail_id`: the oldest record's id.
     pub tail_id: u64,
+    /// `text_data_ring.data`: the address of the text data ring.
     pub data: u64,
+    /// `text_data_ring.size_bits`: the text ring is `1 << size_bits` bytes.
     pub size_bits: u64,
+    /// Size of a `struct prb_desc` in bytes.
     pub desc_size: u64,
+    /// Size of a `struct printk_info` in bytes.
     pub info_size: u64,
+    /// Offset of `state_var.counter` in a `prb_desc`.
     pub state_off: u64,
+    /// Offset of `text_blk_lpos.begin` in a `prb_desc`.
     pub begin_off: u64,
+    /// Offset of `text_blk_lpos.next` in a `prb_desc`.
     pub next_off: u64,
+    /// Offset of `seq` in a `printk_info`.
     pub seq: u64,
+    /// Offset of `ts_nsec` in a `printk_info`.
     pub ts: u64,
+    /// Offset of `text_len` (16 bits) in a `printk_info`.
     pub text_len: u64,
+    /// Offset of `facility` (8 bits) in a `printk_info`.
     pub facility: u64,
+    /// The `flags` bitfield of a `printk_info`: bit offset and width.
     pub flags: (u64, u32),
+    /// The `level` bitfield of a `printk_info`: bit offset and width.
     pub level: (u64, u32),
+    /// Offset of `caller_id` (32 bits) in a `printk_info`.
     pub caller: u64,
 }
 

@@ -35,6 +35,9 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The offsets from the program's BTF, whichever names this kernel
+    /// version gives the members (`__state` or `state`, `cpu` in
+    /// `thread_info` or not); [`Error::NoTaskMember`] for one it lacks.
     pub fn new(prog: &Program) -> Result<Layout> {
         let t = |path: &str| member(prog, "struct task_struct", path);
         // 5.14 renamed `state` to `__state`; x86 keeps `cpu` in thread_info since 5.16.
@@ -72,26 +75,34 @@ fn member(prog: &Program, ty: &'static str, path: &str) -> Result<u64> {
 /// What `ps` shows of a task.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Task {
+    /// The `task_struct`'s kernel virtual address.
     pub addr: u64,
+    /// `pid`: the thread's id.
     pub pid: u32,
+    /// `tgid`: its process's id (the thread group leader's pid).
     pub tgid: u32,
     /// The real parent's tgid, as /proc's PPid.
     pub ppid: u32,
+    /// The CPU it runs on or last ran on.
     pub cpu: u32,
     /// The kernel's state letter (`R S D T t X Z P I`).
     pub state: char,
+    /// `comm`: its name, up to 16 bytes.
     pub comm: String,
     /// The base of its kernel stack.
     pub stack: u64,
     /// `thread.sp`: where a task that is not running saved its registers.
     pub thread_sp: u64,
+    /// `on_cpu`: it is running on its CPU (at the time of the dump).
     pub on_cpu: bool,
 }
 
 /// Tasks found by a walk, and why it stopped early, if it did.
 #[derive(Debug, Default)]
 pub struct Walk {
+    /// The `task_struct` addresses, in list order.
     pub tasks: Vec<u64>,
+    /// Why the walk stopped before its end (None: it did not).
     pub problem: Option<String>,
 }
 

@@ -34,7 +34,11 @@ const STACK_SIZE: u64 = 16 << 10;
 /// One frame.
 #[derive(Clone, Copy, Debug)]
 pub struct Frame {
+    /// The frame's instruction pointer: a return address, or where the
+    /// task was interrupted or stopped when `interrupted`.
     pub pc: u64,
+    /// The stack pointer at `pc` (for a caller's frame: its sp once the
+    /// callee has returned).
     pub sp: u64,
     /// The registers known at this frame (all of them after an interrupt).
     pub regs: Known,
@@ -49,13 +53,19 @@ pub struct Frame {
 pub struct End {
     /// The normal bottom (end of stack, user-mode registers) or a problem.
     pub ok: bool,
+    /// Why, in words ("end of stack", "no unwind information for 0x...").
     pub why: String,
+    /// The address the stop is about: the sp or pc where it stopped, the
+    /// word that did not read, or the task without a start.
     pub at: u64,
 }
 
+/// A backtrace: its frames, innermost first, and why it ends.
 #[derive(Clone, Debug)]
 pub struct Trace {
+    /// The frames, the one where the task is first.
     pub frames: Vec<Frame>,
+    /// Why the walk stopped after the last frame.
     pub end: End,
 }
 
@@ -71,7 +81,9 @@ enum Stack {
 /// The stacks a task's frames may be on: its own and the CPUs' IRQ stacks.
 #[derive(Clone, Debug, Default)]
 pub struct Stacks {
+    /// The base (lowest address) of the task's kernel stack, `task->stack`.
     pub task: u64,
+    /// Each CPU's IRQ stack as `[low, high)` addresses.
     pub irq: Vec<(u64, u64)>,
 }
 
@@ -89,18 +101,27 @@ impl Stacks {
 
 /// Everything unwinding needs that is the same for every task: read once.
 pub struct Unwinder {
+    /// The ORC tables of the kernel image and the modules.
     pub tables: orc::Tables,
+    /// Where the task readers find a task's members.
     pub layout: Layout,
+    /// Each CPU's registers at the time of the dump, from its PRSTATUS
+    /// note (none for the live kernel).
     pub cpus: Vec<CpuRegs>,
     /// The task each CPU runs.
     pub curr: Vec<u64>,
     irq_stacks: Vec<(u64, u64)>,
+    /// The loaded modules' text and ORC tables.
     pub modules: Vec<modules::ModuleText>,
     /// Problems found while reading the above, for the reply.
     pub problems: Vec<String>,
 }
 
 impl Unwinder {
+    /// Reads what every backtrace needs: the ORC tables (their format by
+    /// the kernel release), the modules, the task layout, which task each
+    /// CPU runs and the CPUs' registers. Only a missing task member is an
+    /// error; the rest goes to [`Unwinder::problems`].
     pub fn new(prog: &Program) -> Result<Unwinder> {
         let layout = Layout::new(prog)?;
         let mut problems = Vec::new();

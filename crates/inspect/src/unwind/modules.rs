@@ -4,17 +4,27 @@
 use crate::kernel::module::for_each_module;
 use crate::program::Program;
 
+/// One module's text and ORC tables, as `struct module` gives them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModuleText {
+    /// The module's name.
     pub name: String,
+    /// Where its text starts: `core_layout.base`, or from 6.4
+    /// `mem[MOD_TEXT].base`.
     pub base: u64,
+    /// Its text's size in bytes (`core_layout.text_size`, or
+    /// `mem[MOD_TEXT].size`).
     pub size: u64,
+    /// `mod->arch.orc_unwind_ip`: its array of relative ip entries.
     pub orc_ip: u64,
+    /// `mod->arch.orc_unwind`: its array of `struct orc_entry`.
     pub orc_entries: u64,
+    /// `mod->arch.num_orcs`: how many entries each array has.
     pub num_orcs: u64,
 }
 
 impl ModuleText {
+    /// Whether `addr` is in the module's text.
     pub fn contains(&self, addr: u64) -> bool {
         addr >= self.base && addr - self.base < self.size
     }

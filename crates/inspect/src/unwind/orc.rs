@@ -14,16 +14,28 @@
 use super::modules::ModuleText;
 use crate::program::Program;
 
-/// An ORC register (`ORC_REG_*`).
+/// An ORC register (`ORC_REG_*`): what an entry's `sp_reg` or `bp_reg`
+/// computes from. UNDEFINED: none (as `sp_reg`, no unwind information; as
+/// `bp_reg`, bp is unchanged or in the pt_regs).
 pub const REG_UNDEFINED: u8 = 0;
+/// As `bp_reg`: the caller's bp is saved at the caller's sp plus `bp_offset`.
 pub const REG_PREV_SP: u8 = 1;
+/// rdx, from the registers known at the frame.
 pub const REG_DX: u8 = 2;
+/// rdi, from the registers known at the frame.
 pub const REG_DI: u8 = 3;
+/// rbp: the caller's sp is bp plus `sp_offset` (as `bp_reg`: the caller's
+/// bp is saved at bp plus `bp_offset`).
 pub const REG_BP: u8 = 4;
+/// rsp: the caller's sp is sp plus `sp_offset`.
 pub const REG_SP: u8 = 5;
+/// r10, from the registers known at the frame.
 pub const REG_R10: u8 = 6;
+/// r13, from the registers known at the frame.
 pub const REG_R13: u8 = 7;
+/// The caller's sp is the word at bp plus `sp_offset`.
 pub const REG_BP_INDIRECT: u8 = 8;
+/// The caller's sp is the word at sp, plus `sp_offset`.
 pub const REG_SP_INDIRECT: u8 = 9;
 
 const ENTRY_SIZE: u64 = 6;
@@ -36,20 +48,30 @@ pub enum Kind {
     Undefined,
     /// The bottom of a stack (a kernel thread's first frame, entry code).
     EndOfStack,
+    /// A call frame: the caller's return address is the word below the
+    /// computed sp.
     Call,
     /// A full `struct pt_regs` at the computed sp.
     Regs,
     /// Only the iret frame of a `struct pt_regs` at the computed sp.
     RegsPartial,
+    /// A type value this reader does not know (the raw bits).
     Unknown(u8),
 }
 
+/// One `struct orc_entry`, decoded: how to find the caller's frame from
+/// this one's registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// Bytes added to `sp_reg`'s value to get the caller's sp (the CFA).
     pub sp_offset: i16,
+    /// Bytes added to `bp_reg`'s value to get where the caller's bp is saved.
     pub bp_offset: i16,
+    /// What the caller's sp is computed from (a `REG_*`).
     pub sp_reg: u8,
+    /// Where the caller's bp is found (a `REG_*`).
     pub bp_reg: u8,
+    /// What kind of frame this is.
     pub kind: Kind,
     /// The ip of the frame is exact (interrupted), not a return address.
     pub signal: bool,
@@ -155,6 +177,7 @@ pub struct Tables {
 
 /// An address's entry, or why there is none.
 pub enum Found {
+    /// The entry that describes the address.
     Entry(Entry),
     /// The address is in no table (generated code, BPF, not kernel text).
     NoTable,
@@ -163,6 +186,9 @@ pub enum Found {
 }
 
 impl Tables {
+    /// Reads vmlinux's tables (by their symbols), the lookup index and the
+    /// tables of `modules`, all decoded as `format`. A table that is
+    /// missing is noted in [`Tables::problems`], not an error.
     pub fn read(prog: &Program, format: Format, modules: Vec<ModuleText>) -> Tables {
         let mut problems = Vec::new();
         let sym = |n: &str| prog.symbol(n);
@@ -214,6 +240,7 @@ impl Tables {
         }
     }
 
+    /// The `struct orc_entry` layout the entries are decoded with.
     pub fn format(&self) -> Format {
         self.format
     }

@@ -16,14 +16,21 @@ use crate::program::Program;
 /// `struct pt_regs` (x86-64), whose first 21 words have the order of
 /// NT_PRSTATUS' `user_regs_struct`: word indexes of the registers ORC uses.
 pub const BP: usize = 4;
+/// r10's word.
 pub const R10: usize = 7;
+/// rdx's word.
 pub const DX: usize = 12;
+/// rdi's word.
 pub const DI: usize = 14;
+/// rip's word: the first of the iret frame.
 pub const IP: usize = 16;
+/// cs's word: its low two bits are the privilege level (3: user mode).
 pub const CS: usize = 17;
+/// rsp's word.
 pub const SP: usize = 19;
 /// `pt_regs` from `ip` on: what an exception or interrupt pushed.
 pub const IRET_FRAME_OFFSET: u64 = (IP * 8) as u64;
+/// r13's word.
 pub const R13: usize = 2;
 /// The argument registers of the x86-64 calling convention, as pt_regs words.
 pub const ARGS: [(&str, usize); 6] = [
@@ -38,12 +45,16 @@ pub const ARGS: [(&str, usize); 6] = [
 /// The registers known at a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Known {
+    /// None: only ip, sp and bp, which the unwinder tracks itself.
     None,
     /// A CPU's register note: all of them.
     Cpu([u64; 21]),
     /// A `struct pt_regs` in memory; `full` false when only the iret frame is valid.
     PtRegs {
+        /// The `struct pt_regs`' kernel virtual address.
         addr: u64,
+        /// Every word is valid (a full pt_regs); false: only the iret frame
+        /// (ip, cs, flags, sp, ss).
         full: bool,
     },
 }
@@ -65,6 +76,7 @@ impl Known {
         }
     }
 
+    /// Whether every register is known: a CPU's note or a full pt_regs.
     pub fn is_full(&self) -> bool {
         matches!(self, Known::Cpu(_) | Known::PtRegs { full: true, .. })
     }
@@ -73,9 +85,13 @@ impl Known {
 /// Where a task's unwind begins.
 #[derive(Clone, Copy, Debug)]
 pub struct Start {
+    /// The instruction pointer the unwind starts at.
     pub ip: u64,
+    /// The stack pointer there.
     pub sp: u64,
+    /// The frame pointer (rbp) there.
     pub bp: u64,
+    /// The other registers known there.
     pub regs: Known,
     /// `ip` is exact (interrupted), not a return address.
     pub signal: bool,
@@ -89,6 +105,7 @@ pub struct NoStart {
     /// A normal state, not a problem: the task runs in user mode, so its
     /// trace has no kernel frames and ends at its user-mode registers.
     pub ok: bool,
+    /// Why, in words.
     pub why: String,
 }
 
