@@ -744,6 +744,31 @@ fn encode_segment<P: FuncPolicy>(
         }
         out_units.push((remap, u.policy));
     }
+    release_segment(cx, units);
+    let (btf, anchors) = if cx.dedup {
+        dedup_segment(cx, sink, &anchors)?
+    } else {
+        (sink.into_btf(), anchors)
+    };
+    // Anchor numbers -> ids of the (deduplicated) segment.
+    let resolve = |n: TypeId| anchors.get(n as usize).copied().unwrap_or(0);
+    for (remap, _) in &mut out_units {
+        remap.map_globals(resolve);
+    }
+    for v in &mut vars {
+        v.var = resolve(v.var);
+    }
+    Ok(Segment {
+        btf,
+        units: out_units,
+        vars,
+        warnings,
+    })
+}
+
+/// Releases the pages of a converted segment's DIEs (with the pages the
+/// units' edges share) and of what its units read in passing.
+fn release_segment(cx: &SegmentContext<'_, '_>, units: &[gimli::UnitHeader<Reader<'_>>]) {
     // The whole segment's DIEs, with the pages the units' edges share.
     if let (Some(file_off), Some(first), Some(last)) =
         (cx.info_file_offset, units.first(), units.last())
@@ -760,47 +785,38 @@ fn encode_segment<P: FuncPolicy>(
     for &(start, end) in &cx.passing_file_ranges {
         cx.elf.release(start, end);
     }
-    let btf = if !cx.dedup {
-        sink.into_btf()
-    } else {
-        let name = sink.strings.add(ANCHOR.as_bytes());
-        for (n, &id) in anchors.iter().enumerate() {
-            sink.add_type(Type::new(
-                name,
-                TypeData::DeclTag {
-                    ty: id,
-                    component_idx: n as i32,
-                },
-            ));
-        }
-        // A segment's strings are unique already (`Strings`): its dedup
-        // keeps them as they are; the final dedup drops the unused ones.
-        let (mut btf, spare) = btf::encoder_hooks::dedup_owned_with_spare(
-            sink.into_btf(),
-            &dedup_options(true, &cx.base_table),
-        )
-        .map_err(|e| dedup_error(cx.path, e))?;
-        SPARE_TYPES.set(spare);
-        anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
-            path: cx.path.to_owned(),
-            msg: "dedup lost track of a segment's anchors".into(),
-        })?;
-        btf
-    };
-    // Anchor numbers -> ids of the (deduplicated) segment.
-    let resolve = |n: TypeId| anchors.get(n as usize).copied().unwrap_or(0);
-    for (remap, _) in &mut out_units {
-        remap.map_globals(resolve);
+}
+
+/// A segment's own dedup, with its anchors carried through it: the ids
+/// that `anchors` held, as ids of the deduplicated segment.
+fn dedup_segment(
+    cx: &SegmentContext<'_, '_>,
+    mut sink: Sink,
+    anchors: &[TypeId],
+) -> Result<(Btf, Vec<TypeId>)> {
+    let name = sink.strings.add(ANCHOR.as_bytes());
+    for (n, &id) in anchors.iter().enumerate() {
+        sink.add_type(Type::new(
+            name,
+            TypeData::DeclTag {
+                ty: id,
+                component_idx: n as i32,
+            },
+        ));
     }
-    for v in &mut vars {
-        v.var = resolve(v.var);
-    }
-    Ok(Segment {
-        btf,
-        units: out_units,
-        vars,
-        warnings,
-    })
+    // A segment's strings are unique already (`Strings`): its dedup
+    // keeps them as they are; the final dedup drops the unused ones.
+    let (mut btf, spare) = btf::encoder_hooks::dedup_owned_with_spare(
+        sink.into_btf(),
+        &dedup_options(true, &cx.base_table),
+    )
+    .map_err(|e| dedup_error(cx.path, e))?;
+    SPARE_TYPES.set(spare);
+    let anchors = take_anchors(&mut btf, anchors.len()).ok_or_else(|| Error::Encode {
+        path: cx.path.to_owned(),
+        msg: "dedup lost track of a segment's anchors".into(),
+    })?;
+    Ok((btf, anchors))
 }
 
 /// Deduplicates a BTF the encoder made (and gives away). `keep_strings`:
