@@ -438,6 +438,15 @@ fn bad_input_32_bit_and_big_endian_are_unsupported() {
         }
     });
     try_encode(&be).expect_err("big-endian ELF");
+    // Another machine is refused by name, never encoded with x86-64's
+    // rules (oracle: the e_machine written, as readelf -h shows it).
+    let arm64 = patched(&fx, &elf, "arm64", |d| {
+        if let Some(m) = d.get_mut(18..20) {
+            m.copy_from_slice(&183u16.to_le_bytes());
+        }
+    });
+    let e = try_encode(&arm64).expect_err("AArch64 ELF").to_string();
+    assert!(e.contains("architecture AArch64 (e_machine 183"), "{e}");
 }
 
 #[test]

@@ -269,6 +269,7 @@ mod tests {
         let mut elf = vec![0u8; 64 + PHDR_LEN as usize];
         elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
         elf[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+        elf[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
         elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
         elf[0x36..0x38].copy_from_slice(&(PHDR_LEN as u16).to_le_bytes());
         elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
@@ -278,6 +279,33 @@ mod tests {
         p[32..40].copy_from_slice(&0x100u64.to_le_bytes()); // p_filesz
         p[40..48].copy_from_slice(&0x100u64.to_le_bytes()); // p_memsz
         elf
+    }
+
+    /// Oracle: the ELF header's own fields (readelf -h reads the same).
+    #[test]
+    fn a_core_of_an_architecture_without_a_description_is_refused_by_name() {
+        let mut arm64 = core_with_truncated(PT_LOAD);
+        arm64[18..20].copy_from_slice(&183u16.to_le_bytes()); // EM_AARCH64
+        let e = ElfDump::parse(Bytes::Owned(arm64))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.starts_with("architecture AArch64 (e_machine 183, 64-bit little-endian)"),
+            "{e}"
+        );
+        // s390x: big-endian, its e_machine in its own byte order.
+        let mut s390 = core_with_truncated(PT_LOAD);
+        s390[5] = 2;
+        s390[18..20].copy_from_slice(&22u16.to_be_bytes()); // EM_S390
+        let e = ElfDump::parse(Bytes::Owned(s390))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.starts_with("architecture s390x (e_machine 22, 64-bit big-endian)"),
+            "{e}"
+        );
     }
 
     #[test]
