@@ -61,6 +61,16 @@ pub enum Error {
     /// A symbol that finding the kernel's BTF in memory needs.
     #[error("no {0} symbol: give --btf")]
     NoBtfSymbol(&'static str),
+    /// A BTF file given that describes another kernel than the one read
+    /// (another release, build or architecture): the kernel (a dump's
+    /// path, or the running kernel), its release and what differs.
+    #[error("{}: BTF of another kernel than {kernel} ({release}): {differences}", btf.display())]
+    OtherKernelBtf {
+        btf: PathBuf,
+        kernel: String,
+        release: String,
+        differences: String,
+    },
     /// A module's BTF file given for a module the kernel has not loaded.
     #[error("{}: no module {module} is loaded", path.display())]
     NoModule { path: PathBuf, module: String },

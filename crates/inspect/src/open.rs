@@ -40,7 +40,24 @@ pub fn open(opts: &Options) -> Result<Program> {
             kmem::btf::read(&kernel, start, stop).map_err(|e| in_dump(&kernel, e))?
         }
     };
+    let info = kernel.vmcoreinfo().clone();
+    let described = match &opts.vmcore {
+        Some(_) => kernel.path().display().to_string(),
+        None => "the running kernel".to_owned(),
+    };
     let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
+    // A BTF file given may be another kernel's: refused before it reads anything.
+    if let Some(path) = &opts.btf {
+        let differences = crate::kernel::btf_check::differences(&prog, &info);
+        if !differences.is_empty() {
+            return Err(Error::OtherKernelBtf {
+                btf: path.clone(),
+                kernel: described,
+                release: info.osrelease().unwrap_or("release unknown").to_owned(),
+                differences: crate::kernel::btf_check::summary(&differences),
+            });
+        }
+    }
     // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
     // has them already); what does not read is left out and `mod` says why.
     crate::kernel::module::load_symbols(&mut prog, syms);
