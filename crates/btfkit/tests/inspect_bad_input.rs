@@ -160,3 +160,88 @@ fn unknown_commands_and_void_say_so_and_the_rest_still_print() {
     }
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "(int)1");
 }
+
+/// `btfkit inspect DUMP` with `input` on stdin.
+fn inspect_stdin(dump: &Path, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_btfkit"))
+        .arg("inspect")
+        .arg(dump)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+/// As a compiler shows an error in a long line: a window of it around the
+/// column, `…` where cut, and a caret under the column on the next line;
+/// the message names what was written by its start, end and length. A
+/// 10 MB line gives a few hundred bytes of stderr, not the line twice.
+#[test]
+fn a_long_line_s_error_shows_a_window_around_its_column_with_a_caret_like_a_compiler() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let half = "1+".repeat(2_500_000);
+    let odd = format!("{half}${half}1");
+    let name = "a".repeat(10_000_000);
+    let number = format!("0x{}", "f".repeat(10_000_000));
+    let input = format!("{odd}\n{name}\n{number}\nper_cpu(runqueues, 1).cpu\n");
+    let o = inspect_stdin(&d.kdump_zlib, input.as_bytes());
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", &err[..err.len().min(2000)]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "(int)1\n");
+    assert!(
+        err.len() < 1500,
+        "{} bytes of stderr:\n{}",
+        err.len(),
+        &err[..2000]
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 6, "{err}");
+
+    // The unexpected character, in the middle of the window, the caret under it.
+    let col = half.len() + 1;
+    assert!(
+        lines[0].starts_with("btfkit: …1+1+")
+            && lines[0].ends_with(&format!("…: column {col}: unexpected character '$'")),
+        "{}",
+        lines[0]
+    );
+    let caret = lines[1].chars().count() - 1;
+    assert!(
+        lines[1].ends_with('^') && lines[1].trim() == "^",
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[0].chars().nth(caret),
+        Some('$'),
+        "{}\n{}",
+        lines[0],
+        lines[1]
+    );
+
+    // At column 1: the window starts there.
+    assert!(
+        lines[2].starts_with("btfkit: aaaa")
+            && lines[2].contains("…: column 1: no variable, function or enumerator \"aaaa")
+            && lines[2].ends_with("aaaa\" (10000000 bytes)"),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(lines[3], format!("{}^", " ".repeat("btfkit: ".len())));
+    assert!(
+        lines[4].contains(": column 1: bad number \"0xffff")
+            && lines[4].ends_with("ffff\" (10000002 bytes)"),
+        "{}",
+        lines[4]
+    );
+}

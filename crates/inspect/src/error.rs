@@ -26,7 +26,7 @@ pub enum Error {
     #[error("column {col}: {error}")]
     At { col: usize, error: Box<Error> },
     /// A line that reads as a command this program does not have.
-    #[error("unknown command {0:?}: `help` lists the commands")]
+    #[error("unknown command {}: `help` lists the commands", crate::message::quoted(.0))]
     UnknownCommand(String),
     /// A command's arguments are wrong: its usage.
     #[error("usage: {0}")]
@@ -161,6 +161,18 @@ impl Error {
             error: Box::new(error),
         }
     }
+    /// The column of the line the error is at, counted from 1 in bytes;
+    /// `None` for an error of no place in it.
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            Error::Syntax { col, .. }
+            | Error::Eval { col, .. }
+            | Error::Memory { col, .. }
+            | Error::At { col, .. } => Some(*col),
+            _ => None,
+        }
+    }
+
     /// The same error with its column counted `by` bytes further right:
     /// for an expression that is part of a longer line. Errors without a
     /// column stay as they are.

@@ -7,6 +7,7 @@
 use btf::{TypeData, TypeId};
 
 use crate::error::{Error, Result};
+use crate::message::quoted;
 use crate::parse::{Arg, Expr, Parser, TypeName};
 use crate::program::Program;
 use crate::types::{self, resolve};
@@ -138,7 +139,7 @@ impl Program {
 
     fn ty(&mut self, t: &TypeName) -> Result<TypeId> {
         self.find_type(&t.base, t.pointers)
-            .ok_or_else(|| Error::eval(t.col, format!("no type {:?} in the BTF", t.base)))
+            .ok_or_else(|| Error::eval(t.col, format!("no type {} in the BTF", quoted(&t.base))))
     }
 
     fn mem_err(col: usize) -> impl Fn(kmem::Error) -> Error {
@@ -332,7 +333,7 @@ impl Program {
                     "{name} ({addr:#x} in kallsyms) has no BTF type: name one, e.g. *(unsigned long *){addr:#x}"
                 ),
             )),
-            None => Err(Error::eval(col, format!("no variable, function or enumerator {name:?}"))),
+            None => Err(Error::eval(col, format!("no variable, function or enumerator {}", quoted(name)))),
         }
     }
 
@@ -376,7 +377,7 @@ impl Program {
         let f = types::member(&self.btf, outer, name).ok_or_else(|| {
             Error::eval(
                 col,
-                format!("{} has no member {name:?}", self.type_name(v.ty)),
+                format!("{} has no member {}", self.type_name(v.ty), quoted(name)),
             )
         })?;
         let addr = v
@@ -591,7 +592,7 @@ impl Program {
                 let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
                     Error::eval(
                         *pcol,
-                        format!("{} has no member {path:?}", self.type_name(ty)),
+                        format!("{} has no member {}", self.type_name(ty), quoted(path)),
                     )
                 })?;
                 let pty = self.pointer_to(ty);
@@ -655,7 +656,7 @@ impl Program {
                 let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
                     Error::eval(
                         *pcol,
-                        format!("{} has no member {path:?}", self.type_name(ty)),
+                        format!("{} has no member {}", self.type_name(ty), quoted(path)),
                     )
                 })?;
                 (Some(ty), f.bit_offset / 8)

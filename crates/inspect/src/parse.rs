@@ -7,6 +7,7 @@
 //! [`Parser::new`]) starts a cast.
 
 use crate::error::{Error, Result};
+use crate::message::quoted;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
@@ -50,7 +51,7 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
             } else {
                 digits.parse()
             };
-            let v = v.map_err(|_| Error::syntax(col, format!("bad number {text:?}")))?;
+            let v = v.map_err(|_| Error::syntax(col, format!("bad number {}", quoted(text))))?;
             out.push((Tok::Num(v), col));
         } else if c == b'"' {
             let s = i + 1;
@@ -478,9 +479,9 @@ impl<'a> Parser<'a> {
 
 fn show(t: &Tok) -> String {
     match t {
-        Tok::Ident(n) => format!("{n:?}"),
+        Tok::Ident(n) => quoted(n),
         Tok::Num(n) => n.to_string(),
-        Tok::Str(s) => format!("\"{s}\""),
+        Tok::Str(s) => quoted(s),
         Tok::Punct(p) => format!("{p:?}"),
     }
 }

@@ -19,6 +19,7 @@ use crate::command::Reply;
 use crate::error::{Error, Result};
 use crate::format::json_addr;
 use crate::kernel::task::{self, Task};
+use crate::message::quoted;
 use crate::program::Program;
 use crate::unwind::{registers, Frame, Trace, Unwinder};
 
@@ -56,7 +57,7 @@ enum Which {
 
 /// `1`, `0,1`, `0-3,5`: CPU numbers.
 fn cpu_list(s: &str) -> Result<Vec<usize>> {
-    let bad = || Error::Usage(format!("{USAGE}: bad CPU list {s:?}"));
+    let bad = || Error::Usage(format!("{USAGE}: bad CPU list {}", quoted(s)));
     let mut out = Vec::new();
     for part in s.split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));

@@ -17,6 +17,7 @@ use crate::command::Reply;
 use crate::error::{Error, Result};
 use crate::eval::{Evaluated, Loc, Value};
 use crate::format::json_addr;
+use crate::message::quoted;
 use crate::program::Program;
 use crate::types;
 
@@ -61,7 +62,7 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         .get(&tyname)
         .copied()
         .or_else(|| prog.find_type(&tyname, 0))
-        .ok_or_else(|| Error::eval(0, format!("no type {tyname:?} in the BTF")))?;
+        .ok_or_else(|| Error::eval(0, format!("no type {} in the BTF", quoted(&tyname))))?;
     if !matches!(
         types::data(&prog.btf, ty),
         Some(TypeData::Struct { .. } | TypeData::Union { .. })
@@ -85,7 +86,10 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     };
     for m in &members {
         if types::member_path(&prog.btf, ty, m).is_none() {
-            return Err(Error::eval(0, format!("{tyname} has no member {m:?}")));
+            return Err(Error::eval(
+                0,
+                format!("{tyname} has no member {}", quoted(m)),
+            ));
         }
     }
     match addr {
