@@ -245,3 +245,38 @@ fn a_long_line_s_error_shows_a_window_around_its_column_with_a_caret_like_a_comp
         lines[4]
     );
 }
+
+/// crash's `struct task_struct 0` says once that 0 does not read; here the
+/// same: one error naming the address (and the column of ADDR), not a
+/// "not mapped" per member; a struct that reads still prints.
+#[test]
+fn a_struct_at_an_unmapped_address_is_one_error_naming_the_address_as_crash_says_it() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let o = inspect(
+        &d.kdump_zlib,
+        &[
+            "struct task_struct 0",
+            "struct task_struct.pid,comm 0x10",
+            "struct rq ffffc8fffffff000",
+            "struct rq.cpu &per_cpu(runqueues, 1)",
+        ],
+    );
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        ".cpu = (int)1\n",
+        "{err}"
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for (line, want) in lines.iter().zip([
+        "btfkit: struct task_struct 0: column 20: virtual address 0x0 is not mapped",
+        "btfkit: struct task_struct.pid,comm 0x10: column 29: virtual address 0x10 is not mapped",
+        "btfkit: struct rq ffffc8fffffff000: column 11: virtual address 0xffffc8fffffff000 is not mapped",
+    ]) {
+        assert!(line.starts_with(want), "{line}");
+    }
+}

@@ -70,12 +70,12 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         return Err(Error::eval(0, format!("{tyname} is no struct or union")));
     }
     let expr = after.trim();
+    let col = args.len() - after.trim_start().len();
     let addr = if expr.is_empty() {
         None
     } else if let Some(a) = sym::parse_address(expr) {
         Some(a)
     } else {
-        let col = args.len() - after.trim_start().len();
         let v = match prog.eval_str(expr).map_err(|e| e.shifted(col))? {
             Evaluated::One(v) => v,
             Evaluated::Many(_) => {
@@ -91,6 +91,17 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
                 format!("{tyname} has no member {}", quoted(m)),
             ));
         }
+    }
+    // A struct whose start does not read is one error naming the address,
+    // not one per member.
+    if let (Some(a), false) = (addr, offsets) {
+        let mut first = [0u8];
+        prog.mem
+            .read_virt(a, &mut first)
+            .map_err(|error| Error::Memory {
+                col: col + 1,
+                error,
+            })?;
     }
     match addr {
         Some(a) if !offsets && members.is_empty() => {
