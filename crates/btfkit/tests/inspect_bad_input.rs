@@ -280,3 +280,42 @@ fn a_struct_at_an_unmapped_address_is_one_error_naming_the_address_as_crash_says
         assert!(line.starts_with(want), "{line}");
     }
 }
+
+/// A cast to a name the BTF has no type of names that type (C compilers:
+/// "unknown type name"), as a cast to an unknown struct does; a name in
+/// parentheses that an operator follows is still an expression.
+#[test]
+fn a_cast_to_an_unknown_type_names_the_type_as_a_c_compiler_does() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let o = inspect(
+        &d.elf,
+        &[
+            "(no_such_typedef)1",
+            "(no_such_typedef *)0",
+            "sizeof(no_such_typedef)",
+            "(struct no_such_type *)0",
+            "(u64)1",
+            "(per_cpu(runqueues, 1).cpu) + 1",
+        ],
+    );
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        ["(u64)1", "(long)2"],
+        "{err}"
+    );
+    for want in [
+        "btfkit: (no_such_typedef)1: column 2: unknown type \"no_such_typedef\"",
+        "btfkit: (no_such_typedef *)0: column 2: unknown type \"no_such_typedef\"",
+        "btfkit: sizeof(no_such_typedef): column 8: unknown type \"no_such_typedef\"",
+        "btfkit: (struct no_such_type *)0: column 2: no type \"struct no_such_type\" in the BTF",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    assert!(!err.contains("unexpected"), "{err}");
+}

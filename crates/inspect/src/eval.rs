@@ -138,8 +138,21 @@ impl Program {
     }
 
     fn ty(&mut self, t: &TypeName) -> Result<TypeId> {
-        self.find_type(&t.base, t.pointers)
-            .ok_or_else(|| Error::eval(t.col, format!("no type {} in the BTF", quoted(&t.base))))
+        if let Some(id) = self.find_type(&t.base, t.pointers) {
+            return Ok(id);
+        }
+        let name = quoted(&t.base);
+        // A bare word that is no type: a typedef the BTF lacks, or a name
+        // of something else written where a cast's type goes.
+        let bare = !t.base.contains(' ') && !crate::parse::is_keyword(&t.base);
+        let msg = if bare && self.vars.contains_key(&t.base) {
+            format!("unknown type {name}: a variable, not a type")
+        } else if bare {
+            format!("unknown type {name}: no typedef or base type of that name in the BTF")
+        } else {
+            format!("no type {name} in the BTF")
+        };
+        Err(Error::eval(t.col, msg))
     }
 
     fn mem_err(col: usize) -> impl Fn(kmem::Error) -> Error {
