@@ -319,3 +319,49 @@ fn a_cast_to_an_unknown_type_names_the_type_as_a_c_compiler_does() {
     }
     assert!(!err.contains("unexpected"), "{err}");
 }
+
+/// crash's `bt [pid | taskp]`: a decimal number is a pid, however large
+/// (no kernel address is all decimal digits), and a pid no task has says
+/// so; a hex kernel address is a task.
+#[test]
+fn bt_takes_a_decimal_number_as_a_pid_and_a_hex_address_as_a_task_as_crash_does() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let one = inspect(&d.kdump_zlib, &["bt 1"]);
+    assert!(one.status.success(), "{}", no_panic(&one));
+    let text = String::from_utf8_lossy(&one.stdout).into_owned();
+    assert!(text.starts_with("PID: 1  TASK: "), "{text}");
+    let task = text["PID: 1  TASK: ".len()..].split(' ').next().unwrap();
+    for arg in [task.to_owned(), format!("0x{task}")] {
+        let o = inspect(&d.kdump_zlib, &[&format!("bt {arg}")]);
+        assert!(o.status.success(), "{arg}: {}", no_panic(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), text, "{arg}");
+    }
+    let o = inspect(
+        &d.kdump_zlib,
+        &[
+            "bt 999999999",
+            "bt 4194304",
+            "bt 99999999999999999999",
+            "bt 12ab",
+        ],
+    );
+    let err = no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "btfkit: bt 999999999: column 4: no task with pid 999999999",
+            "btfkit: bt 4194304: column 4: no task with pid 4194304",
+            "btfkit: bt 99999999999999999999: column 4: no task with pid 99999999999999999999",
+            "btfkit: bt 12ab: usage: bt [PID|TASK|-a|-c CPU[,CPU...]]: \"12ab\" is neither a pid nor a task address",
+        ],
+        "{err}"
+    );
+}
