@@ -286,3 +286,49 @@ fn variables_elsewhere_than_kallsyms_has_them_are_refused_as_the_drgn_plugin_ref
     );
     assert!(!err.contains("VMCOREINFO"), "{err}");
 }
+
+/// Debian's 7.2 (sid) dump that tests/kallsyms_new_kernel.rs of kmem
+/// makes and caches, with its own BTF and with 6.1's: another release
+/// both ways, refused both ways; each kernel's own BTF is accepted.
+#[test]
+fn debian_7_2_and_6_1_refuse_each_other_s_btf_and_take_their_own() {
+    let Some(d) = dumps::dumps_or_skip() else {
+        return;
+    };
+    let new = testkit::cache_dir()
+        .join("debian-new")
+        .join("7.2.13+deb14-cloud-amd64");
+    if !new.join("dump-done").is_file() {
+        testkit::skip(
+            "no 7.2 dump cached: cargo test -p btfkit-kmem --test kallsyms_new_kernel makes it",
+        );
+        return;
+    }
+    let dump72 = new.join("vmcore.elf");
+    let dir = tempfile::tempdir().unwrap();
+    let btf72 = write(dir.path(), "7.2.btf", &own_btf(&dump72));
+    let btf61 = write(dir.path(), "6.1.btf", &own_btf(&d.elf));
+    let o = inspect(&dump72, &btf72, &["sizeof(struct rq)"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = inspect(&d.elf, &btf61, &["sizeof(struct rq)"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let o = inspect(&d.elf, &btf72, &["sizeof(struct rq)"]);
+    assert_refused(
+        &o,
+        &btf72,
+        &d.elf,
+        " variables are not where kallsyms has them",
+    );
+    let o = inspect(&dump72, &btf61, &["sizeof(struct rq)"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(o.stdout.is_empty());
+    let head = format!(
+        "btfkit: error: {}: BTF of another kernel than {} (7.2.13+deb14-cloud-amd64): ",
+        btf61.display(),
+        dump72.display()
+    );
+    assert!(err.starts_with(&head), "{err}");
+    assert!(err.contains(" in VMCOREINFO"), "{err}");
+}
