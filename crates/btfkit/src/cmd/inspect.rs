@@ -25,7 +25,9 @@ pub struct InspectArgs {
     #[arg(value_name = "VMCORE|LINE")]
     args: Vec<String>,
     /// BTF with the variables (e.g. `btfkit encode --vars all`); default:
-    /// the dump's own, or /sys/kernel/btf/vmlinux live
+    /// the dump's own, or /sys/kernel/btf/vmlinux live. Checked against the
+    /// kernel (architecture, init_uts_ns's release, VMCOREINFO's sizes and
+    /// offsets, where the variables are): another kernel's is refused
     #[arg(long)]
     btf: Option<PathBuf>,
     /// Symbols: /proc/kallsyms text or a System.map; default: the kernel's
