@@ -162,8 +162,9 @@ fn corrupt_descriptors_and_text_blocks_say_so_and_the_rest_prints() {
     patch(
         &mut prog,
         vec![
-            // A text block longer than the ring.
-            u64_at(d1 + r.next_off, begin1 + 2 * size),
+            // A text block longer than the ring (lpos values start at
+            // -size, so they wrap as the kernel's do).
+            u64_at(d1 + r.next_off, begin1.wrapping_add(2 * size)),
             // A text block that names another record.
             u64_at(r.data + (begin2 & (size - 1)), bad2 + 7),
         ],

@@ -44,10 +44,25 @@ fn inspect_live_kcore_in_guest_equals_proc_and_uname() {
             .args(["--vars", "all", "-o"])
             .arg(&btf),
     );
+    // The same BTF with struct zone 64 bytes larger: another build's.
+    let mut other = btf::load_file(&btf, None).unwrap();
+    let zone = other
+        .iter()
+        .find(|(_, t)| {
+            matches!(t.data, btf::TypeData::Struct { .. }) && other.name_of(t).ok() == Some("zone")
+        })
+        .map(|(id, _)| id)
+        .unwrap();
+    if let btf::TypeData::Struct { size, .. } = &mut other.type_by_id_mut(zone).unwrap().data {
+        *size += 64;
+    }
+    let other_btf = dir.path().join("other.btf");
+    std::fs::write(&other_btf, other.to_bytes()).unwrap();
     let initrd = dir.path().join("initrd.cpio");
     let mut fs = Initramfs::new();
     fs.binary("/bin/btfkit", std::path::Path::new(env!("CARGO_BIN_EXE_btfkit")))
         .file("/vmlinux.btf", &btf)
+        .file("/other.btf", &other_btf)
         .file(
             "/lib/modules/dummy.ko",
             &k.image_modules.join("kernel/drivers/net/dummy.ko"),
@@ -76,6 +91,10 @@ mods=$($I --json 'list_for_each_entry(struct module, &modules, list)' | sed 's/.
 names=$(for m in $mods; do echo "((struct module *)$m)->name"; done | $I --json | sed 's/.*"value":"\(.*\)"}/\1/' | sort | tr '\n' ',')
 echo "BTFKIT-RESULT inspect-modules $names"
 $I 'no_such_variable' 2>&1 | sed 's/^/BTFKIT-RESULT error /'
+# Another build's BTF is refused, as for a dump.
+btfkit inspect --btf /other.btf 'sizeof(struct zone)' > /tmp/other.txt 2>&1
+echo "BTFKIT-RESULT other-btf-rc $?"
+sed 's/^/BTFKIT-RESULT other-btf /' /tmp/other.txt
 # kstate (mod, log): `mod` lists /proc/modules' names; `log` ends as dmesg does.
 echo "BTFKIT-RESULT kstate-mod $($I mod | tail -n +2 | awk '{print $2}' | sort | tr '\n' ',')"
 $I log > /tmp/log.txt
@@ -125,6 +144,16 @@ echo "BTFKIT-RESULT sym $($I 'sym do_nanosleep' | tr '\n' '|')"
     assert!(
         e.contains("column 1") && e.contains("no_such_variable"),
         "{e}"
+    );
+    // A BTF of another build than the running kernel: refused, naming it
+    // and what differs from VMCOREINFO (/sys/kernel/vmcoreinfo's note).
+    assert_eq!(r("other-btf-rc"), "1", "{}", console.text);
+    let o = r("other-btf");
+    assert!(
+        o.starts_with(
+            "btfkit: error: /other.btf: BTF of another kernel than the running kernel (6.1.0-"
+        ) && o.ends_with("): sizeof(struct zone) is 1600 in the BTF, 1536 in VMCOREINFO"),
+        "{o}"
     );
     // kstate (mod, log): the guest's /proc/modules and dmesg are the oracle.
     assert_eq!(r("kstate-mod"), r("proc-modules"), "{}", console.text);

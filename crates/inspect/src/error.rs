@@ -48,7 +48,7 @@ pub enum Error {
         error: Box<Error>,
     },
     /// A line that reads as a command this program does not have.
-    #[error("unknown command {0:?}: `help` lists the commands")]
+    #[error("unknown command {}: `help` lists the commands", crate::message::quoted(.0))]
     UnknownCommand(String),
     /// A command's arguments are wrong: its usage.
     #[error("usage: {0}")]
@@ -100,6 +100,16 @@ pub enum Error {
     /// A symbol that finding the kernel's BTF in memory needs.
     #[error("no {0} symbol: give --btf")]
     NoBtfSymbol(&'static str),
+    /// A BTF file given that describes another kernel than the one read
+    /// (another release, build or architecture): the kernel (a dump's
+    /// path, or the running kernel), its release and what differs.
+    #[error("{}: BTF of another kernel than {kernel} ({release}): {differences}", btf.display())]
+    OtherKernelBtf {
+        btf: PathBuf,
+        kernel: String,
+        release: String,
+        differences: String,
+    },
     /// A module's BTF file given for a module the kernel has not loaded.
     #[error("{}: no module {module} is loaded", path.display())]
     NoModule {
@@ -236,6 +246,18 @@ impl Error {
             error: Box::new(error),
         }
     }
+    /// The column of the line the error is at, counted from 1 in bytes;
+    /// `None` for an error of no place in it.
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            Error::Syntax { col, .. }
+            | Error::Eval { col, .. }
+            | Error::Memory { col, .. }
+            | Error::At { col, .. } => Some(*col),
+            _ => None,
+        }
+    }
+
     /// The same error with its column counted `by` bytes further right:
     /// for an expression that is part of a longer line. Errors without a
     /// column stay as they are.

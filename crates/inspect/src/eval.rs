@@ -7,6 +7,7 @@
 use btf::{TypeData, TypeId};
 
 use crate::error::{Error, Result};
+use crate::message::quoted;
 use crate::parse::{Arg, Expr, Parser, TypeName};
 use crate::program::Program;
 use crate::types::{self, resolve};
@@ -162,8 +163,21 @@ impl Program {
     }
 
     fn ty(&mut self, t: &TypeName) -> Result<TypeId> {
-        self.find_type(&t.base, t.pointers)
-            .ok_or_else(|| Error::eval(t.col, format!("no type {:?} in the BTF", t.base)))
+        if let Some(id) = self.find_type(&t.base, t.pointers) {
+            return Ok(id);
+        }
+        let name = quoted(&t.base);
+        // A bare word that is no type: a typedef the BTF lacks, or a name
+        // of something else written where a cast's type goes.
+        let bare = !t.base.contains(' ') && !crate::parse::is_keyword(&t.base);
+        let msg = if bare && self.vars.contains_key(&t.base) {
+            format!("unknown type {name}: a variable, not a type")
+        } else if bare {
+            format!("unknown type {name}: no typedef or base type of that name in the BTF")
+        } else {
+            format!("no type {name} in the BTF")
+        };
+        Err(Error::eval(t.col, msg))
     }
 
     fn mem_err(col: usize) -> impl Fn(kmem::Error) -> Error {
@@ -363,7 +377,7 @@ impl Program {
                     "{name} ({addr:#x} in kallsyms) has no BTF type: name one, e.g. *(unsigned long *){addr:#x}"
                 ),
             )),
-            None => Err(Error::eval(col, format!("no variable, function or enumerator {name:?}"))),
+            None => Err(Error::eval(col, format!("no variable, function or enumerator {}", quoted(name)))),
         }
     }
 
@@ -407,7 +421,7 @@ impl Program {
         let f = types::member(&self.btf, outer, name).ok_or_else(|| {
             Error::eval(
                 col,
-                format!("{} has no member {name:?}", self.type_name(v.ty)),
+                format!("{} has no member {}", self.type_name(v.ty), quoted(name)),
             )
         })?;
         let addr = v
@@ -622,7 +636,7 @@ impl Program {
                 let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
                     Error::eval(
                         *pcol,
-                        format!("{} has no member {path:?}", self.type_name(ty)),
+                        format!("{} has no member {}", self.type_name(ty), quoted(path)),
                     )
                 })?;
                 let pty = self.pointer_to(ty);
@@ -686,7 +700,7 @@ impl Program {
                 let f = types::member_path(&self.btf, ty, path).ok_or_else(|| {
                     Error::eval(
                         *pcol,
-                        format!("{} has no member {path:?}", self.type_name(ty)),
+                        format!("{} has no member {}", self.type_name(ty), quoted(path)),
                     )
                 })?;
                 (Some(ty), f.bit_offset / 8)

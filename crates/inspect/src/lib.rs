@@ -10,6 +10,7 @@ mod error;
 pub mod eval;
 pub mod format;
 pub mod kernel;
+pub mod message;
 pub mod open;
 pub mod pager;
 pub mod parse;

@@ -47,7 +47,24 @@ pub fn open(opts: &Options) -> Result<Program> {
             kmem::btf::read(&kernel, start, stop).map_err(|e| in_dump(&kernel, e))?
         }
     };
+    let info = kernel.vmcoreinfo().clone();
+    let described = match &opts.vmcore {
+        Some(_) => kernel.path().display().to_string(),
+        None => "the running kernel".to_owned(),
+    };
     let mut prog = Program::new(Box::new(kernel), btf, ksyms::Table::new(syms.clone()));
+    // A BTF file given may be another kernel's: refused before it reads anything.
+    if let Some(path) = &opts.btf {
+        let differences = crate::kernel::btf_check::differences(&prog, &info);
+        if !differences.is_empty() {
+            return Err(Error::OtherKernelBtf {
+                btf: path.clone(),
+                kernel: described,
+                release: info.osrelease().unwrap_or("release unknown").to_owned(),
+                differences: crate::kernel::btf_check::summary(&differences),
+            });
+        }
+    }
     // Modules' symbols from their kallsyms in memory (a live /proc/kallsyms
     // has them already); what does not read is left out and `mod` says why.
     crate::kernel::module::load_symbols(&mut prog, syms);
@@ -96,19 +113,20 @@ fn open_dump(path: &Path) -> Result<Kernel> {
 fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
     use ksyms::kallsyms::Hidden;
     if let Some(p) = &opts.kallsyms {
-        let text = std::fs::read(p).map_err(|error| Error::File {
-            path: p.clone(),
-            error,
-        })?;
         // A System.map holds link-time addresses: moved by KERNELOFFSET.
         let is_map = p
             .file_name()
             .is_some_and(|n| n.to_string_lossy().contains("System.map"));
         let syms = if is_map {
+            let mut syms = ksyms::system_map::read(p)?;
             let off = kernel.vmcoreinfo().kernel_offset().unwrap_or(0);
-            let moved = relocate_system_map(&text, off);
-            ksyms::kallsyms::parse(moved, p, Hidden::Error)?
+            relocate_system_map(&mut syms, off);
+            syms
         } else {
+            let text = std::fs::read(p).map_err(|error| Error::File {
+                path: p.clone(),
+                error,
+            })?;
             ksyms::kallsyms::parse(text, p, Hidden::Error)?
         };
         if syms.is_empty() {
@@ -124,11 +142,18 @@ fn symbols(kernel: &Kernel, opts: &Options) -> Result<ksyms::Symbols> {
     }
     let tables = Tables::from_vmcoreinfo(kernel.vmcoreinfo()).map_err(|e| in_dump(kernel, e))?;
     let list = kmem::kallsyms::read(kernel, &tables).map_err(|e| in_dump(kernel, e))?;
-    let source = kernel.path().join("kallsyms");
-    Ok(ksyms::kallsyms::parse(
-        kmem::kallsyms::to_text(&list),
-        &source,
-        Hidden::Allow,
+    kernel_symbols(&list, &kernel.path().join("kallsyms"))
+}
+
+/// The symbols kmem read from the kernel's own tables, as values (no
+/// kallsyms text written and parsed again); `source` names them. Every
+/// address zero (a dump of a kernel that hides them) is kept, marked.
+pub fn kernel_symbols(list: &[kmem::kallsyms::KSym], source: &Path) -> Result<ksyms::Symbols> {
+    let values = list.iter().map(|s| (s.addr, s.type_char, s.name.as_str()));
+    Ok(ksyms::kallsyms::from_values(
+        source,
+        values,
+        ksyms::kallsyms::Hidden::Allow,
     )?)
 }
 
@@ -141,32 +166,185 @@ fn in_dump(kernel: &Kernel, error: kmem::Error) -> Error {
     }
 }
 
-/// System.map moved by the KASLR offset, as kallsyms text. Per-CPU symbols
+/// A System.map's symbols moved by the KASLR offset. Per-CPU symbols
 /// (x86-64: offsets from 0 up to `__per_cpu_end`) are not addresses and do
 /// not move.
-fn relocate_system_map(text: &[u8], offset: u64) -> Vec<u8> {
-    let text = String::from_utf8_lossy(text);
-    let percpu_end = text
-        .lines()
-        .find_map(|l| l.strip_suffix(" __per_cpu_end"))
-        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+pub fn relocate_system_map(syms: &mut ksyms::Symbols, offset: u64) {
+    let percpu_end = syms
+        .kernel_addr("__per_cpu_end")
         .filter(|&e| e < 0x1_0000_0000)
         .unwrap_or(0);
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let mut it = line.splitn(2, ' ');
-        let (Some(a), Some(rest)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(a, 16) else {
-            continue;
-        };
-        let addr = if addr < percpu_end {
-            addr
-        } else {
-            addr.wrapping_add(offset)
-        };
-        out.push_str(&format!("{addr:016x} {rest}\n"));
+    syms.relocate_from(percpu_end, offset as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use kmem::kallsyms::KSym;
+    use ksyms::kallsyms::{self, Hidden};
+    use ksyms::Table;
+
+    use super::{kernel_symbols, relocate_system_map};
+
+    /// Every symbol, in table order, and what the table says of itself.
+    fn assert_same(values: &Table, text: &Table) {
+        assert_eq!(values.len(), text.len());
+        assert_eq!(values.source(), text.source());
+        assert_eq!(values.addresses_hidden(), text.addresses_hidden());
+        assert_eq!(values.modules(), text.modules());
+        for (a, b) in values.iter().zip(text.iter()) {
+            assert_eq!(a, b);
+        }
+        for s in text.iter().step_by(7) {
+            assert!(
+                values.by_name(s.name).eq(text.by_name(s.name)),
+                "{}",
+                s.name
+            );
+            assert_eq!(values.lookup(s.addr), text.lookup(s.addr));
+        }
     }
-    out.into_bytes()
+
+    /// A kallsyms as kmem reads one: per-CPU offsets from 0 first, then
+    /// text and data with padding, clones, cold parts, names that repeat,
+    /// symbols that share an address, and a few out of order.
+    fn generated(n: usize) -> Vec<KSym> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut out = Vec::new();
+        for i in 0..50u64 {
+            out.push(KSym {
+                addr: i * 0x40,
+                type_char: b'A',
+                name: format!("percpu_var_{i}"),
+            });
+        }
+        out.push(KSym {
+            addr: 0x40 * 50,
+            type_char: b'A',
+            name: "__per_cpu_end".into(),
+        });
+        let mut addr = 0xffff_ffff_8100_0000u64;
+        for i in 0..n {
+            let r = next();
+            addr += r % 0x300 * u64::from(r % 11 != 0);
+            let letters = b"tTtTdDbBrRwWvVaAU";
+            let type_char = letters[(r >> 20) as usize % letters.len()];
+            let base = format!("sym_{}", (r >> 32) % (n as u64 / 3 + 1));
+            let name = match (r >> 8) % 9 {
+                0 => format!("__pfx_{base}"),
+                1 => format!("{base}.cold"),
+                2 => format!("{base}.isra.{}", i % 3),
+                3 => format!("{base}.constprop.0.cold"),
+                4 => format!("bpf_prog_{:016x}_{base}", r),
+                _ => base,
+            };
+            let at = if r % 97 == 0 { addr - 0x1000 } else { addr };
+            out.push(KSym {
+                addr: at,
+                type_char,
+                name,
+            });
+        }
+        out
+    }
+
+    fn from_text(list: &[KSym], source: &Path) -> Table {
+        let text = kmem::kallsyms::to_text(list);
+        Table::new(kallsyms::parse(text, source, Hidden::Allow).expect("kallsyms text"))
+    }
+
+    /// The symbols passed as values give the table that writing them as
+    /// /proc/kallsyms text and parsing that gave (the path before).
+    #[test]
+    fn kallsyms_as_values_equal_kallsyms_parsed_from_text() {
+        let source = Path::new("/var/crash/vmcore/kallsyms");
+        let list = generated(20_000);
+        let values = Table::new(kernel_symbols(&list, source).expect("values"));
+        assert_same(&values, &from_text(&list, source));
+        assert!(values.len() > 20_000);
+
+        // A kernel that hid its addresses: kept, and marked so.
+        let hidden: Vec<KSym> = list
+            .iter()
+            .take(100)
+            .map(|s| KSym {
+                addr: 0,
+                ..s.clone()
+            })
+            .collect();
+        let values = Table::new(kernel_symbols(&hidden, source).expect("values"));
+        assert!(values.addresses_hidden());
+        assert_same(&values, &from_text(&hidden, source));
+
+        let none = Table::new(kernel_symbols(&[], source).expect("values"));
+        assert_same(&none, &from_text(&[], source));
+    }
+
+    /// The text rewrite the System.map path did before, kept as the oracle.
+    fn relocated_as_text(text: &[u8], offset: u64) -> Vec<u8> {
+        let text = String::from_utf8_lossy(text);
+        let percpu_end = text
+            .lines()
+            .find_map(|l| l.strip_suffix(" __per_cpu_end"))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+            .filter(|&e| e < 0x1_0000_0000)
+            .unwrap_or(0);
+        let mut out = String::new();
+        for line in text.lines() {
+            let mut it = line.splitn(2, ' ');
+            let (Some(a), Some(rest)) = (it.next(), it.next()) else {
+                continue;
+            };
+            let Ok(addr) = u64::from_str_radix(a, 16) else {
+                continue;
+            };
+            let addr = if addr < percpu_end {
+                addr
+            } else {
+                addr.wrapping_add(offset)
+            };
+            out.push_str(&format!("{addr:016x} {rest}\n"));
+        }
+        out.into_bytes()
+    }
+
+    /// A System.map moved by KERNELOFFSET as values equals the moved text
+    /// parsed again, with and without per-CPU symbols.
+    #[test]
+    fn system_map_moved_as_values_equals_the_moved_text() {
+        let dir = std::env::temp_dir().join(format!("inspect-system-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let mut list = generated(5_000);
+        list.sort_by_key(|s| s.addr);
+        for (percpu, name) in [(true, "System.map"), (false, "System.map-noper")] {
+            let kept: Vec<KSym> = list
+                .iter()
+                .filter(|s| percpu || s.addr >= 0x1_0000_0000)
+                .cloned()
+                .collect();
+            let text = kmem::kallsyms::to_text(&kept);
+            let path = dir.join(name);
+            std::fs::write(&path, &text).expect("write");
+            for offset in [0, 0x2b80_0000, 0x3c00_0000] {
+                let mut syms = ksyms::system_map::read(&path).expect("System.map");
+                relocate_system_map(&mut syms, offset);
+                let values = Table::new(syms);
+                let moved = relocated_as_text(&text, offset);
+                let text = Table::new(kallsyms::parse(moved, &path, Hidden::Error).expect("text"));
+                assert_same(&values, &text);
+                if percpu {
+                    let var = values.by_name("percpu_var_3").next().expect("per-CPU");
+                    assert_eq!(var.addr, 0xc0, "per-CPU symbols do not move");
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).expect("remove the temporary directory");
+    }
 }

@@ -7,6 +7,7 @@
 //! [`Parser::new`]) starts a cast.
 
 use crate::error::{Error, Result};
+use crate::message::quoted;
 
 /// One token of an expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,7 +62,7 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, usize)>> {
             } else {
                 digits.parse()
             };
-            let v = v.map_err(|_| Error::syntax(col, format!("bad number {text:?}")))?;
+            let v = v.map_err(|_| Error::syntax(col, format!("bad number {}", quoted(text))))?;
             out.push((Tok::Num(v), col));
         } else if c == b'"' {
             let s = i + 1;
@@ -329,6 +330,30 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether `(` at `at - 1` starts a cast to a name that is no known
+    /// type: `(name *...)`, which no expression is, or `(name)` followed
+    /// by what only a cast's operand can start with (`(no_such_t)1`,
+    /// `(foo)x`). Evaluating it then says that the type is unknown.
+    fn starts_unknown_cast(&self, at: usize) -> bool {
+        let tok = |i: usize| self.toks.get(i).map(|t| &t.0);
+        match tok(at) {
+            Some(Tok::Ident(n)) if n != "sizeof" && helper_signature(n).is_none() => {}
+            _ => return false,
+        }
+        let mut i = at + 1;
+        while tok(i) == Some(&Tok::Punct("*")) {
+            i += 1;
+        }
+        if tok(i) != Some(&Tok::Punct(")")) {
+            return false;
+        }
+        i > at + 1
+            || matches!(
+                tok(i + 1),
+                Some(Tok::Num(_) | Tok::Ident(_) | Tok::Str(_) | Tok::Punct("(" | "~" | "!"))
+            )
+    }
+
     fn type_name(&mut self) -> Result<TypeName> {
         let col = self.col();
         let mut words: Vec<String> = Vec::new();
@@ -384,7 +409,9 @@ impl<'a> Parser<'a> {
                 let e = self.unary()?;
                 return Ok(Expr::Unary(p, Box::new(e), col));
             }
-            if p == "(" && self.starts_type(self.pos + 1) {
+            if p == "("
+                && (self.starts_type(self.pos + 1) || self.starts_unknown_cast(self.pos + 1))
+            {
                 self.pos += 1;
                 let t = self.type_name()?;
                 self.expect(")")?;
@@ -522,9 +549,9 @@ impl<'a> Parser<'a> {
 
 fn show(t: &Tok) -> String {
     match t {
-        Tok::Ident(n) => format!("{n:?}"),
+        Tok::Ident(n) => quoted(n),
         Tok::Num(n) => n.to_string(),
-        Tok::Str(s) => format!("\"{s}\""),
+        Tok::Str(s) => quoted(s),
         Tok::Punct(p) => format!("{p:?}"),
     }
 }
@@ -570,5 +597,37 @@ mod tests {
         assert!(parse(&long).unwrap_err().to_string().contains("operators"));
         let err = parse("(a").unwrap_err().to_string();
         assert!(err.contains("column 3"), "{err}");
+    }
+
+    /// A parenthesized name followed by an operand, or with `*`s, can only
+    /// be a cast: to a type the evaluation then names as unknown. A name
+    /// in parentheses that an operator follows stays an expression.
+    #[test]
+    fn casts_to_names_that_are_no_known_type() {
+        for (src, base, pointers) in [
+            ("(no_such_typedef)1", "no_such_typedef", 0),
+            ("(foo)x", "foo", 0),
+            ("(foo)(x)", "foo", 0),
+            ("(foo)~1", "foo", 0),
+            ("(foo *)0", "foo", 1),
+            ("(foo **)-1", "foo", 2),
+        ] {
+            match parse(src) {
+                Ok(Expr::Cast(t, _, 1)) => {
+                    assert_eq!(
+                        (t.base.as_str(), t.pointers, t.col),
+                        (base, pointers, 2),
+                        "{src}"
+                    )
+                }
+                e => panic!("{src}: {e:?}"),
+            }
+        }
+        for src in [
+            "(x) - 1", "(x) * 2", "(x) & 1", "(x)", "(x)[1]", "(x).a", "(x)->a",
+        ] {
+            assert!(!matches!(parse(src), Ok(Expr::Cast(..))), "{src}");
+        }
+        assert!(parse("(sizeof)1").is_err());
     }
 }

@@ -35,6 +35,11 @@ impl VmcoreInfo {
         self.entries.get(key).map(String::as_str)
     }
 
+    /// Every `KEY=value` entry, in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// `SYMBOL(name)`: a runtime address, in hex.
     pub fn symbol(&self, name: &str) -> Option<u64> {
         u64::from_str_radix(self.get(&format!("SYMBOL({name})"))?, 16).ok()

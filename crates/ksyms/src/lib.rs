@@ -114,6 +114,40 @@ pub struct Symbols {
 }
 
 impl Symbols {
+    /// No symbols yet, named `source` in errors and in the [`Table`]: for
+    /// symbols a reader has as values (the kernel's own tables in memory)
+    /// rather than as text, added with [`Symbols::push`].
+    pub fn new(source: &Path) -> Symbols {
+        Symbols {
+            names: String::new(),
+            raw: Vec::new(),
+            modules: Vec::new(),
+            source: source.to_owned(),
+            addresses_hidden: false,
+            sections: None,
+        }
+    }
+
+    /// Room for `symbols` more symbols whose names take `name_bytes` bytes.
+    pub fn reserve(&mut self, symbols: usize, name_bytes: usize) {
+        self.raw.reserve(symbols);
+        self.names.reserve(name_bytes);
+    }
+
+    /// Appends one symbol of the kernel image with no stated size, as a
+    /// kallsyms line `addr type_char name` gives it.
+    pub fn push(&mut self, addr: u64, type_char: u8, name: &str) {
+        let (name_start, name_len) = self.push_name(name);
+        self.raw.push(RawSymbol {
+            addr,
+            size: 0,
+            name_start,
+            name_len,
+            module: 0,
+            type_char,
+        });
+    }
+
     /// The file these symbols were read from.
     pub fn source(&self) -> &Path {
         &self.source
@@ -139,7 +173,14 @@ impl Symbols {
     /// link-time addresses (System.map, vmlinux) to where a KASLR kernel
     /// loaded them.
     pub fn relocate(&mut self, offset: i64) {
-        for s in &mut self.raw {
+        self.relocate_from(0, offset);
+    }
+
+    /// Like [`Symbols::relocate`], for the addresses at or above `start`
+    /// only: x86-64's per-CPU symbols in a System.map (offsets from 0 up to
+    /// `__per_cpu_end`) are no addresses, and KASLR does not move them.
+    pub fn relocate_from(&mut self, start: u64, offset: i64) {
+        for s in self.raw.iter_mut().filter(|s| s.addr >= start) {
             s.addr = s.addr.wrapping_add_signed(offset);
         }
     }

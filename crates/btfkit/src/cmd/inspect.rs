@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use inspect::commands;
+use inspect::message::Excerpt;
 use inspect::open::Options;
 use inspect::Program;
 
@@ -24,7 +25,9 @@ pub struct InspectArgs {
     #[arg(value_name = "VMCORE|LINE")]
     args: Vec<String>,
     /// BTF with the variables (e.g. `btfkit encode --vars all`); default:
-    /// the dump's own, or /sys/kernel/btf/vmlinux live
+    /// the dump's own, or /sys/kernel/btf/vmlinux live. Checked against the
+    /// kernel (architecture, init_uts_ns's release, VMCOREINFO's sizes and
+    /// offsets, where the variables are): another kernel's is refused
     #[arg(long)]
     btf: Option<PathBuf>,
     /// Symbols: /proc/kallsyms text or a System.map; default: the kernel's
@@ -122,7 +125,8 @@ fn module_file(s: &str) -> Result<(String, PathBuf), String> {
 }
 
 /// Prints one line's reply or error; false on an error. In JSON, a
-/// command's object is keyed "command", an expression's "expr".
+/// command's object is keyed "command", an expression's "expr". An error
+/// shows a line longer than 100 bytes as 40 characters around its column.
 fn show(prog: &mut Program, line: &str, json: bool, out: &mut impl Write) -> anyhow::Result<bool> {
     let r = commands::run_line(prog, line);
     let key = if commands::find(line).is_some() {
@@ -146,7 +150,12 @@ fn show(prog: &mut Program, line: &str, json: bool, out: &mut impl Write) -> any
         }
         (Err(e), false) => {
             out.flush()?;
-            eprintln!("btfkit: {line}: {e}");
+            // A long line is shown around the error's column, a caret under it.
+            let excerpt = Excerpt::new(line, e.column());
+            eprintln!("btfkit: {}: {e}", excerpt.text);
+            if let Some(caret) = excerpt.caret_line("btfkit: ".len()) {
+                eprintln!("{caret}");
+            }
         }
     }
     Ok(r.is_ok())

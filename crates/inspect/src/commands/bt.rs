@@ -7,8 +7,9 @@
 //! Without an argument: the task CPU 0 runs (the crashing CPU's in a
 //! kdump of a panic); as crash's: `-a`: the active task of every CPU (its
 //! idle task on an idle CPU), `-c CPU[,CPU...]`: those CPUs' active
-//! tasks; pid 0 is CPU 0's idle task. `foreach bt`: every task, the idle
-//! tasks first.
+//! tasks; pid 0 is CPU 0's idle task. A decimal number is a pid, a hex one
+//! a task's address (crash's `bt [pid | taskp]`). `foreach bt`: every
+//! task, the idle tasks first.
 
 use btf::TypeData;
 use ksyms::BtfIndex;
@@ -19,6 +20,7 @@ use crate::command::Reply;
 use crate::error::{Error, Result};
 use crate::format::json_addr;
 use crate::kernel::task::{self, Task};
+use crate::message::quoted;
 use crate::program::Program;
 use crate::unwind::{registers, Frame, Trace, Unwinder};
 
@@ -59,7 +61,7 @@ enum Which {
 
 /// `1`, `0,1`, `0-3,5`: CPU numbers.
 fn cpu_list(s: &str) -> Result<Vec<usize>> {
-    let bad = || Error::Usage(format!("{USAGE}: bad CPU list {s:?}"));
+    let bad = || Error::Usage(format!("{USAGE}: bad CPU list {}", quoted(s)));
     let mut out = Vec::new();
     for part in s.split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
@@ -140,23 +142,33 @@ fn crashing_cpu(prog: &Program) -> Option<usize> {
     usize::try_from(c).ok()
 }
 
-/// A task by pid (decimal; 0 is CPU 0's idle task, as in crash) or
-/// address (hex).
+/// A task by pid or address, as crash's `bt [pid | taskp]` takes them: a
+/// decimal number is a pid (0: CPU 0's idle task), whatever its size (no
+/// kernel address is all decimal digits); a hex number (`0x...`, or more
+/// than 8 hex digits with a letter) is a task's address.
 fn find_task(prog: &Program, layout: &task::Layout, a: &str) -> Result<u64> {
-    if let Some(addr) = sym::parse_address(a) {
-        return Ok(addr);
+    if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) {
+        let no_task = || Error::eval(1, format!("no task with pid {a}"));
+        // Larger than any pid: PID_MAX_LIMIT is 4M.
+        let Ok(pid) = a.parse::<u32>() else {
+            return Err(no_task());
+        };
+        if pid == 0 {
+            let idle = task::idle_tasks(prog).map_err(|e| Error::at(1, e))?;
+            return idle
+                .first()
+                .copied()
+                .ok_or_else(|| Error::eval(1, "CPU 0 has no idle task"));
+        }
+        let walk = task::for_each_task(prog, layout).map_err(|e| Error::at(1, e))?;
+        return task::find_pid(prog, layout, &walk.tasks, pid).ok_or_else(no_task);
     }
-    let pid: u32 = a.parse().map_err(|_| Error::Usage(USAGE.into()))?;
-    if pid == 0 {
-        let idle = task::idle_tasks(prog).map_err(|e| Error::at(1, e))?;
-        return idle
-            .first()
-            .copied()
-            .ok_or_else(|| Error::eval(1, "CPU 0 has no idle task"));
-    }
-    let walk = task::for_each_task(prog, layout).map_err(|e| Error::at(1, e))?;
-    task::find_pid(prog, layout, &walk.tasks, pid)
-        .ok_or_else(|| Error::eval(1, format!("no task with pid {pid}")))
+    sym::parse_address(a).ok_or_else(|| {
+        Error::Usage(format!(
+            "{USAGE}: {} is neither a pid nor a task address",
+            quoted(a)
+        ))
+    })
 }
 
 fn show(prog: &Program, index: &BtfIndex<'_>, t: &Task, trace: &Trace) -> (String, Json) {

@@ -17,7 +17,12 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     for a in args.split_whitespace() {
         match a {
             "-m" => levels = true,
-            _ => return Err(Error::Usage(format!("log [-m]: unknown argument {a:?}"))),
+            _ => {
+                return Err(Error::Usage(format!(
+                    "log [-m]: unknown argument {}",
+                    crate::message::quoted(a)
+                )))
+            }
         }
     }
     let log = read_log(prog)?;

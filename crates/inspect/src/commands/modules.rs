@@ -14,7 +14,8 @@ use crate::program::Program;
 pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     if !args.is_empty() {
         return Err(Error::Usage(format!(
-            "mod takes no arguments, not {args:?}"
+            "mod takes no arguments, not {}",
+            crate::message::quoted(args)
         )));
     }
     let mods = for_each_module(prog)?;

@@ -17,6 +17,7 @@ use crate::command::Reply;
 use crate::error::{Error, Result};
 use crate::eval::{Evaluated, Loc, Value};
 use crate::format::json_addr;
+use crate::message::quoted;
 use crate::program::Program;
 use crate::types;
 
@@ -63,7 +64,7 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         .get(&tyname)
         .copied()
         .or_else(|| prog.find_type(&tyname, 0))
-        .ok_or_else(|| Error::eval(0, format!("no type {tyname:?} in the BTF")))?;
+        .ok_or_else(|| Error::eval(0, format!("no type {} in the BTF", quoted(&tyname))))?;
     if !matches!(
         types::data(&prog.btf, ty),
         Some(TypeData::Struct { .. } | TypeData::Union { .. })
@@ -71,12 +72,12 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         return Err(Error::eval(0, format!("{tyname} is no struct or union")));
     }
     let expr = after.trim();
+    let col = args.len() - after.trim_start().len();
     let addr = if expr.is_empty() {
         None
     } else if let Some(a) = sym::parse_address(expr) {
         Some(a)
     } else {
-        let col = args.len() - after.trim_start().len();
         let v = match prog.eval_str(expr).map_err(|e| e.shifted(col))? {
             Evaluated::One(v) => v,
             Evaluated::Many(_) => {
@@ -87,8 +88,22 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
     };
     for m in &members {
         if types::member_path(&prog.btf, ty, m).is_none() {
-            return Err(Error::eval(0, format!("{tyname} has no member {m:?}")));
+            return Err(Error::eval(
+                0,
+                format!("{tyname} has no member {}", quoted(m)),
+            ));
         }
+    }
+    // A struct whose start does not read is one error naming the address,
+    // not one per member.
+    if let (Some(a), false) = (addr, offsets) {
+        let mut first = [0u8];
+        prog.mem
+            .read_virt(a, &mut first)
+            .map_err(|error| Error::Memory {
+                col: col + 1,
+                error,
+            })?;
     }
     match addr {
         Some(a) if !offsets && members.is_empty() => {

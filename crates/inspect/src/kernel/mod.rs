@@ -1,5 +1,6 @@
 //! The kernel's own data structures, read through BTF.
 
+pub mod btf_check;
 pub mod layout;
 pub mod list;
 pub mod module;
