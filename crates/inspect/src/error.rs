@@ -105,9 +105,13 @@ pub enum Error {
     /// path, or the running kernel), its release and what differs.
     #[error("{}: BTF of another kernel than {kernel} ({release}): {differences}", btf.display())]
     OtherKernelBtf {
+        /// The BTF file given.
         btf: PathBuf,
+        /// The kernel read: a dump's path, or "the running kernel".
         kernel: String,
+        /// Its release (VMCOREINFO's OSRELEASE).
         release: String,
+        /// The first differences found, and how many more there are.
         differences: String,
     },
     /// A module's BTF file given for a module the kernel has not loaded.

@@ -33,6 +33,7 @@ pub fn quoted(text: &str) -> String {
 /// where the column is in the excerpt (for a caret under it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Excerpt {
+    /// The line, or the window of it shown.
     pub text: String,
     /// The column's character in `text`, counted from 0, when the line was
     /// cut and the error has a column.
