@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::format::{Format, ELF_OR_BTF};
 use crate::Error;
 
 /// The bytes of an input file.
@@ -18,9 +19,16 @@ pub enum InputFile {
 }
 
 impl InputFile {
-    /// Opens `path`: [`Error::Io`] when it cannot be opened or read,
-    /// [`Error::Decompress`] when it is compressed and does not decompress.
+    /// [`InputFile::open_as`] for a reader of ELF files or raw BTF.
     pub fn open(path: &Path) -> Result<InputFile, Error> {
+        InputFile::open_as(path, ELF_OR_BTF)
+    }
+
+    /// Opens `path`, whose bytes, when decompressed, must be one of
+    /// `accept` (anything, if empty): [`Error::Io`] when it cannot be
+    /// opened or read, [`Error::Decompress`] when it is compressed and does
+    /// not decompress, or decompresses to bytes that are refused.
+    pub fn open_as(path: &Path, accept: &[Format]) -> Result<InputFile, Error> {
         use std::io::Read;
         let io = |error| Error::Io {
             path: path.to_owned(),
@@ -37,7 +45,7 @@ impl InputFile {
                 InputFile::Read(data)
             }
         };
-        match crate::compressed_file::decompress(&data) {
+        match crate::compressed_file::decompress(&data, accept) {
             None => Ok(data),
             Some(Ok(bytes)) => Ok(InputFile::Read(bytes)),
             Some(Err(error)) => Err(Error::Decompress {

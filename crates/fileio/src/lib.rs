@@ -3,7 +3,10 @@
 //! An input is mapped where it can be (a debug vmlinux is ~600 MB and a
 //! reader touches a few of its sections), read where it cannot (sysfs,
 //! pipes), and decompressed when it is compressed whole (`.ko.xz`,
-//! `.ko.zst`, `.ko.gz`): [`input_file`], [`compressed_file`]. An ELF
+//! `.ko.zst`, `.ko.gz`): [`input_file`], [`compressed_file`]. What is
+//! decompressed must start with the magic of a format the reader takes
+//! ([`format`](mod@format)), is capped at [`MAX_SIZE`], and may not run far
+//! past the end its headers give ([`bounded`]). An ELF
 //! section's bytes are decompressed when the section is ([`elf_section`]).
 //! An output replaces what is at its path whole or not at all
 //! ([`output_file`]).
@@ -13,11 +16,15 @@
 
 #![warn(missing_docs)]
 
+pub mod bounded;
 pub mod compressed_file;
 pub mod elf_section;
 mod error;
+pub mod format;
 pub mod input_file;
 pub mod output_file;
 
+pub use bounded::{StreamError, MAX_SIZE};
 pub use error::{DecompressError, Error};
+pub use format::Format;
 pub use input_file::InputFile;
