@@ -1,15 +1,15 @@
 //! The files btfkit reads and writes, apart from what is in them.
 //!
 //! An input is mapped where it can be (a debug vmlinux is ~600 MB and a
-//! reader touches a few of its sections), read where it cannot (sysfs,
-//! pipes), and decompressed when it is compressed whole (`.ko.xz`,
-//! `.ko.zst`, `.ko.gz`): [`input_file`], [`compressed_file`]. What is
-//! decompressed must start with the magic of a format the reader takes
-//! ([`format`](mod@format)), is capped at [`MAX_SIZE`], and may not run far
-//! past the end its headers give ([`bounded`]). An ELF
-//! section's bytes are decompressed when the section is ([`elf_section`]).
-//! An output replaces what is at its path whole or not at all
-//! ([`output_file`]).
+//! reader touches a few of its sections), read as a stream where it cannot
+//! (pipes, FIFOs, devices, sysfs), and decompressed when it is compressed
+//! whole (`.ko.xz`, `.ko.zst`, `.ko.gz`): [`input_file`],
+//! [`compressed_file`]. What is read as a stream or decompressed must start
+//! with the magic of a format the reader takes ([`format`](mod@format)), is
+//! capped at [`MAX_SIZE`], and may not run far past the end its headers
+//! give ([`bounded`]). An ELF section's bytes are decompressed when the
+//! section is ([`elf_section`]). An output replaces what is at its path
+//! whole or not at all ([`output_file`]).
 //!
 //! The BTF reader (`btf`), the symbol readers (`ksyms`) and the encoder
 //! (`dwarf2btf`) share these, so that every command treats a file alike.
