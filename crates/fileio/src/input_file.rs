@@ -17,6 +17,16 @@
 //! - A file compressed whole (`.ko.xz`, `.ko.zst`, `.ko.gz`: see
 //!   [`compressed_file`](crate::compressed_file)) is decompressed, its
 //!   output under the same rules as a stream's.
+//!
+//! A mapped file that another process truncates while it is read would
+//! kill the process with SIGBUS when a page past the new end is touched.
+//! Reading every input into memory instead would cost a vmlinux's 600 MB
+//! of resident memory for the few sections a reader touches, and the
+//! encoder's release of pages it is done with (`MADV_DONTNEED`); so inputs
+//! stay mapped, and a SIGBUS in a mapping of one of them becomes an error
+//! naming it, "changed while it was read", exit 1, with the temporary
+//! files of outputs being written removed (fileio's sigbus module): no
+//! output is written.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -61,11 +71,14 @@ impl InputFile {
         let meta = file.metadata().map_err(io)?;
         let kind = meta.file_type();
         let data = if kind.is_file() {
-            // SAFETY: a read-only private mapping; a concurrent writer
-            // truncating the file could fault us, the accepted contract of
-            // mapped inputs.
+            // SAFETY: a read-only private mapping. Another process that
+            // truncates the file makes a read past the new end fault:
+            // crate::sigbus turns that into an error naming the file.
             match unsafe { memmap2::Mmap::map(&file) } {
-                Ok(map) => InputFile::Mapped(map, file),
+                Ok(map) => {
+                    crate::sigbus::watch(path, &meta);
+                    InputFile::Mapped(map, file)
+                }
                 // sysfs attributes, and file systems that cannot map.
                 Err(_) => InputFile::Read(read_capped(path, "a file", file, &[], MAX_SIZE)?),
             }

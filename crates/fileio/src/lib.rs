@@ -23,8 +23,22 @@ mod error;
 pub mod format;
 pub mod input_file;
 pub mod output_file;
+mod sigbus;
 
 pub use bounded::{StreamError, MAX_SIZE};
 pub use error::{DecompressError, Error};
 pub use format::Format;
 pub use input_file::InputFile;
+
+/// The program's name in messages: `argv[0]`'s file name (`btfkit`, or
+/// `pahole` when run under that name).
+pub(crate) fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "btfkit".to_owned())
+}

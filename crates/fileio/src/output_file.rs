@@ -325,6 +325,17 @@ fn remove_on_signal(tmp: &Path) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    unlink_temps();
+    // SAFETY: SA_RESETHAND restored the default action: the process dies
+    // of the signal, as it would have without this handler.
+    unsafe {
+        libc::raise(sig);
+    }
+}
+
+/// Removes the temporary files of outputs being written: from a signal
+/// handler (async-signal-safe: unlink only).
+pub(crate) fn unlink_temps() {
     for slot in &TEMPS {
         let p = slot.load(Ordering::SeqCst);
         if !p.is_null() {
@@ -336,11 +347,6 @@ extern "C" fn on_signal(sig: libc::c_int) {
                 libc::unlink(p);
             }
         }
-    }
-    // SAFETY: SA_RESETHAND restored the default action: the process dies
-    // of the signal, as it would have without this handler.
-    unsafe {
-        libc::raise(sig);
     }
 }
 
