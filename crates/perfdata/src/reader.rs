@@ -1,7 +1,6 @@
 //! A whole perf.data, file or pipe format, held in memory (mapped for
 //! files), and the iteration over its records.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::attr::Attrs;
@@ -44,30 +43,26 @@ pub struct PerfData {
 
 impl PerfData {
     /// Opens a perf.data file; `-` reads a pipe-format stream from stdin.
+    /// A regular file is mapped (a SIGBUS when another process truncates
+    /// it becomes an error naming it); a pipe, FIFO or device is read up
+    /// to fileio's cap and must start with `PERFILE2`; a FIFO with no
+    /// writer is refused rather than waited for (fileio's InputFile).
     pub fn open(path: &Path) -> Result<PerfData> {
-        let io = |error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        };
+        let accept = &[fileio::Format::PerfData];
         let bytes = if path == Path::new("-") {
-            let mut v = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-            Bytes::Owned(v)
+            let stdin = std::io::stdin().lock();
+            fileio::input_file::read_stream(path, "standard input", stdin, accept, fileio::MAX_SIZE)
+                .map(Bytes::Owned)
         } else {
-            let file = std::fs::File::open(path).map_err(io)?;
-            let is_file = file.metadata().map_err(io)?.is_file();
-            if is_file {
-                // SAFETY: the map is read-only and private to us; a perf.data
-                // that another process truncates while we read it is outside
-                // what this tool supports (as for perf itself).
-                Bytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
-            } else {
-                // A FIFO or character device: perf record -o - | btfkit perf /dev/stdin.
-                let mut v = Vec::new();
-                (&file).read_to_end(&mut v).map_err(io)?;
-                Bytes::Owned(v)
-            }
-        };
+            fileio::InputFile::open_as(path, accept).map(|data| match data {
+                fileio::InputFile::Mapped(map, _) => Bytes::Mapped(map),
+                fileio::InputFile::Read(v) => Bytes::Owned(v),
+            })
+        }
+        .map_err(|e| match e {
+            fileio::Error::Io { path, error } => Error::Io { path, error },
+            fileio::Error::Decompress { path, error } => Error::Decompress { path, error },
+        })?;
         PerfData::from_parts(bytes, path.to_path_buf())
     }
 
