@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::attr::Attrs;
 use crate::bytes::{pos, u16_at, u32_at};
+use crate::compressed::Unpack;
 use crate::error::{Error, Result};
 use crate::features::Features;
 use crate::header::{FileHeader, Format};
@@ -119,6 +120,8 @@ impl PerfData {
         Records {
             frames: Frames::new(self.bytes(), &self.header),
             attrs: &self.attrs,
+            unpack: Unpack::default(),
+            pending: None,
         }
     }
 }
@@ -228,17 +231,36 @@ impl<'a> Iterator for Frames<'a> {
     }
 }
 
-/// Decoded records: see [`PerfData::records`].
+/// Decoded records: see [`PerfData::records`]. The records inside
+/// PERF_RECORD_COMPRESSED records (`perf record -z`) follow each of them,
+/// at its offset, as perf reads them.
 pub struct Records<'a> {
     frames: Frames<'a>,
     attrs: &'a Attrs,
+    unpack: Unpack<'a>,
+    /// An error to give after the record just given.
+    pending: Option<Error>,
 }
 
 impl Iterator for Records<'_> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let frame = self.frames.next()?;
-        Some(frame.and_then(|(offset, rec)| records::parse(rec, offset, self.attrs)))
+        if let Some(e) = self.pending.take() {
+            return Some(Err(e));
+        }
+        if let Some(item) = self.unpack.next(self.attrs) {
+            return Some(item);
+        }
+        let Some(frame) = self.frames.next() else {
+            return self.unpack.finish().map(Err);
+        };
+        Some(frame.and_then(|(offset, rec)| {
+            let k = u32_at(rec, 0).unwrap_or(0);
+            if k == kind::COMPRESSED || k == kind::COMPRESSED2 {
+                self.pending = self.unpack.start(rec, k, offset).err();
+            }
+            records::parse(rec, offset, self.attrs)
+        }))
     }
 }
