@@ -246,19 +246,35 @@ fn pahole_j_through_a_symlink_writes_the_target_bpftool() {
     );
 }
 
+/// A hard-linked object is replaced whole, never written in place (where a
+/// full disk or a signal halfway would leave half a file under every
+/// name): the path given gets the new file, the other name keeps the old
+/// content, and a warning says so.
 #[test]
-fn pahole_j_on_a_hard_link_changes_every_name_bpftool() {
+fn pahole_j_on_a_hard_link_replaces_the_path_given_and_warns_bpftool() {
     let fx = Fixture::new();
     let obj = object(&fx);
+    let before = std::fs::read(&obj).expect("read");
     let other = fx.path("other.o");
     std::fs::hard_link(&obj, &other).expect("link");
-    assert_ok(&pahole_j(&obj), "pahole -J");
-    assert_eq!(
+    let out = pahole_j(&obj);
+    assert_ok(&out, "pahole -J");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("1 other hard link") && err.contains("t.o"),
+        "{err}"
+    );
+    assert_ne!(
         std::fs::metadata(&obj).expect("stat").ino(),
         std::fs::metadata(&other).expect("stat").ino(),
-        "the names are no longer one file"
+        "written in place"
     );
-    let Some(dump) = bpftool_dump(&other) else {
+    assert_eq!(
+        std::fs::read(&other).expect("read"),
+        before,
+        "the other link changed"
+    );
+    let Some(dump) = bpftool_dump(&obj) else {
         return;
     };
     assert!(dump.contains("STRUCT 'bits'"), "{dump}");

@@ -10,9 +10,18 @@
 //!   `.NAME.tmp.PID` next to it and renamed over it, so that readers see the
 //!   old file or the whole new one and a failed run leaves it as it was.
 //!   The new file keeps the old one's owner, group and mode. A file with
-//!   other hard links, or one whose owner cannot be given to a new file, is
-//!   written in place instead, as pahole does, so that every name sees the
-//!   new content.
+//!   other hard links is replaced too (pahole writes it in place): written
+//!   in place, a full disk or a signal halfway would leave every name with
+//!   half a file, and an output that is also the input (`pahole -J` of a
+//!   hard-linked object) would be read while it is overwritten. The path
+//!   given gets the new file; the other links keep the old content, which
+//!   a warning on stderr says. Only a file with a single link whose owner
+//!   cannot be given to a new file (not root), or in a directory where no
+//!   file can be created, is written in place, as pahole does; one with
+//!   other links is then refused.
+//! - An output that is the same file as an input (the same device and
+//!   inode, through any path, symlink or hard link) is refused before
+//!   anything is read: [`refuse_input`].
 //! - SIGINT and SIGTERM remove the temporary file before the process dies;
 //!   one left by SIGKILL (its PID no longer running) is removed by the next
 //!   write to the same path.
@@ -66,14 +75,25 @@ pub fn write_parts(path: &Path, parts: &[Part], perm: Option<Permissions>) -> io
     }
     let target = follow_symlinks(path)?;
     match std::fs::metadata(&target) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => replace(&target, parts, None, perm),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => replace(&target, parts, None, perm, false),
         Err(e) => Err(e),
         Ok(m) if m.is_dir() => Err(io::Error::new(
             io::ErrorKind::IsADirectory,
             "is a directory",
         )),
-        Ok(m) if m.is_file() && m.nlink() > 1 => write_in_place(&target, parts),
-        Ok(m) if m.is_file() => replace(&target, parts, Some(&m), perm),
+        Ok(m) if m.is_file() => {
+            replace(&target, parts, Some(&m), perm, m.nlink() == 1)?;
+            if m.nlink() > 1 {
+                eprintln!(
+                    "{}: warning: {} had {} other hard link{}: it is a new file now, they keep the old content",
+                    crate::program_name(),
+                    target.display(),
+                    m.nlink() - 1,
+                    if m.nlink() == 2 { "" } else { "s" }
+                );
+            }
+            Ok(())
+        }
         Ok(m) => {
             debug_assert!(
                 m.file_type().is_char_device()
@@ -164,12 +184,28 @@ fn remove_stale_temps(dir: &Path, prefix: &str) {
 
 /// Writes a temporary file next to `target` and renames it over `target`.
 /// `old`: what is at `target` now (its owner, group and mode are kept).
+/// Where that cannot be done, `target` is written in place if `in_place`
+/// (an existing file with no other link), else refused.
 fn replace(
     target: &Path,
     parts: &[Part],
     old: Option<&std::fs::Metadata>,
     perm: Option<Permissions>,
+    in_place: bool,
 ) -> io::Result<()> {
+    let write_in_place = |target: &Path, parts: &[Part], why: &str| {
+        if in_place {
+            return write_in_place(target, parts);
+        }
+        let links = old.map_or(0, |m| m.nlink().saturating_sub(1));
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "cannot be replaced ({why}) and has {links} other hard links: not written in place, \
+                 where a failure halfway would leave half a file under every name"
+            ),
+        ))
+    };
     let (dir, prefix) = temp_prefix(target);
     remove_stale_temps(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
@@ -184,7 +220,7 @@ fn replace(
             if old.is_some()
                 && matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) =>
         {
-            return write_in_place(target, parts);
+            return write_in_place(target, parts, "its directory is not writable");
         }
         Err(e) => return Err(e),
     };
@@ -214,7 +250,7 @@ fn replace(
     }
     match result {
         Ok(true) => Ok(()),
-        Ok(false) => write_in_place(target, parts),
+        Ok(false) => write_in_place(target, parts, "its owner cannot be given to a new file"),
         Err(e) => Err(e),
     }
 }
@@ -325,6 +361,17 @@ fn remove_on_signal(tmp: &Path) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    unlink_temps();
+    // SAFETY: SA_RESETHAND restored the default action: the process dies
+    // of the signal, as it would have without this handler.
+    unsafe {
+        libc::raise(sig);
+    }
+}
+
+/// Removes the temporary files of outputs being written: from a signal
+/// handler (async-signal-safe: unlink only).
+pub(crate) fn unlink_temps() {
     for slot in &TEMPS {
         let p = slot.load(Ordering::SeqCst);
         if !p.is_null() {
@@ -337,11 +384,43 @@ extern "C" fn on_signal(sig: libc::c_int) {
             }
         }
     }
-    // SAFETY: SA_RESETHAND restored the default action: the process dies
-    // of the signal, as it would have without this handler.
-    unsafe {
-        libc::raise(sig);
+}
+
+/// An output path that names an input file.
+#[derive(Debug, thiserror::Error)]
+#[error("{output} is the same file as the input {input}: writing it would destroy the input (give another output)")]
+pub struct OutputIsInput {
+    /// The output path given.
+    pub output: PathBuf,
+    /// The input path given.
+    pub input: PathBuf,
+}
+
+/// Refuses `output` if it is the same file as one of `inputs` (the same
+/// device and inode, symlinks followed): to be called before any input is
+/// read. A missing output, standard output (`-`) and special files
+/// (devices, FIFOs) are never refused.
+pub fn refuse_input(output: &Path, inputs: &[&Path]) -> Result<(), OutputIsInput> {
+    if output.as_os_str() == "-" {
+        return Ok(());
     }
+    let Ok(out) = std::fs::metadata(output) else {
+        return Ok(());
+    };
+    if !out.is_file() {
+        return Ok(());
+    }
+    for input in inputs {
+        let same =
+            std::fs::metadata(input).is_ok_and(|m| m.dev() == out.dev() && m.ino() == out.ino());
+        if same {
+            return Err(OutputIsInput {
+                output: output.to_owned(),
+                input: input.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,6 +22,15 @@ pub enum Error {
         /// What the operating system said.
         error: std::io::Error,
     },
+    /// The file is compressed whole and does not decompress, or
+    /// decompresses to what is not perf.data.
+    #[error("{error}")]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// Which codec failed and why.
+        error: fileio::DecompressError,
+    },
     /// The first 8 bytes are not `PERFILE2`: not a perf.data file.
     #[error("not a perf.data file: magic {found:#018x} at offset 0 (expected \"PERFILE2\")")]
     BadMagic {

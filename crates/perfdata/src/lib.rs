@@ -6,7 +6,9 @@
 //! - [`PerfData`] reads a file (`perf record -o FILE`) or a stream
 //!   (`perf record -o -`): header, attrs, records, feature sections
 //!   including HEADER_BPF_PROG_INFO and HEADER_BPF_BTF.
-//! - [`records`] decodes records. The sample_id trailer of non-sample
+//! - [`records`] decodes records; the records inside PERF_RECORD_COMPRESSED
+//!   ones (`perf record -z`, zstd) are decompressed and given after each,
+//!   as perf reads them. The sample_id trailer of non-sample
 //!   records is read forward from the end of the body, whose length the
 //!   record's own fields give, because Linux 6.18 can inflate header.size.
 //! - [`dynsyms::DynSymTable`] keeps the lifetimes of dynamic symbols and
@@ -69,6 +71,7 @@
 
 pub mod attr;
 mod bytes;
+mod compressed;
 pub mod dynsyms;
 mod error;
 pub mod features;

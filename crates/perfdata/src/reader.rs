@@ -1,11 +1,11 @@
 //! A whole perf.data, file or pipe format, held in memory (mapped for
 //! files), and the iteration over its records.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::attr::Attrs;
 use crate::bytes::{pos, u16_at, u32_at};
+use crate::compressed::Unpack;
 use crate::error::{Error, Result};
 use crate::features::Features;
 use crate::header::{FileHeader, Format};
@@ -44,30 +44,26 @@ pub struct PerfData {
 
 impl PerfData {
     /// Opens a perf.data file; `-` reads a pipe-format stream from stdin.
+    /// A regular file is mapped (a SIGBUS when another process truncates
+    /// it becomes an error naming it); a pipe, FIFO or device is read up
+    /// to fileio's cap and must start with `PERFILE2`; a FIFO with no
+    /// writer is refused rather than waited for (fileio's InputFile).
     pub fn open(path: &Path) -> Result<PerfData> {
-        let io = |error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        };
+        let accept = &[fileio::Format::PerfData];
         let bytes = if path == Path::new("-") {
-            let mut v = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-            Bytes::Owned(v)
+            let stdin = std::io::stdin().lock();
+            fileio::input_file::read_stream(path, "standard input", stdin, accept, fileio::MAX_SIZE)
+                .map(Bytes::Owned)
         } else {
-            let file = std::fs::File::open(path).map_err(io)?;
-            let is_file = file.metadata().map_err(io)?.is_file();
-            if is_file {
-                // SAFETY: the map is read-only and private to us; a perf.data
-                // that another process truncates while we read it is outside
-                // what this tool supports (as for perf itself).
-                Bytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
-            } else {
-                // A FIFO or character device: perf record -o - | btfkit perf /dev/stdin.
-                let mut v = Vec::new();
-                (&file).read_to_end(&mut v).map_err(io)?;
-                Bytes::Owned(v)
-            }
-        };
+            fileio::InputFile::open_as(path, accept).map(|data| match data {
+                fileio::InputFile::Mapped(map, _) => Bytes::Mapped(map),
+                fileio::InputFile::Read(v) => Bytes::Owned(v),
+            })
+        }
+        .map_err(|e| match e {
+            fileio::Error::Io { path, error } => Error::Io { path, error },
+            fileio::Error::Decompress { path, error } => Error::Decompress { path, error },
+        })?;
         PerfData::from_parts(bytes, path.to_path_buf())
     }
 
@@ -124,6 +120,8 @@ impl PerfData {
         Records {
             frames: Frames::new(self.bytes(), &self.header),
             attrs: &self.attrs,
+            unpack: Unpack::default(),
+            pending: None,
         }
     }
 }
@@ -233,17 +231,36 @@ impl<'a> Iterator for Frames<'a> {
     }
 }
 
-/// Decoded records: see [`PerfData::records`].
+/// Decoded records: see [`PerfData::records`]. The records inside
+/// PERF_RECORD_COMPRESSED records (`perf record -z`) follow each of them,
+/// at its offset, as perf reads them.
 pub struct Records<'a> {
     frames: Frames<'a>,
     attrs: &'a Attrs,
+    unpack: Unpack<'a>,
+    /// An error to give after the record just given.
+    pending: Option<Error>,
 }
 
 impl Iterator for Records<'_> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let frame = self.frames.next()?;
-        Some(frame.and_then(|(offset, rec)| records::parse(rec, offset, self.attrs)))
+        if let Some(e) = self.pending.take() {
+            return Some(Err(e));
+        }
+        if let Some(item) = self.unpack.next(self.attrs) {
+            return Some(item);
+        }
+        let Some(frame) = self.frames.next() else {
+            return self.unpack.finish().map(Err);
+        };
+        Some(frame.and_then(|(offset, rec)| {
+            let k = u32_at(rec, 0).unwrap_or(0);
+            if k == kind::COMPRESSED || k == kind::COMPRESSED2 {
+                self.pending = self.unpack.start(rec, k, offset).err();
+            }
+            records::parse(rec, offset, self.attrs)
+        }))
     }
 }

@@ -339,7 +339,8 @@ pub enum Record {
         /// The section's bytes.
         data: Vec<u8>,
     },
-    /// zstd-compressed records (`perf record -z`), not decoded here.
+    /// zstd-compressed records (`perf record -z`): the records they hold
+    /// follow this one in [`PerfData::records`](crate::PerfData::records).
     Compressed,
     /// A type this crate does not decode (see [`Event::kind`]).
     Other,

@@ -18,6 +18,11 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: DedupArgs) -> anyhow::Result<ExitCode> {
+    // An output that is an input would destroy it: refused before anything
+    // is read.
+    let mut inputs = vec![args.input.as_path()];
+    inputs.extend(args.base.as_deref());
+    fileio::output_file::refuse_input(&args.output, &inputs)?;
     let mut btf = btf::load_file(&args.input, args.base.as_deref()).context("cannot load BTF")?;
     if let Some(base) = &args.base {
         refuse_if_not_split(&btf, &args.input, base)?;

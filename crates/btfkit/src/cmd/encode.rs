@@ -145,6 +145,21 @@ pub fn run(args: EncodeArgs) -> anyhow::Result<ExitCode> {
     if args.output.is_none() && args.embed.is_none() {
         anyhow::bail!("nothing to write: give -o OUT.btf and/or --embed OUT.elf");
     }
+    // An output that is an input would destroy it: refused before anything
+    // is read. `--embed` onto the ELF itself is `pahole -J` in place (the
+    // ELF plus its .BTF, replaced whole), not a loss.
+    let others: Vec<&std::path::Path> = [args.base.as_deref(), args.dwz_alt.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let Some(out) = &args.output {
+        let mut inputs = vec![args.elf.as_path()];
+        inputs.extend(&others);
+        fileio::output_file::refuse_input(out, &inputs)?;
+    }
+    if let Some(out) = &args.embed {
+        fileio::output_file::refuse_input(out, &others)?;
+    }
     let base = match &args.base {
         Some(b) => Some(Arc::new(
             btf::load_file(b, None).context("cannot load base BTF")?,

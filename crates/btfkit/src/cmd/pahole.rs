@@ -531,6 +531,18 @@ fn layout(o: Options) -> anyhow::Result<ExitCode> {
 
 fn encode(o: &Options, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let (opts, distill) = encode_options(o)?;
+    // A detached output that is an input would destroy it: refused before
+    // anything is read. Without one, FILE itself gets its .BTF (pahole's
+    // in-place -J, replaced whole).
+    let base_input: Vec<&std::path::Path> = o.base.as_deref().into_iter().collect();
+    match &o.detached {
+        Some(out) => {
+            let mut inputs = vec![file];
+            inputs.extend(&base_input);
+            fileio::output_file::refuse_input(out, &inputs)?;
+        }
+        None => fileio::output_file::refuse_input(file, &base_input)?,
+    }
     // Refuse an in-place ELF that cannot be written (a read-only file or file
     // system) before the long encode; a detached output fails at its write.
     if o.detached.is_none() {
