@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::query::c_number;
 use crate::{Btf, Type, TypeData, TypeId};
 
 /// The C namespace a compared entry lives in.
@@ -370,36 +371,13 @@ impl Renderer<'_> {
                     members: self.members(t, members, 0),
                 }
             }
-            TypeData::Enum { size, values } => Layout::Enum {
-                kind: "ENUM",
+            TypeData::Enum { size, .. } | TypeData::Enum64 { size, .. } => Layout::Enum {
+                kind: t.kind_name(),
                 size: *size,
                 signed: t.kind_flag,
-                values: values
-                    .iter()
-                    .map(|v| {
-                        let val = if t.kind_flag {
-                            i128::from(v.val as i32)
-                        } else {
-                            i128::from(v.val)
-                        };
-                        (self.name(v.name_off), val)
-                    })
-                    .collect(),
-            },
-            TypeData::Enum64 { size, values } => Layout::Enum {
-                kind: "ENUM64",
-                size: *size,
-                signed: t.kind_flag,
-                values: values
-                    .iter()
-                    .map(|v| {
-                        let val = if t.kind_flag {
-                            i128::from(v.val as i64)
-                        } else {
-                            i128::from(v.val)
-                        };
-                        (self.name(v.name_off), val)
-                    })
+                values: t
+                    .enum_values()
+                    .map(|(name_off, raw)| (self.name(name_off), c_number(raw, t.kind_flag)))
                     .collect(),
             },
             TypeData::Typedef { ty } => Layout::Typedef {

@@ -233,6 +233,27 @@ pub struct EnumValue {
     pub val: u32,
 }
 
+impl EnumValue {
+    /// The value as the kernel's `btf_enum` means it, as a 64-bit word:
+    /// sign-extended from 32 bits when the enum is signed (its
+    /// `kind_flag`), zero-extended otherwise. Read it `as i64` when
+    /// signed.
+    ///
+    /// ```
+    /// use btf::EnumValue;
+    /// let v = EnumValue { name_off: 0, val: 0xffff_ffff };
+    /// assert_eq!(v.value(true) as i64, -1);
+    /// assert_eq!(v.value(false), 0xffff_ffff);
+    /// ```
+    pub fn value(&self, signed: bool) -> u64 {
+        if signed {
+            self.val as i32 as i64 as u64
+        } else {
+            u64::from(self.val)
+        }
+    }
+}
+
 /// One enumerator of an ENUM64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Enum64Value {
@@ -514,6 +535,31 @@ impl Type {
             }
             _ => {}
         }
+    }
+
+    /// The enumerators of an ENUM or ENUM64, none for any other kind:
+    /// each one's name offset and its value as a 64-bit word, an ENUM's
+    /// sign-extended when the enum is signed ([`EnumValue::value`]). The
+    /// enum is signed when its `kind_flag` is set; read a value `as i64`
+    /// then.
+    ///
+    /// ```
+    /// use btf::{EnumValue, Type, TypeData};
+    /// let values = vec![EnumValue { name_off: 1, val: 0xffff_fffe }];
+    /// let mut t = Type::new(0, TypeData::Enum { size: 4, values: values.into() });
+    /// assert_eq!(t.enum_values().collect::<Vec<_>>(), [(1, 0xffff_fffe)]);
+    /// t.kind_flag = true;
+    /// assert_eq!(t.enum_values().map(|(_, v)| v as i64).collect::<Vec<_>>(), [-2]);
+    /// ```
+    pub fn enum_values(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let signed = self.kind_flag;
+        let (narrow, wide): (&[EnumValue], &[Enum64Value]) = match &self.data {
+            TypeData::Enum { values, .. } => (values, &[]),
+            TypeData::Enum64 { values, .. } => (&[], values),
+            _ => (&[], &[]),
+        };
+        let narrow = narrow.iter().map(move |v| (v.name_off, v.value(signed)));
+        narrow.chain(wide.iter().map(|v| (v.name_off, v.val)))
     }
 
     /// Members of a STRUCT or UNION.

@@ -92,14 +92,15 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
                 open_item(s, i);
                 s.bytes(b"\"name\":");
                 string(s, name_bytes(btf, v.name_off));
+                // bpftool reads the value as libbpf's signed 32-bit field
+                // whatever the enum's sign, and an unsigned enum's widens
+                // to 64 bits unsigned: 0xffffffff comes out as
+                // 18446744073709551615. Equal JSON values means following it.
+                let val = v.value(true);
                 if t.kind_flag {
-                    field(s, "val", v.val as i32);
+                    field(s, "val", val as i64);
                 } else {
-                    // bpftool reads the value as libbpf's signed 32-bit
-                    // field and widens it to 64 bits unsigned: 0xffffffff
-                    // comes out as 18446744073709551615. Equal JSON values
-                    // means following it.
-                    field(s, "val", v.val as i32 as i64 as u64);
+                    field(s, "val", val);
                 }
                 s.byte(b'}');
             }

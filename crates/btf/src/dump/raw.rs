@@ -215,10 +215,11 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
                 s.bytes(b"\n\t'");
                 s.bytes(name_bytes(btf, v.name_off));
                 s.bytes(b"' val=");
+                let val = v.value(t.kind_flag);
                 if t.kind_flag {
-                    s.int(v.val as i32);
+                    s.int(val as i64);
                 } else {
-                    s.int(v.val);
+                    s.int(val);
                 }
             }
         }

@@ -253,10 +253,11 @@ impl<'a> Dumper<'a> {
                 self.put(b" {");
                 for v in values {
                     self.emit_enumerator(v.name_off, lvl);
+                    let val = v.value(signed);
                     if signed {
-                        self.put_i64(i64::from(v.val as i32));
+                        self.put_i64(val as i64);
                     } else {
-                        self.put_u64(u64::from(v.val));
+                        self.put_u64(val);
                     }
                     self.put(b",");
                 }
