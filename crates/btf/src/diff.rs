@@ -490,14 +490,6 @@ impl Renderer<'_> {
                 list.push(')');
                 self.decl(*ret, &format!("{inner}{list}"), depth + 1)
             }
-            TypeData::Const { ty } | TypeData::Volatile { ty } | TypeData::Restrict { ty } => {
-                let q = match t.data {
-                    TypeData::Const { .. } => "const",
-                    TypeData::Volatile { .. } => "volatile",
-                    _ => "restrict",
-                };
-                self.qualified(q, *ty, inner, depth)
-            }
             TypeData::TypeTag { ty } => {
                 // kind_flag: a type attribute (`address_space(1)`), not a tag.
                 let q = if t.kind_flag {
@@ -528,19 +520,18 @@ impl Renderer<'_> {
             TypeData::Int { .. } | TypeData::Float { .. } | TypeData::Typedef { .. } => {
                 join(&self.name(t.name_off), inner)
             }
-            // Not types a declaration can have; shown by kind so that a
-            // difference is still visible.
-            TypeData::Func { .. }
-            | TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => join(
-                &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
-                inner,
-            ),
+            _ => match (t.kind().qualifier_keyword(), t.ref_type()) {
+                (Some(q), Some(ty)) => self.qualified(q, ty, inner, depth),
+                // Not types a declaration can have (Kind::is_c_type); shown
+                // by kind so that a difference is still visible.
+                _ => {
+                    debug_assert!(!t.kind().is_c_type());
+                    join(
+                        &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
+                        inner,
+                    )
+                }
+            },
         }
     }
 

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::types::{Type, TypeData, TypeId};
-use crate::Btf;
+use crate::{Btf, Kind};
 
 /// What becomes of one kept base type.
 #[derive(Clone, Copy, Default)]
@@ -83,28 +83,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
         }
         k.used = true;
         let t = base.get(id)?;
-        match t.data {
-            TypeData::Int { .. }
-            | TypeData::Float { .. }
-            | TypeData::Fwd
-            | TypeData::Array(_)
-            | TypeData::Struct { .. }
-            | TypeData::Union { .. }
-            | TypeData::Typedef { .. }
-            | TypeData::Enum { .. }
-            | TypeData::Enum64 { .. }
-            | TypeData::Ptr { .. }
-            | TypeData::Const { .. }
-            | TypeData::Restrict { .. }
-            | TypeData::Volatile { .. }
-            | TypeData::FuncProto { .. }
-            | TypeData::TypeTag { .. } => {}
-            _ => {
-                return Err(Error::Distill {
-                    id,
-                    reason: format!("split BTF refers to a base {}", t.kind_name()),
-                })
-            }
+        if !t.kind().is_c_type() {
+            return Err(Error::Distill {
+                id,
+                reason: format!("split BTF refers to a base {}", t.kind_name()),
+            });
         }
         if !is_named_fwd_candidate(t) {
             t.for_each_ref(|r| work.push(r));
@@ -278,11 +261,6 @@ fn mark_embedded(split: &Btf, mut id: TypeId, start: TypeId, kept: &mut [Kept]) 
             return;
         };
         id = match &t.data {
-            TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::TypeTag { ty } => *ty,
             TypeData::Array(a) => a.elem,
             TypeData::Struct { .. } | TypeData::Union { .. } => {
                 if id < start {
@@ -292,7 +270,10 @@ fn mark_embedded(split: &Btf, mut id: TypeId, start: TypeId, kept: &mut [Kept]) 
                 }
                 return;
             }
-            _ => return,
+            _ => match t.ref_type_in(Kind::is_modifier_or_typedef) {
+                Some(ty) => ty,
+                None => return,
+            },
         };
     }
 }

@@ -148,14 +148,13 @@ impl Btf {
                 size = Some(u64::from(s));
                 break;
             }
+            let through =
+                |k: Kind| k.is_modifier_or_typedef() || matches!(k, Kind::VAR | Kind::DECL_TAG);
+            if let Some(ty) = t.ref_type_in(through) {
+                id = ty;
+                continue;
+            }
             match &t.data {
-                TypeData::Typedef { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::Var { ty, .. }
-                | TypeData::DeclTag { ty, .. }
-                | TypeData::TypeTag { ty } => id = *ty,
                 TypeData::Array(a) => {
                     if nelems != 0 && u64::from(a.nelems) > u64::from(u32::MAX) / nelems {
                         return None;

@@ -300,6 +300,22 @@ pub struct VarSecinfo {
 // Read in place from a mapped type section (see records.rs).
 crate::records::record!(Member, EnumValue, Param, VarSecinfo);
 
+/// A pattern for the kinds whose `type` word is the one type they refer
+/// to, binding it to `$ty`: the references ([`Kind::is_reference`]), VAR
+/// and DECL_TAG. FUNC refers to one type too, under another name.
+macro_rules! one_ref {
+    ($ty:ident) => {
+        TypeData::Ptr { ty: $ty }
+            | TypeData::Typedef { ty: $ty }
+            | TypeData::Volatile { ty: $ty }
+            | TypeData::Const { ty: $ty }
+            | TypeData::Restrict { ty: $ty }
+            | TypeData::TypeTag { ty: $ty }
+            | TypeData::Var { ty: $ty, .. }
+            | TypeData::DeclTag { ty: $ty, .. }
+    };
+}
+
 impl Type {
     /// A type with this name offset and data, `kind_flag` clear.
     pub fn new(name_off: u32, data: TypeData) -> Type {
@@ -381,14 +397,7 @@ impl Type {
             | TypeData::LocParam { size, .. }
             | TypeData::Float { size } => *size,
             TypeData::Unknown { size_or_type, .. } => *size_or_type,
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => *ty,
+            one_ref!(ty) => *ty,
             TypeData::Func { proto, .. } => *proto,
             TypeData::FuncProto { ret, .. } => *ret,
             TypeData::Array(_)
@@ -398,28 +407,15 @@ impl Type {
         }
     }
 
-    /// Bytes this type takes on disk.
+    /// Bytes this type takes on disk: `struct btf_type` and what its
+    /// kind's layout ([`known_layout`]) has follow it for its vlen.
     pub fn encoded_len(&self) -> usize {
         BTF_TYPE_LEN
             + match &self.data {
-                TypeData::Int { .. } => 4,
-                TypeData::Array(_) => BTF_ARRAY_LEN,
-                TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
-                    members.len() * BTF_MEMBER_LEN
-                }
-                TypeData::Enum { values, .. } => values.len() * BTF_ENUM_LEN,
-                TypeData::Enum64 { values, .. } => values.len() * BTF_ENUM64_LEN,
-                TypeData::FuncProto { params, .. } => params.len() * BTF_PARAM_LEN,
-                TypeData::Var { .. } => BTF_VAR_LEN,
-                TypeData::Datasec { vars, .. } => vars.len() * BTF_VAR_SECINFO_LEN,
-                TypeData::DeclTag { .. } => BTF_DECL_TAG_LEN,
-                TypeData::LocParam { values, .. } => {
-                    BTF_LOC_PARAM_LEN + values.len() * BTF_LOC_VALUE_LEN
-                }
-                TypeData::LocProto { params } => params.len() * BTF_LOC_PROTO_PARAM_LEN,
-                TypeData::Locsec { locs } => locs.len() * BTF_LOC_LEN,
                 TypeData::Unknown { words, .. } => words.len() * 4,
-                _ => 0,
+                _ => known_layout(self.kind()).map_or(0, |l| {
+                    usize::from(l.info_sz) + self.vlen() as usize * usize::from(l.elem_sz)
+                }),
             }
     }
 
@@ -427,17 +423,33 @@ impl Type {
     /// pointer, func, var, tags): that type.
     pub fn ref_type(&self) -> Option<TypeId> {
         match &self.data {
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => Some(*ty),
+            one_ref!(ty) => Some(*ty),
             TypeData::Func { proto, .. } => Some(*proto),
             _ => None,
         }
+    }
+
+    /// [`Type::ref_type`], to change.
+    pub fn ref_type_mut(&mut self) -> Option<&mut TypeId> {
+        match &mut self.data {
+            one_ref!(ty) => Some(ty),
+            TypeData::Func { proto, .. } => Some(proto),
+            _ => None,
+        }
+    }
+
+    /// The type this one refers to ([`Type::ref_type`]) when its kind is
+    /// in `group`, one of [`Kind`]'s groups: `t.ref_type_in(Kind::is_modifier)`
+    /// is the type a modifier qualifies or tags, `None` for any other kind.
+    ///
+    /// ```
+    /// use btf::{Kind, Type, TypeData};
+    /// let c = Type::new(0, TypeData::Const { ty: 7 });
+    /// assert_eq!(c.ref_type_in(Kind::is_modifier), Some(7));
+    /// assert_eq!(c.ref_type_in(|k| k == Kind::PTR), None);
+    /// ```
+    pub fn ref_type_in(&self, group: impl Fn(Kind) -> bool) -> Option<TypeId> {
+        self.ref_type().filter(|_| group(self.kind()))
     }
 
     /// Every type id this type refers to, in on-disk order.
@@ -502,14 +514,7 @@ impl Type {
                 f(&mut l.func);
                 f(&mut l.loc_proto);
             }),
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => f(ty),
+            one_ref!(ty) => f(ty),
             TypeData::Func { proto, .. } => f(proto),
             TypeData::Int { .. }
             | TypeData::Enum { .. }

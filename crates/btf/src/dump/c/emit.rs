@@ -4,7 +4,7 @@
 use std::io;
 
 use super::{too_deep, Dumper, EmitState, MAX_DEPTH};
-use crate::{Member, Type, TypeData, TypeId};
+use crate::{Kind, Member, Type, TypeData, TypeId};
 
 /// The part of the shared declaration stack that one declaration owns:
 /// `decl_stack[start..start + cnt]`, consumed from the top.
@@ -85,11 +85,6 @@ impl<'a> Dumper<'a> {
                 }
                 self.state[id as usize].emit = EmitState::Emitted;
             }
-            TypeData::Ptr { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => self.emit_type(*ty, cont_id, depth)?,
             TypeData::Array(a) => self.emit_type(a.elem, cont_id, depth)?,
             TypeData::Fwd => {
                 self.emit_fwd_def(id, t);
@@ -135,15 +130,13 @@ impl<'a> Dumper<'a> {
                     self.emit_type(p.ty, cont_id, depth)?;
                 }
             }
-            TypeData::Func { .. }
-            | TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::Float { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => {}
+            // A pointer or modifier needs what it wraps; FLOAT and the kinds
+            // with no C type (Kind::is_c_type) need nothing.
+            _ => {
+                if let Some(ty) = t.ref_type_in(Kind::is_ptr_or_modifier) {
+                    self.emit_type(ty, cont_id, depth)?;
+                }
+            }
         }
         Ok(())
     }
@@ -334,16 +327,14 @@ impl<'a> Dumper<'a> {
                 break;
             };
             id = match &t.data {
-                TypeData::Ptr { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::TypeTag { ty } => *ty,
                 TypeData::FuncProto { ret, .. } => *ret,
                 TypeData::Array(a) => a.elem,
-                // A terminal type, or one that has no place in a
-                // declaration (the chain writer skips it).
-                _ => break,
+                _ => match t.ref_type_in(Kind::is_ptr_or_modifier) {
+                    Some(ty) => ty,
+                    // A terminal type, or one that has no place in a
+                    // declaration (the chain writer skips it).
+                    None => break,
+                },
             };
         }
         let mut frame = Frame {
@@ -371,13 +362,11 @@ impl<'a> Dumper<'a> {
     /// popped: in C they go to its left.
     fn emit_mods(&mut self, frame: &mut Frame) {
         while let Some(id) = self.frame_top(frame) {
-            let word: &[u8] = match self.get(id).map(|t| &t.data) {
-                Some(TypeData::Volatile { .. }) => b"volatile ",
-                Some(TypeData::Const { .. }) => b"const ",
-                Some(TypeData::Restrict { .. }) => b"restrict ",
-                _ => return,
+            let Some(q) = self.get(id).and_then(|t| t.kind().qualifier_keyword()) else {
+                return;
             };
-            self.put(word);
+            self.put(q.as_bytes());
+            self.put(b" ");
             frame.cnt -= 1;
         }
     }
@@ -457,9 +446,6 @@ impl<'a> Dumper<'a> {
                     self.put(&name);
                 }
                 TypeData::Ptr { .. } => self.put(if last_was_ptr { b"*" } else { b" *" }),
-                TypeData::Volatile { .. } => self.put(b" volatile"),
-                TypeData::Const { .. } => self.put(b" const"),
-                TypeData::Restrict { .. } => self.put(b" restrict"),
                 TypeData::TypeTag { .. } => {
                     self.emit_mods(frame);
                     let name = self.str_at(t.name_off);
@@ -522,15 +508,18 @@ impl<'a> Dumper<'a> {
                     self.put(b")");
                     return Ok(());
                 }
-                // Not a type a declaration can have (libbpf warns and stops).
-                TypeData::Func { .. }
-                | TypeData::Var { .. }
-                | TypeData::Datasec { .. }
-                | TypeData::DeclTag { .. }
-                | TypeData::LocParam { .. }
-                | TypeData::LocProto { .. }
-                | TypeData::Locsec { .. }
-                | TypeData::Unknown { .. } => return Ok(()),
+                _ => match t.kind().qualifier_keyword() {
+                    Some(q) => {
+                        self.put(b" ");
+                        self.put(q.as_bytes());
+                    }
+                    // Not a type a declaration can have (Kind::is_c_type:
+                    // libbpf warns and stops).
+                    None => {
+                        debug_assert!(!t.kind().is_c_type());
+                        return Ok(());
+                    }
+                },
             }
             last_was_ptr = matches!(t.data, TypeData::Ptr { .. });
         }
