@@ -384,11 +384,11 @@ impl Renderer<'_> {
                 ty: self.decl(*ty, "", 0),
             },
             TypeData::Func { proto, linkage } => Layout::Func {
-                linkage: crate::dump::raw::func_linkage_name(*linkage),
+                linkage: crate::dump::fields::func_linkage_name(*linkage),
                 proto: self.decl(*proto, name, 0),
             },
             TypeData::Var { ty, linkage } => Layout::Var {
-                linkage: crate::dump::raw::var_linkage_name(*linkage),
+                linkage: crate::dump::fields::var_linkage_name(*linkage),
                 ty: self.decl(*ty, "", 0),
             },
             _ => Layout::Typedef { ty: String::new() },
@@ -406,7 +406,7 @@ impl Renderer<'_> {
             locations: params
                 .iter()
                 .map(|&p| {
-                    crate::dump::raw::loc_param_value(self.btf, p).unwrap_or_else(|| "-".into())
+                    crate::dump::fields::loc_param_value(self.btf, p).unwrap_or_else(|| "-".into())
                 })
                 .collect(),
         }
