@@ -4,7 +4,7 @@
 use std::io;
 
 use super::{too_deep, Dumper, EmitState, MAX_DEPTH};
-use crate::{Kind, Member, Type, TypeData, TypeId};
+use crate::{Kind, Member, Param, Type, TypeData, TypeId};
 
 /// The part of the shared declaration stack that one declaration owns:
 /// `decl_stack[start..start + cnt]`, consumed from the top.
@@ -47,30 +47,7 @@ impl<'a> Dumper<'a> {
             if st.fwd_emitted {
                 return Ok(());
             }
-            match &t.data {
-                TypeData::Struct { .. } | TypeData::Union { .. } => {
-                    // A struct may point to itself without a declaration;
-                    // an anonymous one cannot be declared at all (libbpf
-                    // warns and writes nothing).
-                    if id == cont_id || t.name_off == 0 {
-                        return Ok(());
-                    }
-                    self.emit_struct_fwd(id, t);
-                    self.put(b";\n\n");
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                TypeData::Typedef { .. } => {
-                    // Only reachable through a pointer here, so the typedef
-                    // can be written before its target is complete.
-                    if !self.is_blacklisted(t) {
-                        self.emit_typedef_def(id, t, 0, depth)?;
-                        self.put(b";\n\n");
-                    }
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                _ => {}
-            }
-            return Ok(());
+            return self.emit_reentered(id, t, cont_id, depth);
         }
 
         match &t.data {
@@ -102,27 +79,7 @@ impl<'a> Dumper<'a> {
                 self.state[id as usize].emit = EmitState::Emitted;
             }
             TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
-                self.state[id as usize].emit = EmitState::Emitting;
-                if top_level || t.name_off == 0 {
-                    // Its members will be written out in full: their types
-                    // need their declarations first. An anonymous struct is
-                    // part of the definition that contains it.
-                    let inner = if t.name_off == 0 { cont_id } else { id };
-                    for m in members {
-                        self.emit_type(m.ty, inner, depth)?;
-                    }
-                } else if !self.state[id as usize].fwd_emitted && id != cont_id {
-                    self.emit_struct_fwd(id, t);
-                    self.put(b";\n\n");
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                if top_level {
-                    self.emit_struct_def(id, t, 0, depth)?;
-                    self.put(b";\n\n");
-                    self.state[id as usize].emit = EmitState::Emitted;
-                } else {
-                    self.state[id as usize].emit = EmitState::NotEmitted;
-                }
+                self.emit_struct_type(id, t, members, cont_id, depth)?
             }
             TypeData::FuncProto { ret, params } => {
                 self.emit_type(*ret, cont_id, depth)?;
@@ -137,6 +94,78 @@ impl<'a> Dumper<'a> {
                     self.emit_type(ty, cont_id, depth)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// [`Dumper::emit_type`] come back to `id` while writing its
+    /// definition, with no forward declaration written yet: a named struct
+    /// gets one, a typedef its definition.
+    fn emit_reentered(
+        &mut self,
+        id: TypeId,
+        t: &'a Type,
+        cont_id: TypeId,
+        depth: u32,
+    ) -> io::Result<()> {
+        match &t.data {
+            TypeData::Struct { .. } | TypeData::Union { .. } => {
+                // A struct may point to itself without a declaration;
+                // an anonymous one cannot be declared at all (libbpf
+                // warns and writes nothing).
+                if id == cont_id || t.name_off == 0 {
+                    return Ok(());
+                }
+                self.emit_struct_fwd(id, t);
+                self.put(b";\n\n");
+                self.state[id as usize].fwd_emitted = true;
+            }
+            TypeData::Typedef { .. } => {
+                // Only reachable through a pointer here, so the typedef
+                // can be written before its target is complete.
+                if !self.is_blacklisted(t) {
+                    self.emit_typedef_def(id, t, 0, depth)?;
+                    self.put(b";\n\n");
+                }
+                self.state[id as usize].fwd_emitted = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// [`Dumper::emit_type`] for a struct or union: what its members need
+    /// when they are written out, else a forward declaration; then its
+    /// definition at top level.
+    fn emit_struct_type(
+        &mut self,
+        id: TypeId,
+        t: &'a Type,
+        members: &[Member],
+        cont_id: TypeId,
+        depth: u32,
+    ) -> io::Result<()> {
+        let top_level = cont_id == 0;
+        self.state[id as usize].emit = EmitState::Emitting;
+        if top_level || t.name_off == 0 {
+            // Its members will be written out in full: their types
+            // need their declarations first. An anonymous struct is
+            // part of the definition that contains it.
+            let inner = if t.name_off == 0 { cont_id } else { id };
+            for m in members {
+                self.emit_type(m.ty, inner, depth)?;
+            }
+        } else if !self.state[id as usize].fwd_emitted && id != cont_id {
+            self.emit_struct_fwd(id, t);
+            self.put(b";\n\n");
+            self.state[id as usize].fwd_emitted = true;
+        }
+        if top_level {
+            self.emit_struct_def(id, t, 0, depth)?;
+            self.put(b";\n\n");
+            self.state[id as usize].emit = EmitState::Emitted;
+        } else {
+            self.state[id as usize].emit = EmitState::NotEmitted;
         }
         Ok(())
     }
@@ -454,59 +483,17 @@ impl<'a> Dumper<'a> {
                     self.put(b"\")))");
                 }
                 TypeData::Array(a) => {
-                    self.drop_mods(frame);
-                    let Some(next) = self.frame_top(frame) else {
-                        self.emit_name(fname, last_was_ptr);
-                        self.put_array_dim(a.nelems);
-                        return Ok(());
-                    };
-                    // `int (*p)[4]` but `int a[2][4]`.
-                    let multidim =
-                        matches!(self.get(next).map(|t| &t.data), Some(TypeData::Array(_)));
-                    if !fname.is_empty() && !last_was_ptr {
-                        self.put(b" ");
-                    }
-                    if !multidim {
-                        self.put(b"(");
-                    }
-                    self.emit_type_chain(frame, fname, lvl, depth)?;
-                    if !multidim {
-                        self.put(b")");
-                    }
-                    self.put_array_dim(a.nelems);
-                    return Ok(());
+                    return self.emit_array_chain(frame, a.nelems, fname, lvl, depth, last_was_ptr)
                 }
                 TypeData::FuncProto { params, .. } => {
-                    self.drop_mods(frame);
-                    if frame.cnt > 0 {
-                        self.put(b" (");
-                        self.emit_type_chain(frame, fname, lvl, depth)?;
-                        self.put(b")");
-                    } else {
-                        self.emit_name(fname, last_was_ptr);
-                    }
-                    self.put(b"(");
-                    // No parameters, or clang's lone void parameter, is
-                    // `(void)`: Debian's bpftool 7.1 carries libbpf's fix
-                    // for `()`, which C23 reads differently.
-                    if params.is_empty() || (params.len() == 1 && params[0].ty == 0) {
-                        self.put(b"void)");
-                        return Ok(());
-                    }
-                    for (i, p) in params.iter().enumerate() {
-                        if i > 0 {
-                            self.put(b", ");
-                        }
-                        // A trailing void parameter is C's `...`.
-                        if i == params.len() - 1 && p.ty == 0 {
-                            self.put(b"...");
-                            break;
-                        }
-                        let name = self.str_at(p.name_off);
-                        self.emit_type_decl(p.ty, name, lvl, depth)?;
-                    }
-                    self.put(b")");
-                    return Ok(());
+                    return self.emit_func_proto_chain(
+                        frame,
+                        params,
+                        fname,
+                        lvl,
+                        depth,
+                        last_was_ptr,
+                    )
                 }
                 _ => match t.kind().qualifier_keyword() {
                     Some(q) => {
@@ -524,6 +511,82 @@ impl<'a> Dumper<'a> {
             last_was_ptr = matches!(t.data, TypeData::Ptr { .. });
         }
         self.emit_name(fname, last_was_ptr);
+        Ok(())
+    }
+
+    /// The rest of a declaration chain from an array outwards: what
+    /// the chain declares, then the dimension.
+    fn emit_array_chain(
+        &mut self,
+        frame: &mut Frame,
+        nelems: u32,
+        fname: &[u8],
+        lvl: u32,
+        depth: u32,
+        last_was_ptr: bool,
+    ) -> io::Result<()> {
+        self.drop_mods(frame);
+        let Some(next) = self.frame_top(frame) else {
+            self.emit_name(fname, last_was_ptr);
+            self.put_array_dim(nelems);
+            return Ok(());
+        };
+        // `int (*p)[4]` but `int a[2][4]`.
+        let multidim = matches!(self.get(next).map(|t| &t.data), Some(TypeData::Array(_)));
+        if !fname.is_empty() && !last_was_ptr {
+            self.put(b" ");
+        }
+        if !multidim {
+            self.put(b"(");
+        }
+        self.emit_type_chain(frame, fname, lvl, depth)?;
+        if !multidim {
+            self.put(b")");
+        }
+        self.put_array_dim(nelems);
+        Ok(())
+    }
+
+    /// The rest of a declaration chain from a function prototype
+    /// outwards: what the chain declares, then the parameter list.
+    fn emit_func_proto_chain(
+        &mut self,
+        frame: &mut Frame,
+        params: &[Param],
+        fname: &[u8],
+        lvl: u32,
+        depth: u32,
+        last_was_ptr: bool,
+    ) -> io::Result<()> {
+        self.drop_mods(frame);
+        if frame.cnt > 0 {
+            self.put(b" (");
+            self.emit_type_chain(frame, fname, lvl, depth)?;
+            self.put(b")");
+        } else {
+            self.emit_name(fname, last_was_ptr);
+        }
+        self.put(b"(");
+        // No parameters, or clang's lone void parameter, is
+        // `(void)`: Debian's bpftool 7.1 carries libbpf's fix
+        // for `()`, which C23 reads differently.
+        if params.is_empty() || (params.len() == 1 && params[0].ty == 0) {
+            self.put(b"void)");
+            return Ok(());
+        }
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                self.put(b", ");
+            }
+            // A trailing void parameter is C's `...`.
+            if i == params.len() - 1 && p.ty == 0 {
+                self.put(b"...");
+                break;
+            }
+            let name = self.str_at(p.name_off);
+            self.emit_type_decl(p.ty, name, lvl, depth)?;
+        }
+        self.put(b")");
         Ok(())
     }
 
