@@ -204,12 +204,9 @@ mod tests {
     /// Expected strings are what a C compiler accepts for the same type
     /// (written by hand, checked against gcc's -Wall with no warning).
     #[test]
-    fn declarators() {
+    fn declarators_of_pointers_and_arrays() {
         let mut b = Btf::new();
-        let int_t = int(&mut b, "int", 4);
-        let char_t = int(&mut b, "char", 1);
-        let cchar = ty(&mut b, TypeData::Const { ty: char_t });
-        let p_cchar = ty(&mut b, TypeData::Ptr { ty: cchar });
+        let (int_t, char_t, p_cchar) = int_char_and_const_char_ptr(&mut b);
         assert_eq!(type_name(&b, p_cchar), "const char *");
         let p_char = ty(&mut b, TypeData::Ptr { ty: char_t });
         let cp_char = ty(&mut b, TypeData::Const { ty: p_char });
@@ -234,7 +231,20 @@ mod tests {
             }),
         );
         assert_eq!(declaration(&b, arr2, "m"), "char m[2][16]");
+    }
 
+    /// `int`, `char` and `const char *`.
+    fn int_char_and_const_char_ptr(b: &mut Btf) -> (TypeId, TypeId, TypeId) {
+        let int_t = int(b, "int", 4);
+        let char_t = int(b, "char", 1);
+        let cchar = ty(b, TypeData::Const { ty: char_t });
+        (int_t, char_t, ty(b, TypeData::Ptr { ty: cchar }))
+    }
+
+    #[test]
+    fn declarators_of_function_pointers_and_prototypes() {
+        let mut b = Btf::new();
+        let (int_t, _, p_cchar) = int_char_and_const_char_ptr(&mut b);
         let p_void = ty(&mut b, TypeData::Ptr { ty: 0 });
         let pi = param(&mut b, "data", p_void);
         let handler = ty(
@@ -300,7 +310,11 @@ mod tests {
         let name = b.add_str("schedule");
         let f = b.add_type(Type::new(name, TypeData::Func { proto, linkage: 1 }));
         assert_eq!(func_prototype(&b, f), "void schedule(void)");
+    }
 
+    #[test]
+    fn declarators_of_structs_and_placeholders() {
+        let mut b = Btf::new();
         let sname = b.add_str("kobject");
         let s = b.add_type(Type::new(
             sname,

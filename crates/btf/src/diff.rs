@@ -473,21 +473,7 @@ impl Renderer<'_> {
             }
             TypeData::Array(a) => self.decl(a.elem, &format!("{inner}[{}]", a.nelems), depth + 1),
             TypeData::FuncProto { ret, params } => {
-                let mut list = String::from("(");
-                for (i, p) in params.iter().enumerate() {
-                    if i > 0 {
-                        list.push_str(", ");
-                    }
-                    if p.ty == 0 && p.name_off == 0 {
-                        list.push_str("...");
-                    } else {
-                        list.push_str(&self.decl(p.ty, &self.name(p.name_off), depth + 1));
-                    }
-                }
-                if params.is_empty() {
-                    list.push_str("void");
-                }
-                list.push(')');
+                let list = self.param_list(params, depth);
                 self.decl(*ret, &format!("{inner}{list}"), depth + 1)
             }
             TypeData::TypeTag { ty } => {
@@ -533,6 +519,27 @@ impl Renderer<'_> {
                 }
             },
         }
+    }
+
+    /// A prototype's parameters as C writes them: `(int a, char *b)`,
+    /// `(const char *fmt, ...)`, `(void)`.
+    fn param_list(&self, params: &[crate::Param], depth: u32) -> String {
+        let mut list = String::from("(");
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                list.push_str(", ");
+            }
+            if p.ty == 0 && p.name_off == 0 {
+                list.push_str("...");
+            } else {
+                list.push_str(&self.decl(p.ty, &self.name(p.name_off), depth + 1));
+            }
+        }
+        if params.is_empty() {
+            list.push_str("void");
+        }
+        list.push(')');
+        list
     }
 
     /// `const int x` but `char *const x`: a qualifier of a pointer goes

@@ -121,6 +121,24 @@ impl<'a> Validator<'a> {
             TypeData::DeclTag { component_idx, .. } => {
                 self.check_decl_tag_meta(id, t, *component_idx, name_ok)
             }
+            TypeData::LocParam { .. } | TypeData::LocProto { .. } | TypeData::Locsec { .. } => {
+                self.check_location_meta(id, t, name_ok)
+            }
+            // The references (PTR, TYPEDEF, the modifiers) alike; a kind
+            // this crate does not know was reported above: no kernel knows
+            // one.
+            _ => {
+                if let Some(ty) = t.ref_type_in(Kind::is_reference) {
+                    self.check_ref_kind_meta(id, t, ty, name_ok);
+                }
+            }
+        }
+    }
+
+    /// The location kinds (bpf-next): what a LOC_PARAM, a LOC_PROTO or a
+    /// LOCSEC must be on its own.
+    fn check_location_meta(&mut self, id: TypeId, t: &Type, name_ok: bool) {
+        match &t.data {
             TypeData::LocParam {
                 size,
                 flags,
@@ -142,14 +160,7 @@ impl<'a> Validator<'a> {
                 }
                 self.check_vlen(id, locs.len(), "inline sites");
             }
-            // The references (PTR, TYPEDEF, the modifiers) alike; a kind
-            // this crate does not know was reported above: no kernel knows
-            // one.
-            _ => {
-                if let Some(ty) = t.ref_type_in(Kind::is_reference) {
-                    self.check_ref_kind_meta(id, t, ty, name_ok);
-                }
-            }
+            _ => {}
         }
     }
 
