@@ -7,7 +7,7 @@
 
 use super::loc;
 use crate::format::{BTF_INT_BOOL, BTF_INT_CHAR, BTF_INT_SIGNED};
-use crate::{Btf, EnumValue, Kind, Type, TypeData, TypeId};
+use crate::{Btf, EnumValue, Kind, Member, Type, TypeData, TypeId};
 
 /// One field's value.
 pub(crate) enum Value<'a> {
@@ -59,7 +59,7 @@ pub(crate) trait Render {
 /// Hands `r` the fields bpftool prints of `t` after its id, kind and name,
 /// in its order, with each list of records.
 pub(crate) fn walk(r: &mut impl Render, btf: &Btf, t: &Type) {
-    use Value::{Name, Quoted, Signed, Unsigned, Word};
+    use Value::{Name, Signed, Unsigned, Word};
     match &t.data {
         TypeData::Int {
             size,
@@ -79,19 +79,7 @@ pub(crate) fn walk(r: &mut impl Render, btf: &Btf, t: &Type) {
         }
         TypeData::Struct { size, members } | TypeData::Union { size, members } => {
             size_vlen(r, *size, members.len());
-            r.records("members");
-            for m in members {
-                r.record();
-                r.field("name", Name(name_bytes(btf, m.name_off)));
-                r.field("type_id", num(m.ty));
-                r.field("bits_offset", num(m.bit_offset(t.kind_flag)));
-                let bits = m.bitfield_size(t.kind_flag);
-                if bits != 0 {
-                    r.field("bitfield_size", num(bits));
-                }
-                r.end_record();
-            }
-            r.end_records();
+            self::members(r, btf, t.kind_flag, members);
         }
         TypeData::Enum { size, values } => {
             let signed = t.kind_flag;
@@ -147,6 +135,43 @@ pub(crate) fn walk(r: &mut impl Render, btf: &Btf, t: &Type) {
             r.field("type_id", num(*ty));
             r.field("component_idx", Signed(i64::from(*component_idx)));
         }
+        TypeData::LocParam { .. } | TypeData::LocProto { .. } | TypeData::Locsec { .. } => {
+            locations(r, btf, t)
+        }
+        // bpftool prints only the line's head for a kind it does not know.
+        TypeData::Unknown { .. } => {}
+        // PTR, TYPEDEF and the modifiers: the type they refer to.
+        _ => {
+            if let Some(ty) = t.ref_type_in(Kind::is_reference) {
+                r.field("type_id", num(ty));
+            }
+        }
+    }
+}
+
+/// A STRUCT's or UNION's members: name, type, bit offset and bitfield
+/// size (given its `kind_flag`), the last only for a bitfield.
+fn members(r: &mut impl Render, btf: &Btf, kind_flag: bool, members: &[Member]) {
+    r.records("members");
+    for m in members {
+        r.record();
+        r.field("name", Value::Name(name_bytes(btf, m.name_off)));
+        r.field("type_id", num(m.ty));
+        r.field("bits_offset", num(m.bit_offset(kind_flag)));
+        let bits = m.bitfield_size(kind_flag);
+        if bits != 0 {
+            r.field("bitfield_size", num(bits));
+        }
+        r.end_record();
+    }
+    r.end_records();
+}
+
+/// The fields of the location kinds (bpf-next): a LOC_PARAM's location,
+/// a LOC_PROTO's parameters and a LOCSEC's inline sites.
+fn locations(r: &mut impl Render, btf: &Btf, t: &Type) {
+    use Value::{Quoted, Unsigned};
+    match &t.data {
         TypeData::LocParam {
             size,
             flags,
@@ -184,14 +209,7 @@ pub(crate) fn walk(r: &mut impl Render, btf: &Btf, t: &Type) {
             }
             r.end_records();
         }
-        // bpftool prints only the line's head for a kind it does not know.
-        TypeData::Unknown { .. } => {}
-        // PTR, TYPEDEF and the modifiers: the type they refer to.
-        _ => {
-            if let Some(ty) = t.ref_type_in(Kind::is_reference) {
-                r.field("type_id", num(ty));
-            }
-        }
+        _ => {}
     }
 }
 

@@ -85,20 +85,9 @@ impl<W: Write> Render for Json<'_, '_, W> {
                 // whatever the enum's sign, and an unsigned enum's widens
                 // to 64 bits unsigned: 0xffffffff comes out as
                 // 18446744073709551615. Equal JSON values means following it.
-                let val = v.value(true);
-                if signed {
-                    s.int(val as i64);
-                } else {
-                    s.int(val);
-                }
+                s.word(v.value(true), signed)
             }
-            Value::Enum64(val, signed) => {
-                if signed {
-                    s.int(val as i64);
-                } else {
-                    s.int(val);
-                }
-            }
+            Value::Enum64(val, signed) => s.word(val, signed),
             Value::LocValues(words, text) => {
                 s.byte(b'[');
                 for (i, w) in words.iter().enumerate() {

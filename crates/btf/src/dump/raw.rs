@@ -53,6 +53,17 @@ impl<'w, W: Write> Sink<'w, W> {
         self.buf.extend_from_slice(self.num.format(v).as_bytes());
     }
 
+    /// A 64-bit word as a number: negative when `signed` and its top bit
+    /// is set (an enumerator's value, [`crate::EnumValue::value`]).
+    #[inline]
+    pub(crate) fn word(&mut self, val: u64, signed: bool) {
+        if signed {
+            self.int(val as i64);
+        } else {
+            self.int(val);
+        }
+    }
+
     /// Hands the staged bytes over once enough have gathered; called between
     /// types so that a chunk boundary never needs care.
     #[inline]
@@ -159,22 +170,10 @@ impl<W: Write> Render for Text<'_, '_, W> {
                 s.bytes(b"0x");
                 s.bytes(format!("{n:x}").as_bytes());
             }
-            Value::Enum(v, signed) => {
-                let val = v.value(signed);
-                if signed {
-                    s.int(val as i64);
-                } else {
-                    s.int(val);
-                }
-            }
+            Value::Enum(v, signed) => s.word(v.value(signed), signed),
             Value::Enum64(val, signed) => {
-                if signed {
-                    s.int(val as i64);
-                    s.bytes(b"LL");
-                } else {
-                    s.int(val);
-                    s.bytes(b"ULL");
-                }
+                s.word(val, signed);
+                s.bytes(if signed { b"LL" } else { b"ULL" });
             }
             Value::Name(_) | Value::DatasecTarget(_) => {}
         }
