@@ -361,32 +361,28 @@ const UNKNOWN_KIND_NAMES: [&str; (Kind::MAX.as_u8() - Kind::MAX_KNOWN.as_u8()) a
 mod tests {
     use super::*;
 
+    /// The kinds, known or not, that `group` holds.
+    fn kinds_where(group: impl Fn(Kind) -> bool) -> Vec<Kind> {
+        (0..=127).map(Kind::new).filter(|&k| group(k)).collect()
+    }
+
     #[test]
     fn predicates_partition_the_known_kinds() {
-        let modifiers: Vec<Kind> = (0..=127)
-            .map(Kind::new)
-            .filter(|k| k.is_modifier())
-            .collect();
         assert_eq!(
-            modifiers,
+            kinds_where(Kind::is_modifier),
             [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT, Kind::TYPE_TAG]
         );
-        let qualifiers: Vec<Kind> = (0..=127)
-            .map(Kind::new)
-            .filter(|k| k.is_qualifier())
-            .collect();
-        assert_eq!(qualifiers, [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT]);
+        assert_eq!(
+            kinds_where(Kind::is_qualifier),
+            [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT]
+        );
         assert_eq!(Kind::RESTRICT.qualifier_keyword(), Some("restrict"));
         assert_eq!(Kind::TYPE_TAG.qualifier_keyword(), None);
         assert!(Kind::TYPEDEF.is_modifier_or_typedef());
         assert!(!Kind::PTR.is_modifier_or_typedef());
         assert!(Kind::PTR.is_ptr_or_modifier() && !Kind::TYPEDEF.is_ptr_or_modifier());
-        let references: Vec<Kind> = (0..=127)
-            .map(Kind::new)
-            .filter(|k| k.is_reference())
-            .collect();
         assert_eq!(
-            references,
+            kinds_where(Kind::is_reference),
             [
                 Kind::PTR,
                 Kind::TYPEDEF,
@@ -396,12 +392,8 @@ mod tests {
                 Kind::TYPE_TAG
             ]
         );
-        let not_c: Vec<Kind> = (0..=Kind::MAX_KNOWN.as_u8())
-            .map(Kind::new)
-            .filter(|k| !k.is_c_type())
-            .collect();
         assert_eq!(
-            not_c,
+            kinds_where(|k| k <= Kind::MAX_KNOWN && !k.is_c_type()),
             [
                 Kind::UNKN,
                 Kind::FUNC,
