@@ -293,28 +293,13 @@ fn compare(
     next: &mut Vec<(TypeId, TypeId, String)>,
 ) -> Result<Option<String>> {
     let (ta, tb) = (btf.get(a)?, btf.get(b)?);
-    let differ = || {
-        Ok(Some(format!(
-            "{} vs {}",
-            describe(btf, a),
-            describe(btf, b)
-        )))
-    };
+    let differ = || Ok(Some(both(btf, a, b)));
     if a == 0 || b == 0 {
         return differ();
     }
     let (ka, kb) = (ta.kind(), tb.kind());
     let same_name = btf.str_bytes(ta.name_off)? == btf.str_bytes(tb.name_off)?;
-    // A forward declaration stands for the full type of its name.
-    let fwd_of = |f: &Type, full: &Type| match full.kind() {
-        BTF_KIND_STRUCT => f.kind() == BTF_KIND_FWD && !f.kind_flag,
-        BTF_KIND_UNION => f.kind() == BTF_KIND_FWD && f.kind_flag,
-        BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
-            matches!(f.kind(), BTF_KIND_ENUM | BTF_KIND_ENUM64) && f.vlen() == 0
-        }
-        _ => false,
-    };
-    if same_name && ta.name_off != 0 && (fwd_of(ta, tb) || fwd_of(tb, ta)) {
+    if same_name && ta.name_off != 0 && (is_fwd_of(ta, tb) || is_fwd_of(tb, ta)) {
         return Ok(None);
     }
     if !same_name {
@@ -338,48 +323,10 @@ fn compare(
         (
             TypeData::Enum { .. } | TypeData::Enum64 { .. },
             TypeData::Enum { .. } | TypeData::Enum64 { .. },
-        ) => {
-            if size_of(ta) != size_of(tb) || enumerators(btf, a)? != enumerators(btf, b)? {
-                return differ();
-            }
-            if ka == kb && ta.kind_flag != tb.kind_flag {
-                return Ok(Some(format!(
-                    "{} signed {} vs signed {}",
-                    describe(btf, a),
-                    ta.kind_flag,
-                    tb.kind_flag
-                )));
-            }
-        }
-        (TypeData::Struct { size: sa, .. }, TypeData::Struct { size: sb, .. })
-        | (TypeData::Union { size: sa, .. }, TypeData::Union { size: sb, .. }) => {
-            let (ma, mb) = (ta.members(), tb.members());
-            if sa != sb || ma.len() != mb.len() {
-                return differ();
-            }
-            for (x, y) in ma.iter().zip(mb) {
-                let xn = btf.str_bytes(x.name_off)?;
-                if xn != btf.str_bytes(y.name_off)?
-                    || x.bit_offset(ta.kind_flag) != y.bit_offset(tb.kind_flag)
-                    || x.bitfield_size(ta.kind_flag) != y.bitfield_size(tb.kind_flag)
-                {
-                    return Ok(Some(format!(
-                        "member '{}' at bit {} ({} bits) vs '{}' at bit {} ({} bits)",
-                        String::from_utf8_lossy(xn),
-                        x.bit_offset(ta.kind_flag),
-                        x.bitfield_size(ta.kind_flag),
-                        String::from_utf8_lossy(btf.str_bytes(y.name_off)?),
-                        y.bit_offset(tb.kind_flag),
-                        y.bitfield_size(tb.kind_flag),
-                    )));
-                }
-                let label = if xn.is_empty() {
-                    ".(anon)".to_string()
-                } else {
-                    format!(".{}", String::from_utf8_lossy(xn))
-                };
-                next.push((x.ty, y.ty, label));
-            }
+        ) => return compare_enums(btf, (a, ta), (b, tb)),
+        (TypeData::Struct { .. }, TypeData::Struct { .. })
+        | (TypeData::Union { .. }, TypeData::Union { .. }) => {
+            return compare_members(btf, (a, ta), (b, tb), next)
         }
         (
             TypeData::FuncProto {
@@ -426,6 +373,84 @@ fn compare(
             }
         },
         _ => return differ(),
+    }
+    Ok(None)
+}
+
+/// `A vs B`: the two types described.
+fn both(btf: &Btf, a: TypeId, b: TypeId) -> String {
+    format!("{} vs {}", describe(btf, a), describe(btf, b))
+}
+
+/// A forward declaration stands for the full type of its name: whether
+/// `f` is one for `full`.
+fn is_fwd_of(f: &Type, full: &Type) -> bool {
+    match full.kind() {
+        BTF_KIND_STRUCT => f.kind() == BTF_KIND_FWD && !f.kind_flag,
+        BTF_KIND_UNION => f.kind() == BTF_KIND_FWD && f.kind_flag,
+        BTF_KIND_ENUM | BTF_KIND_ENUM64 => {
+            matches!(f.kind(), BTF_KIND_ENUM | BTF_KIND_ENUM64) && f.vlen() == 0
+        }
+        _ => false,
+    }
+}
+
+/// [`compare`] for two enums (ENUM or ENUM64): size and enumerators, then
+/// the sign where the kinds are the same.
+fn compare_enums(
+    btf: &Btf,
+    (a, ta): (TypeId, &Type),
+    (b, tb): (TypeId, &Type),
+) -> Result<Option<String>> {
+    if size_of(ta) != size_of(tb) || enumerators(btf, a)? != enumerators(btf, b)? {
+        return Ok(Some(both(btf, a, b)));
+    }
+    if ta.kind() == tb.kind() && ta.kind_flag != tb.kind_flag {
+        return Ok(Some(format!(
+            "{} signed {} vs signed {}",
+            describe(btf, a),
+            ta.kind_flag,
+            tb.kind_flag
+        )));
+    }
+    Ok(None)
+}
+
+/// [`compare`] for two structs or two unions: sizes, then each member's
+/// name, offset and bitfield size; the members' types are pushed onto
+/// `next`.
+fn compare_members(
+    btf: &Btf,
+    (a, ta): (TypeId, &Type),
+    (b, tb): (TypeId, &Type),
+    next: &mut Vec<(TypeId, TypeId, String)>,
+) -> Result<Option<String>> {
+    let (ma, mb) = (ta.members(), tb.members());
+    if ta.size_or_type() != tb.size_or_type() || ma.len() != mb.len() {
+        return Ok(Some(both(btf, a, b)));
+    }
+    for (x, y) in ma.iter().zip(mb) {
+        let xn = btf.str_bytes(x.name_off)?;
+        if xn != btf.str_bytes(y.name_off)?
+            || x.bit_offset(ta.kind_flag) != y.bit_offset(tb.kind_flag)
+            || x.bitfield_size(ta.kind_flag) != y.bitfield_size(tb.kind_flag)
+        {
+            return Ok(Some(format!(
+                "member '{}' at bit {} ({} bits) vs '{}' at bit {} ({} bits)",
+                String::from_utf8_lossy(xn),
+                x.bit_offset(ta.kind_flag),
+                x.bitfield_size(ta.kind_flag),
+                String::from_utf8_lossy(btf.str_bytes(y.name_off)?),
+                y.bit_offset(tb.kind_flag),
+                y.bitfield_size(tb.kind_flag),
+            )));
+        }
+        let label = if xn.is_empty() {
+            ".(anon)".to_string()
+        } else {
+            format!(".{}", String::from_utf8_lossy(xn))
+        };
+        next.push((x.ty, y.ty, label));
     }
     Ok(None)
 }

@@ -5,7 +5,7 @@
 //! Bad BTF (ids out of range, reference cycles) gives a placeholder in the
 //! text, never a panic: these are for display.
 
-use crate::{Btf, TypeData, TypeId};
+use crate::{Btf, Kind, TypeData, TypeId};
 
 /// Nested declarators deeper than this are taken for a reference cycle.
 const MAX_DEPTH: usize = 64;
@@ -89,20 +89,6 @@ fn declare(btf: &Btf, mut id: TypeId, mut inner: String, budget: &mut usize) -> 
                 inner = format!("*{inner}");
                 id = *ty;
             }
-            TypeData::Const { ty } | TypeData::Volatile { ty } | TypeData::Restrict { ty } => {
-                let q = match &t.data {
-                    TypeData::Const { .. } => "const",
-                    TypeData::Volatile { .. } => "volatile",
-                    _ => "restrict",
-                };
-                if qualifies_base(btf, *ty) {
-                    prefix.push_str(q);
-                    prefix.push(' ');
-                } else {
-                    inner = join(q, &inner);
-                }
-                id = *ty;
-            }
             // Type tags (`__user`, `__rcu`) are annotations, not C types.
             TypeData::TypeTag { ty } => id = *ty,
             TypeData::Array(a) => {
@@ -121,14 +107,19 @@ fn declare(btf: &Btf, mut id: TypeId, mut inner: String, budget: &mut usize) -> 
                 id = *ret;
             }
             TypeData::Func { proto, .. } => id = *proto,
-            TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => {
-                return join(&format!("{prefix}{} {name}", t.kind_name()), &inner);
+            _ => {
+                // A qualifier, or a kind with no C type (Kind::is_c_type).
+                let (Some(q), Some(ty)) = (t.kind().qualifier_keyword(), t.ref_type()) else {
+                    debug_assert!(!t.kind().is_c_type());
+                    return join(&format!("{prefix}{} {name}", t.kind_name()), &inner);
+                };
+                if qualifies_base(btf, ty) {
+                    prefix.push_str(q);
+                    prefix.push(' ');
+                } else {
+                    inner = join(q, &inner);
+                }
+                id = ty;
             }
         }
     }
@@ -139,20 +130,20 @@ fn declare(btf: &Btf, mut id: TypeId, mut inner: String, budget: &mut usize) -> 
 /// because only qualifiers and tags stand between them.
 fn qualifies_base(btf: &Btf, mut id: TypeId) -> bool {
     for _ in 0..MAX_DEPTH {
-        match btf.type_by_id(id).map(|t| &t.data) {
-            Some(
-                TypeData::Const { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::TypeTag { ty },
-            ) => id = *ty,
-            Some(
-                TypeData::Ptr { .. }
-                | TypeData::Array(_)
-                | TypeData::FuncProto { .. }
-                | TypeData::Func { .. },
-            ) => return false,
-            _ => return true,
+        let Some(t) = btf.type_by_id(id) else {
+            return true;
+        };
+        match t.ref_type_in(Kind::is_modifier) {
+            Some(ty) => id = ty,
+            None => {
+                return !matches!(
+                    t.data,
+                    TypeData::Ptr { .. }
+                        | TypeData::Array(_)
+                        | TypeData::FuncProto { .. }
+                        | TypeData::Func { .. }
+                )
+            }
         }
     }
     true
@@ -213,12 +204,9 @@ mod tests {
     /// Expected strings are what a C compiler accepts for the same type
     /// (written by hand, checked against gcc's -Wall with no warning).
     #[test]
-    fn declarators() {
+    fn declarators_of_pointers_and_arrays() {
         let mut b = Btf::new();
-        let int_t = int(&mut b, "int", 4);
-        let char_t = int(&mut b, "char", 1);
-        let cchar = ty(&mut b, TypeData::Const { ty: char_t });
-        let p_cchar = ty(&mut b, TypeData::Ptr { ty: cchar });
+        let (int_t, char_t, p_cchar) = int_char_and_const_char_ptr(&mut b);
         assert_eq!(type_name(&b, p_cchar), "const char *");
         let p_char = ty(&mut b, TypeData::Ptr { ty: char_t });
         let cp_char = ty(&mut b, TypeData::Const { ty: p_char });
@@ -243,7 +231,20 @@ mod tests {
             }),
         );
         assert_eq!(declaration(&b, arr2, "m"), "char m[2][16]");
+    }
 
+    /// `int`, `char` and `const char *`.
+    fn int_char_and_const_char_ptr(b: &mut Btf) -> (TypeId, TypeId, TypeId) {
+        let int_t = int(b, "int", 4);
+        let char_t = int(b, "char", 1);
+        let cchar = ty(b, TypeData::Const { ty: char_t });
+        (int_t, char_t, ty(b, TypeData::Ptr { ty: cchar }))
+    }
+
+    #[test]
+    fn declarators_of_function_pointers_and_prototypes() {
+        let mut b = Btf::new();
+        let (int_t, _, p_cchar) = int_char_and_const_char_ptr(&mut b);
         let p_void = ty(&mut b, TypeData::Ptr { ty: 0 });
         let pi = param(&mut b, "data", p_void);
         let handler = ty(
@@ -309,7 +310,11 @@ mod tests {
         let name = b.add_str("schedule");
         let f = b.add_type(Type::new(name, TypeData::Func { proto, linkage: 1 }));
         assert_eq!(func_prototype(&b, f), "void schedule(void)");
+    }
 
+    #[test]
+    fn declarators_of_structs_and_placeholders() {
+        let mut b = Btf::new();
         let sname = b.add_str("kobject");
         let s = b.add_type(Type::new(
             sname,

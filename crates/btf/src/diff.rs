@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::query::c_number;
 use crate::{Btf, Type, TypeData, TypeId};
 
 /// The C namespace a compared entry lives in.
@@ -370,47 +371,24 @@ impl Renderer<'_> {
                     members: self.members(t, members, 0),
                 }
             }
-            TypeData::Enum { size, values } => Layout::Enum {
-                kind: "ENUM",
+            TypeData::Enum { size, .. } | TypeData::Enum64 { size, .. } => Layout::Enum {
+                kind: t.kind_name(),
                 size: *size,
                 signed: t.kind_flag,
-                values: values
-                    .iter()
-                    .map(|v| {
-                        let val = if t.kind_flag {
-                            i128::from(v.val as i32)
-                        } else {
-                            i128::from(v.val)
-                        };
-                        (self.name(v.name_off), val)
-                    })
-                    .collect(),
-            },
-            TypeData::Enum64 { size, values } => Layout::Enum {
-                kind: "ENUM64",
-                size: *size,
-                signed: t.kind_flag,
-                values: values
-                    .iter()
-                    .map(|v| {
-                        let val = if t.kind_flag {
-                            i128::from(v.val as i64)
-                        } else {
-                            i128::from(v.val)
-                        };
-                        (self.name(v.name_off), val)
-                    })
+                values: t
+                    .enum_values()
+                    .map(|(name_off, raw)| (self.name(name_off), c_number(raw, t.kind_flag)))
                     .collect(),
             },
             TypeData::Typedef { ty } => Layout::Typedef {
                 ty: self.decl(*ty, "", 0),
             },
             TypeData::Func { proto, linkage } => Layout::Func {
-                linkage: crate::dump::raw::func_linkage_name(*linkage),
+                linkage: crate::dump::fields::func_linkage_name(*linkage),
                 proto: self.decl(*proto, name, 0),
             },
             TypeData::Var { ty, linkage } => Layout::Var {
-                linkage: crate::dump::raw::var_linkage_name(*linkage),
+                linkage: crate::dump::fields::var_linkage_name(*linkage),
                 ty: self.decl(*ty, "", 0),
             },
             _ => Layout::Typedef { ty: String::new() },
@@ -428,7 +406,7 @@ impl Renderer<'_> {
             locations: params
                 .iter()
                 .map(|&p| {
-                    crate::dump::raw::loc_param_value(self.btf, p).unwrap_or_else(|| "-".into())
+                    crate::dump::fields::loc_param_value(self.btf, p).unwrap_or_else(|| "-".into())
                 })
                 .collect(),
         }
@@ -495,30 +473,8 @@ impl Renderer<'_> {
             }
             TypeData::Array(a) => self.decl(a.elem, &format!("{inner}[{}]", a.nelems), depth + 1),
             TypeData::FuncProto { ret, params } => {
-                let mut list = String::from("(");
-                for (i, p) in params.iter().enumerate() {
-                    if i > 0 {
-                        list.push_str(", ");
-                    }
-                    if p.ty == 0 && p.name_off == 0 {
-                        list.push_str("...");
-                    } else {
-                        list.push_str(&self.decl(p.ty, &self.name(p.name_off), depth + 1));
-                    }
-                }
-                if params.is_empty() {
-                    list.push_str("void");
-                }
-                list.push(')');
+                let list = self.param_list(params, depth);
                 self.decl(*ret, &format!("{inner}{list}"), depth + 1)
-            }
-            TypeData::Const { ty } | TypeData::Volatile { ty } | TypeData::Restrict { ty } => {
-                let q = match t.data {
-                    TypeData::Const { .. } => "const",
-                    TypeData::Volatile { .. } => "volatile",
-                    _ => "restrict",
-                };
-                self.qualified(q, *ty, inner, depth)
             }
             TypeData::TypeTag { ty } => {
                 // kind_flag: a type attribute (`address_space(1)`), not a tag.
@@ -550,20 +506,40 @@ impl Renderer<'_> {
             TypeData::Int { .. } | TypeData::Float { .. } | TypeData::Typedef { .. } => {
                 join(&self.name(t.name_off), inner)
             }
-            // Not types a declaration can have; shown by kind so that a
-            // difference is still visible.
-            TypeData::Func { .. }
-            | TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => join(
-                &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
-                inner,
-            ),
+            _ => match (t.kind().qualifier_keyword(), t.ref_type()) {
+                (Some(q), Some(ty)) => self.qualified(q, ty, inner, depth),
+                // Not types a declaration can have (Kind::is_c_type); shown
+                // by kind so that a difference is still visible.
+                _ => {
+                    debug_assert!(!t.kind().is_c_type());
+                    join(
+                        &format!("<{} {}>", t.kind_name(), self.name(t.name_off)),
+                        inner,
+                    )
+                }
+            },
         }
+    }
+
+    /// A prototype's parameters as C writes them: `(int a, char *b)`,
+    /// `(const char *fmt, ...)`, `(void)`.
+    fn param_list(&self, params: &[crate::Param], depth: u32) -> String {
+        let mut list = String::from("(");
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                list.push_str(", ");
+            }
+            if p.ty == 0 && p.name_off == 0 {
+                list.push_str("...");
+            } else {
+                list.push_str(&self.decl(p.ty, &self.name(p.name_off), depth + 1));
+            }
+        }
+        if params.is_empty() {
+            list.push_str("void");
+        }
+        list.push(')');
+        list
     }
 
     /// `const int x` but `char *const x`: a qualifier of a pointer goes

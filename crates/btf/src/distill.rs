@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::types::{Type, TypeData, TypeId};
-use crate::Btf;
+use crate::{Btf, Kind};
 
 /// What becomes of one kept base type.
 #[derive(Clone, Copy, Default)]
@@ -62,10 +62,17 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             reason: "not split BTF (it has no base)".into(),
         });
     };
+    let mut kept = used_base_types(split, base)?;
+    keep_sizes_of_repeated_names(base, &mut kept);
+    let new_base = Arc::new(new_base(base, &mut kept)?);
+    let out = new_split(split, base, new_base.clone(), &mut kept)?;
+    Ok((new_base, out))
+}
+
+/// Stage 1: the base types the split types need, and which need their size.
+fn used_base_types(split: &Btf, base: &Btf) -> Result<Vec<Kept>> {
     let start = split.start_id();
     let mut kept = vec![Kept::default(); start as usize];
-
-    // 1. The base types the split types need, and which need their size.
     let mut work = Vec::new();
     for (_, t) in split.iter() {
         mark_by_value(split, t, start, &mut kept);
@@ -83,28 +90,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
         }
         k.used = true;
         let t = base.get(id)?;
-        match t.data {
-            TypeData::Int { .. }
-            | TypeData::Float { .. }
-            | TypeData::Fwd
-            | TypeData::Array(_)
-            | TypeData::Struct { .. }
-            | TypeData::Union { .. }
-            | TypeData::Typedef { .. }
-            | TypeData::Enum { .. }
-            | TypeData::Enum64 { .. }
-            | TypeData::Ptr { .. }
-            | TypeData::Const { .. }
-            | TypeData::Restrict { .. }
-            | TypeData::Volatile { .. }
-            | TypeData::FuncProto { .. }
-            | TypeData::TypeTag { .. } => {}
-            _ => {
-                return Err(Error::Distill {
-                    id,
-                    reason: format!("split BTF refers to a base {}", t.kind_name()),
-                })
-            }
+        if !t.kind().is_c_type() {
+            return Err(Error::Distill {
+                id,
+                reason: format!("split BTF refers to a base {}", t.kind_name()),
+            });
         }
         if !is_named_fwd_candidate(t) {
             t.for_each_ref(|r| work.push(r));
@@ -119,8 +109,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             mark_by_value(split, t, start, &mut kept);
         }
     }
+    Ok(kept)
+}
 
-    // 2. Composites whose name the base uses more than once keep their size.
+/// Stage 2: composites whose name the base uses more than once keep their size.
+fn keep_sizes_of_repeated_names(base: &Btf, kept: &mut [Kept]) {
     let mut names: HashMap<u32, u32> = HashMap::new();
     for (_, t) in base.iter() {
         if is_composite(t) && t.name_off != 0 {
@@ -134,8 +127,11 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             }
         }
     }
+}
 
-    // 3. The new base: bare descriptions of the named kinds.
+/// Stage 3: the new base: bare descriptions of the named kinds.
+fn new_base(base: &Btf, kept: &mut [Kept]) -> Result<Btf> {
+    let start = kept.len() as TypeId;
     let mut new_base = Btf::new();
     for id in 1..start {
         let k = kept[id as usize];
@@ -189,9 +185,13 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             data,
         });
     }
-    let new_base = Arc::new(new_base);
+    Ok(new_base)
+}
 
-    // 4. The new split: the split types, then the other kept base types.
+/// Stage 4: the new split: the split types, then the other kept base types,
+/// their references moved to the new ids.
+fn new_split(split: &Btf, base: &Btf, new_base: Arc<Btf>, kept: &mut [Kept]) -> Result<Btf> {
+    let start = split.start_id();
     let mut out = Btf::new_split(new_base.clone());
     for (_, t) in split.iter() {
         let t = copy_strings(split, t, &mut out)?;
@@ -217,7 +217,7 @@ pub fn distill_base(split: &Btf) -> Result<(Arc<Btf>, Btf)> {
             });
         }
     }
-    Ok((new_base, out))
+    Ok(out)
 }
 
 fn is_composite(t: &Type) -> bool {
@@ -278,11 +278,6 @@ fn mark_embedded(split: &Btf, mut id: TypeId, start: TypeId, kept: &mut [Kept]) 
             return;
         };
         id = match &t.data {
-            TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::TypeTag { ty } => *ty,
             TypeData::Array(a) => a.elem,
             TypeData::Struct { .. } | TypeData::Union { .. } => {
                 if id < start {
@@ -292,7 +287,10 @@ fn mark_embedded(split: &Btf, mut id: TypeId, start: TypeId, kept: &mut [Kept]) 
                 }
                 return;
             }
-            _ => return,
+            _ => match t.ref_type_in(Kind::is_modifier_or_typedef) {
+                Some(ty) => ty,
+                None => return,
+            },
         };
     }
 }

@@ -95,19 +95,76 @@ impl Kind {
         self.0 <= Kind::MAX_KNOWN.0
     }
 
+    /// CONST, VOLATILE or RESTRICT: a C type qualifier, written as its
+    /// keyword ([`Kind::qualifier_keyword`]). TYPE_TAG is no qualifier:
+    /// it is an annotation (`__user`), written as an attribute if at all.
+    pub const fn is_qualifier(self) -> bool {
+        self.qualifier_keyword().is_some()
+    }
+
+    /// The C keyword of a qualifier: `const`, `volatile` or `restrict`;
+    /// `None` for any other kind.
+    pub const fn qualifier_keyword(self) -> Option<&'static str> {
+        match self {
+            Kind::CONST => Some("const"),
+            Kind::VOLATILE => Some("volatile"),
+            Kind::RESTRICT => Some("restrict"),
+            _ => None,
+        }
+    }
+
     /// A qualifier or type tag: VOLATILE, CONST, RESTRICT, TYPE_TAG
     /// (libbpf's `btf_is_mod`). TYPEDEF is not one: it names its type.
     pub const fn is_modifier(self) -> bool {
-        matches!(
-            self,
-            Kind::VOLATILE | Kind::CONST | Kind::RESTRICT | Kind::TYPE_TAG
-        )
+        self.is_qualifier() || matches!(self, Kind::TYPE_TAG)
     }
 
     /// A modifier or TYPEDEF: a kind that refers through `type` and has no
-    /// size of its own (the kernel's `btf_type_is_modifier`).
+    /// size of its own (the kernel's `btf_type_is_modifier`); what a walk
+    /// to the type a value really has (its size, alignment, members)
+    /// goes through.
     pub const fn is_modifier_or_typedef(self) -> bool {
         self.is_modifier() || matches!(self, Kind::TYPEDEF)
+    }
+
+    /// PTR or a modifier: what a C declarator wraps around a base type
+    /// (`const int *volatile p`). TYPEDEF is not one: a declaration
+    /// writes it by name, so a walk along a declarator ends there.
+    pub const fn is_ptr_or_modifier(self) -> bool {
+        self.is_modifier() || matches!(self, Kind::PTR)
+    }
+
+    /// PTR, TYPEDEF or a modifier: a kind that is nothing but the id of
+    /// the one type it refers to (its `type` word), with no size and no
+    /// records. bpftool prints only that `type_id`; libbpf's dedup hashes
+    /// and compares it by that word alone; the verifier checks its
+    /// metadata alike. VAR and DECL_TAG refer to one type too but carry
+    /// a record more; FUNC's type is its prototype.
+    pub const fn is_reference(self) -> bool {
+        self.is_modifier_or_typedef() || matches!(self, Kind::PTR)
+    }
+
+    /// A kind that can stand in a C declaration: INT, FLOAT, PTR, ARRAY,
+    /// STRUCT, UNION, ENUM, ENUM64, FWD, TYPEDEF, FUNC_PROTO and the
+    /// modifiers. Not FUNC, VAR, DATASEC, DECL_TAG, the location kinds
+    /// or a kind this crate does not know: those describe functions,
+    /// variables, sections and inline sites, or annotate a declaration,
+    /// and have no place in a C type; the C dumper skips them and a
+    /// module's split BTF may not take them from its base.
+    pub const fn is_c_type(self) -> bool {
+        self.is_reference()
+            || matches!(
+                self,
+                Kind::INT
+                    | Kind::FLOAT
+                    | Kind::ARRAY
+                    | Kind::STRUCT
+                    | Kind::UNION
+                    | Kind::ENUM
+                    | Kind::ENUM64
+                    | Kind::FWD
+                    | Kind::FUNC_PROTO
+            )
     }
 
     /// STRUCT or UNION: a kind with members.
@@ -304,18 +361,51 @@ const UNKNOWN_KIND_NAMES: [&str; (Kind::MAX.as_u8() - Kind::MAX_KNOWN.as_u8()) a
 mod tests {
     use super::*;
 
+    /// The kinds, known or not, that `group` holds.
+    fn kinds_where(group: impl Fn(Kind) -> bool) -> Vec<Kind> {
+        (0..=127).map(Kind::new).filter(|&k| group(k)).collect()
+    }
+
     #[test]
     fn predicates_partition_the_known_kinds() {
-        let modifiers: Vec<Kind> = (0..=127)
-            .map(Kind::new)
-            .filter(|k| k.is_modifier())
-            .collect();
         assert_eq!(
-            modifiers,
+            kinds_where(Kind::is_modifier),
             [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT, Kind::TYPE_TAG]
         );
+        assert_eq!(
+            kinds_where(Kind::is_qualifier),
+            [Kind::VOLATILE, Kind::CONST, Kind::RESTRICT]
+        );
+        assert_eq!(Kind::RESTRICT.qualifier_keyword(), Some("restrict"));
+        assert_eq!(Kind::TYPE_TAG.qualifier_keyword(), None);
         assert!(Kind::TYPEDEF.is_modifier_or_typedef());
         assert!(!Kind::PTR.is_modifier_or_typedef());
+        assert!(Kind::PTR.is_ptr_or_modifier() && !Kind::TYPEDEF.is_ptr_or_modifier());
+        assert_eq!(
+            kinds_where(Kind::is_reference),
+            [
+                Kind::PTR,
+                Kind::TYPEDEF,
+                Kind::VOLATILE,
+                Kind::CONST,
+                Kind::RESTRICT,
+                Kind::TYPE_TAG
+            ]
+        );
+        assert_eq!(
+            kinds_where(|k| k <= Kind::MAX_KNOWN && !k.is_c_type()),
+            [
+                Kind::UNKN,
+                Kind::FUNC,
+                Kind::VAR,
+                Kind::DATASEC,
+                Kind::DECL_TAG,
+                Kind::LOC_PARAM,
+                Kind::LOC_PROTO,
+                Kind::LOCSEC
+            ]
+        );
+        assert!(!Kind::from(40).is_c_type());
         assert!(Kind::UNION.is_struct_or_union() && Kind::FWD.is_struct_or_fwd());
         assert!(!Kind::FWD.is_struct_or_union() && !Kind::ENUM.is_struct_or_fwd());
         assert!(Kind::ENUM64.is_enum() && !Kind::INT.is_enum());

@@ -69,11 +69,17 @@ pub struct Enumerator<'a> {
 impl Enumerator<'_> {
     /// The value as a signed number when the enum is signed.
     pub fn value(&self) -> i128 {
-        if self.signed {
-            i128::from(self.raw as i64)
-        } else {
-            i128::from(self.raw)
-        }
+        c_number(self.raw, self.signed)
+    }
+}
+
+/// An enumerator's 64-bit word ([`Type::enum_values`]) as the number C
+/// reads: negative when the enum is signed and the top bit is set.
+pub(crate) fn c_number(raw: u64, signed: bool) -> i128 {
+    if signed {
+        i128::from(raw as i64)
+    } else {
+        i128::from(raw)
     }
 }
 
@@ -142,14 +148,13 @@ impl Btf {
                 size = Some(u64::from(s));
                 break;
             }
+            let through =
+                |k: Kind| k.is_modifier_or_typedef() || matches!(k, Kind::VAR | Kind::DECL_TAG);
+            if let Some(ty) = t.ref_type_in(through) {
+                id = ty;
+                continue;
+            }
             match &t.data {
-                TypeData::Typedef { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::Var { ty, .. }
-                | TypeData::DeclTag { ty, .. }
-                | TypeData::TypeTag { ty } => id = *ty,
                 TypeData::Array(a) => {
                     if nelems != 0 && u64::from(a.nelems) > u64::from(u32::MAX) / nelems {
                         return None;
@@ -255,34 +260,15 @@ impl Btf {
         let Some(t) = self.resolved_type(id) else {
             return Ok(Vec::new());
         };
-        let signed = t.kind_flag;
-        match &t.data {
-            TypeData::Enum { values, .. } => values
-                .iter()
-                .map(|v| {
-                    Ok(Enumerator {
-                        name: self.str_at(v.name_off)?,
-                        raw: if signed {
-                            v.val as i32 as i64 as u64
-                        } else {
-                            u64::from(v.val)
-                        },
-                        signed,
-                    })
+        t.enum_values()
+            .map(|(name_off, raw)| {
+                Ok(Enumerator {
+                    name: self.str_at(name_off)?,
+                    raw,
+                    signed: t.kind_flag,
                 })
-                .collect(),
-            TypeData::Enum64 { values, .. } => values
-                .iter()
-                .map(|v| {
-                    Ok(Enumerator {
-                        name: self.str_at(v.name_off)?,
-                        raw: v.val,
-                        signed,
-                    })
-                })
-                .collect(),
-            _ => Ok(Vec::new()),
-        }
+            })
+            .collect()
     }
 }
 

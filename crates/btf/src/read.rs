@@ -237,68 +237,23 @@ impl Btf {
         base: Option<Arc<Btf>>,
         map: Option<&dyn Fn(usize, usize) -> Option<Bytes>>,
     ) -> Result<Btf> {
-        if data.is_empty() {
-            return Err(Error::Empty);
-        }
-        if data.len() < 8 {
-            return Err(Error::Truncated {
-                what: "header",
-                offset: 0,
-                need: BTF_HEADER_LEN as usize,
-                have: data.len(),
-            });
-        }
-        let magic_le = u16::from_le_bytes([data[0], data[1]]);
-        let endian = if magic_le == BTF_MAGIC {
-            Endian::Little
-        } else if magic_le.swap_bytes() == BTF_MAGIC {
-            Endian::Big
-        } else {
-            return Err(Error::BadMagic { found: magic_le });
-        };
-        let version = data[2];
-        if version != BTF_VERSION {
-            return Err(Error::BadVersion(version));
-        }
-        let flags = data[3];
-        let hdr_len = header_u32(data, 4, endian)?;
-        if hdr_len < BTF_HEADER_LEN {
-            return Err(Error::BadHeader {
-                offset: 4,
-                reason: format!("hdr_len {hdr_len} is shorter than {BTF_HEADER_LEN}"),
-            });
-        }
-        if hdr_len as usize > data.len() {
-            return Err(Error::Truncated {
-                what: "header",
-                offset: 0,
-                need: hdr_len as usize,
-                have: data.len(),
-            });
-        }
-        let type_off = header_u32(data, 8, endian)?;
-        let type_len = header_u32(data, 12, endian)?;
-        let str_off = header_u32(data, 16, endian)?;
-        let str_len = header_u32(data, 20, endian)?;
+        let h = read_header(data)?;
+        let (endian, hdr_len, type_off, str_off) = (h.endian, h.hdr_len, h.type_off, h.str_off);
         let extra = data[BTF_HEADER_LEN as usize..hdr_len as usize].to_vec();
-        let (layout_off, layout_len) = if hdr_len >= BTF_HEADER_LAYOUT_LEN {
-            (header_u32(data, 24, endian)?, header_u32(data, 28, endian)?)
-        } else {
-            (0, 0)
-        };
         check_section_order(
             hdr_len,
             type_off,
-            type_len,
+            h.type_len,
             str_off,
-            str_len,
+            h.str_len,
             base.is_some(),
         )?;
         let body = &data[hdr_len as usize..];
-        let types_bytes = section(body, "type", type_off as u64, type_len as u64)
+        let types_bytes = section(body, "type", type_off as u64, h.type_len as u64)
             .map_err(|e| shift_section(e, hdr_len))?;
-        let strings = section(body, "string", str_off as u64, str_len as u64)
+        let strings = section(body, "string", str_off as u64, h.str_len as u64)
             .map_err(|e| shift_section(e, hdr_len))?;
+        let layout_len = h.layout_len;
         if layout_len % BTF_LAYOUT_LEN as u32 != 0 {
             return Err(Error::BadHeader {
                 offset: 28,
@@ -308,7 +263,7 @@ impl Btf {
             });
         }
         let layout = if layout_len > 0 {
-            section(body, "layout", layout_off as u64, layout_len as u64)
+            section(body, "layout", h.layout_off as u64, layout_len as u64)
                 .map_err(|e| shift_section(e, hdr_len))?
                 .to_vec()
         } else {
@@ -334,12 +289,12 @@ impl Btf {
 
         let header = Header {
             endian,
-            flags,
+            flags: h.flags,
             hdr_len,
             extra,
             type_off,
             str_off,
-            layout_off,
+            layout_off: h.layout_off,
             layout,
         };
         let mut btf = Btf::with_header(header, base);
@@ -368,6 +323,84 @@ impl Btf {
         btf.facts = Some(facts);
         Ok(btf)
     }
+}
+
+/// The words of a BTF header, checked as far as the header alone tells.
+struct RawHeader {
+    endian: Endian,
+    flags: u8,
+    hdr_len: u32,
+    type_off: u32,
+    type_len: u32,
+    str_off: u32,
+    str_len: u32,
+    layout_off: u32,
+    layout_len: u32,
+}
+
+/// The header of `data`: magic (and so byte order), version, length and
+/// section offsets, the layout section's where the header is long
+/// enough to hold them.
+fn read_header(data: &[u8]) -> Result<RawHeader> {
+    if data.is_empty() {
+        return Err(Error::Empty);
+    }
+    if data.len() < 8 {
+        return Err(Error::Truncated {
+            what: "header",
+            offset: 0,
+            need: BTF_HEADER_LEN as usize,
+            have: data.len(),
+        });
+    }
+    let magic_le = u16::from_le_bytes([data[0], data[1]]);
+    let endian = if magic_le == BTF_MAGIC {
+        Endian::Little
+    } else if magic_le.swap_bytes() == BTF_MAGIC {
+        Endian::Big
+    } else {
+        return Err(Error::BadMagic { found: magic_le });
+    };
+    let version = data[2];
+    if version != BTF_VERSION {
+        return Err(Error::BadVersion(version));
+    }
+    let flags = data[3];
+    let hdr_len = header_u32(data, 4, endian)?;
+    if hdr_len < BTF_HEADER_LEN {
+        return Err(Error::BadHeader {
+            offset: 4,
+            reason: format!("hdr_len {hdr_len} is shorter than {BTF_HEADER_LEN}"),
+        });
+    }
+    if hdr_len as usize > data.len() {
+        return Err(Error::Truncated {
+            what: "header",
+            offset: 0,
+            need: hdr_len as usize,
+            have: data.len(),
+        });
+    }
+    let type_off = header_u32(data, 8, endian)?;
+    let type_len = header_u32(data, 12, endian)?;
+    let str_off = header_u32(data, 16, endian)?;
+    let str_len = header_u32(data, 20, endian)?;
+    let (layout_off, layout_len) = if hdr_len >= BTF_HEADER_LAYOUT_LEN {
+        (header_u32(data, 24, endian)?, header_u32(data, 28, endian)?)
+    } else {
+        (0, 0)
+    };
+    Ok(RawHeader {
+        endian,
+        flags,
+        hdr_len,
+        type_off,
+        type_len,
+        str_off,
+        str_len,
+        layout_off,
+        layout_len,
+    })
 }
 
 /// The types of a type section whose first id is `start_id`, and what was
@@ -422,11 +455,12 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
     let kind = info_kind(info);
     let vlen = info_vlen(info);
     let kind_flag = info_kflag(info);
+    let size = size_or_type;
     let data = match kind {
         BTF_KIND_INT => {
             let d = cur.u32("btf_int")?;
             TypeData::Int {
-                size: size_or_type,
+                size,
                 encoding: int_encoding(d),
                 offset: int_offset(d),
                 bits: int_bits(d),
@@ -439,33 +473,17 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             nelems: cur.u32("btf_array")?,
         }),
         BTF_KIND_STRUCT | BTF_KIND_UNION => {
-            let members =
-                (cur.records(vlen, BTF_MEMBER_LEN, id, offset)?).list(|[name_off, ty, offset]| {
-                    Member {
-                        name_off,
-                        ty,
-                        offset,
-                    }
-                });
+            let members = parse_members(cur, vlen, id, offset)?;
             if kind == BTF_KIND_STRUCT {
-                TypeData::Struct {
-                    size: size_or_type,
-                    members,
-                }
+                TypeData::Struct { size, members }
             } else {
-                TypeData::Union {
-                    size: size_or_type,
-                    members,
-                }
+                TypeData::Union { size, members }
             }
         }
         BTF_KIND_ENUM => {
             let values = (cur.records(vlen, BTF_ENUM_LEN, id, offset)?)
                 .list(|[name_off, val]| EnumValue { name_off, val });
-            TypeData::Enum {
-                size: size_or_type,
-                values,
-            }
+            TypeData::Enum { size, values }
         }
         BTF_KIND_FWD => TypeData::Fwd,
         BTF_KIND_TYPEDEF => TypeData::Typedef { ty: size_or_type },
@@ -491,12 +509,9 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
         BTF_KIND_DATASEC => {
             let vars = (cur.records(vlen, BTF_VAR_SECINFO_LEN, id, offset)?)
                 .list(|[ty, offset, size]| VarSecinfo { ty, offset, size });
-            TypeData::Datasec {
-                size: size_or_type,
-                vars,
-            }
+            TypeData::Datasec { size, vars }
         }
-        BTF_KIND_FLOAT => TypeData::Float { size: size_or_type },
+        BTF_KIND_FLOAT => TypeData::Float { size },
         BTF_KIND_DECL_TAG => TypeData::DeclTag {
             ty: size_or_type,
             component_idx: cur.u32("btf_decl_tag")? as i32,
@@ -509,18 +524,60 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
                     val: (hi as u64) << 32 | lo as u64,
                 })
                 .collect();
-            TypeData::Enum64 {
-                size: size_or_type,
-                values,
-            }
+            TypeData::Enum64 { size, values }
         }
+        BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO | BTF_KIND_LOCSEC => {
+            parse_location(cur, kind, size, vlen, id, offset)?
+        }
+        // A kind from a newer writer: its size comes from the layout section.
+        kind => {
+            let Some(l) = layouts.get(usize::from(kind)) else {
+                return Err(Error::UnknownKind { id, offset, kind });
+            };
+            parse_unknown(cur, kind, l, size_or_type, vlen, id, offset)?
+        }
+    };
+    Ok(Type {
+        name_off,
+        kind_flag,
+        data,
+    })
+}
+
+/// A STRUCT's or UNION's `vlen` members.
+fn parse_members(
+    cur: &mut Cursor,
+    vlen: u32,
+    id: TypeId,
+    offset: usize,
+) -> Result<Records<Member>> {
+    Ok(
+        (cur.records(vlen, BTF_MEMBER_LEN, id, offset)?).list(|[name_off, ty, offset]| Member {
+            name_off,
+            ty,
+            offset,
+        }),
+    )
+}
+
+/// The records of a location kind (bpf-next): a LOC_PARAM's flags and
+/// values, a LOC_PROTO's parameters, a LOCSEC's inline sites.
+fn parse_location(
+    cur: &mut Cursor,
+    kind: Kind,
+    size: u32,
+    vlen: u32,
+    id: TypeId,
+    offset: usize,
+) -> Result<TypeData> {
+    Ok(match kind {
         BTF_KIND_LOC_PARAM => {
             let flags = cur.u32("btf_loc_param")?;
             let values = (cur.records(vlen, BTF_LOC_VALUE_LEN, id, offset)?.words())
                 .map(|[v]| v)
                 .collect::<Vec<_>>();
             TypeData::LocParam {
-                size: size_or_type,
+                size,
                 flags,
                 values: values.into(),
             }
@@ -533,7 +590,7 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
             .collect();
             TypeData::LocProto { params }
         }
-        BTF_KIND_LOCSEC => {
+        _ => {
             let locs = (cur.records(vlen, BTF_LOC_LEN, id, offset)?.words())
                 .map(|[func, loc_proto, offset]| Loc {
                     func,
@@ -543,39 +600,41 @@ fn parse_type(cur: &mut Cursor, id: TypeId, layouts: &[KindLayout]) -> Result<Ty
                 .collect();
             TypeData::Locsec { locs }
         }
-        kind => {
-            // A kind from a newer writer: its size comes from the layout section.
-            let l = layouts
-                .get(usize::from(kind))
-                .ok_or_else(|| Error::UnknownKind { id, offset, kind })?;
-            if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
-                return Err(Error::BadLayout {
-                    kind,
-                    reason: format!(
-                        "info_sz {} and elem_sz {} must be multiples of 4",
-                        l.info_sz, l.elem_sz
-                    ),
-                });
-            }
-            let len = (l.info_sz as usize)
-                .saturating_add((vlen as usize).saturating_mul(l.elem_sz as usize));
-            if len > cur.remaining() {
-                return Err(Error::RecordsPastEnd { id, offset, vlen });
-            }
-            let words = (0..len / 4)
-                .map(|_| cur.u32("unknown kind's data"))
-                .collect::<Result<Vec<_>>>()?;
-            TypeData::Unknown {
-                kind,
-                size_or_type,
-                vlen,
-                words: words.into(),
-            }
-        }
-    };
-    Ok(Type {
-        name_off,
-        kind_flag,
-        data,
+    })
+}
+
+/// A kind from a newer writer, its words as the layout section `l` sizes
+/// them.
+fn parse_unknown(
+    cur: &mut Cursor,
+    kind: Kind,
+    l: &KindLayout,
+    size_or_type: u32,
+    vlen: u32,
+    id: TypeId,
+    offset: usize,
+) -> Result<TypeData> {
+    if l.info_sz % 4 != 0 || l.elem_sz % 4 != 0 {
+        return Err(Error::BadLayout {
+            kind,
+            reason: format!(
+                "info_sz {} and elem_sz {} must be multiples of 4",
+                l.info_sz, l.elem_sz
+            ),
+        });
+    }
+    let len =
+        (l.info_sz as usize).saturating_add((vlen as usize).saturating_mul(l.elem_sz as usize));
+    if len > cur.remaining() {
+        return Err(Error::RecordsPastEnd { id, offset, vlen });
+    }
+    let words = (0..len / 4)
+        .map(|_| cur.u32("unknown kind's data"))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(TypeData::Unknown {
+        kind,
+        size_or_type,
+        vlen,
+        words: words.into(),
     })
 }

@@ -233,6 +233,27 @@ pub struct EnumValue {
     pub val: u32,
 }
 
+impl EnumValue {
+    /// The value as the kernel's `btf_enum` means it, as a 64-bit word:
+    /// sign-extended from 32 bits when the enum is signed (its
+    /// `kind_flag`), zero-extended otherwise. Read it `as i64` when
+    /// signed.
+    ///
+    /// ```
+    /// use btf::EnumValue;
+    /// let v = EnumValue { name_off: 0, val: 0xffff_ffff };
+    /// assert_eq!(v.value(true) as i64, -1);
+    /// assert_eq!(v.value(false), 0xffff_ffff);
+    /// ```
+    pub fn value(&self, signed: bool) -> u64 {
+        if signed {
+            self.val as i32 as i64 as u64
+        } else {
+            u64::from(self.val)
+        }
+    }
+}
+
 /// One enumerator of an ENUM64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Enum64Value {
@@ -278,6 +299,22 @@ pub struct VarSecinfo {
 
 // Read in place from a mapped type section (see records.rs).
 crate::records::record!(Member, EnumValue, Param, VarSecinfo);
+
+/// A pattern for the kinds whose `type` word is the one type they refer
+/// to, binding it to `$ty`: the references ([`Kind::is_reference`]), VAR
+/// and DECL_TAG. FUNC refers to one type too, under another name.
+macro_rules! one_ref {
+    ($ty:ident) => {
+        TypeData::Ptr { ty: $ty }
+            | TypeData::Typedef { ty: $ty }
+            | TypeData::Volatile { ty: $ty }
+            | TypeData::Const { ty: $ty }
+            | TypeData::Restrict { ty: $ty }
+            | TypeData::TypeTag { ty: $ty }
+            | TypeData::Var { ty: $ty, .. }
+            | TypeData::DeclTag { ty: $ty, .. }
+    };
+}
 
 impl Type {
     /// A type with this name offset and data, `kind_flag` clear.
@@ -360,14 +397,7 @@ impl Type {
             | TypeData::LocParam { size, .. }
             | TypeData::Float { size } => *size,
             TypeData::Unknown { size_or_type, .. } => *size_or_type,
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => *ty,
+            one_ref!(ty) => *ty,
             TypeData::Func { proto, .. } => *proto,
             TypeData::FuncProto { ret, .. } => *ret,
             TypeData::Array(_)
@@ -377,28 +407,15 @@ impl Type {
         }
     }
 
-    /// Bytes this type takes on disk.
+    /// Bytes this type takes on disk: `struct btf_type` and what its
+    /// kind's layout ([`known_layout`]) has follow it for its vlen.
     pub fn encoded_len(&self) -> usize {
         BTF_TYPE_LEN
             + match &self.data {
-                TypeData::Int { .. } => 4,
-                TypeData::Array(_) => BTF_ARRAY_LEN,
-                TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
-                    members.len() * BTF_MEMBER_LEN
-                }
-                TypeData::Enum { values, .. } => values.len() * BTF_ENUM_LEN,
-                TypeData::Enum64 { values, .. } => values.len() * BTF_ENUM64_LEN,
-                TypeData::FuncProto { params, .. } => params.len() * BTF_PARAM_LEN,
-                TypeData::Var { .. } => BTF_VAR_LEN,
-                TypeData::Datasec { vars, .. } => vars.len() * BTF_VAR_SECINFO_LEN,
-                TypeData::DeclTag { .. } => BTF_DECL_TAG_LEN,
-                TypeData::LocParam { values, .. } => {
-                    BTF_LOC_PARAM_LEN + values.len() * BTF_LOC_VALUE_LEN
-                }
-                TypeData::LocProto { params } => params.len() * BTF_LOC_PROTO_PARAM_LEN,
-                TypeData::Locsec { locs } => locs.len() * BTF_LOC_LEN,
                 TypeData::Unknown { words, .. } => words.len() * 4,
-                _ => 0,
+                _ => known_layout(self.kind()).map_or(0, |l| {
+                    usize::from(l.info_sz) + self.vlen() as usize * usize::from(l.elem_sz)
+                }),
             }
     }
 
@@ -406,17 +423,33 @@ impl Type {
     /// pointer, func, var, tags): that type.
     pub fn ref_type(&self) -> Option<TypeId> {
         match &self.data {
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => Some(*ty),
+            one_ref!(ty) => Some(*ty),
             TypeData::Func { proto, .. } => Some(*proto),
             _ => None,
         }
+    }
+
+    /// [`Type::ref_type`], to change.
+    pub fn ref_type_mut(&mut self) -> Option<&mut TypeId> {
+        match &mut self.data {
+            one_ref!(ty) => Some(ty),
+            TypeData::Func { proto, .. } => Some(proto),
+            _ => None,
+        }
+    }
+
+    /// The type this one refers to ([`Type::ref_type`]) when its kind is
+    /// in `group`, one of [`Kind`]'s groups: `t.ref_type_in(Kind::is_modifier)`
+    /// is the type a modifier qualifies or tags, `None` for any other kind.
+    ///
+    /// ```
+    /// use btf::{Kind, Type, TypeData};
+    /// let c = Type::new(0, TypeData::Const { ty: 7 });
+    /// assert_eq!(c.ref_type_in(Kind::is_modifier), Some(7));
+    /// assert_eq!(c.ref_type_in(|k| k == Kind::PTR), None);
+    /// ```
+    pub fn ref_type_in(&self, group: impl Fn(Kind) -> bool) -> Option<TypeId> {
+        self.ref_type().filter(|_| group(self.kind()))
     }
 
     /// Every type id this type refers to, in on-disk order.
@@ -481,14 +514,7 @@ impl Type {
                 f(&mut l.func);
                 f(&mut l.loc_proto);
             }),
-            TypeData::Ptr { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty }
-            | TypeData::Var { ty, .. }
-            | TypeData::DeclTag { ty, .. } => f(ty),
+            one_ref!(ty) => f(ty),
             TypeData::Func { proto, .. } => f(proto),
             TypeData::Int { .. }
             | TypeData::Enum { .. }
@@ -514,6 +540,31 @@ impl Type {
             }
             _ => {}
         }
+    }
+
+    /// The enumerators of an ENUM or ENUM64, none for any other kind:
+    /// each one's name offset and its value as a 64-bit word, an ENUM's
+    /// sign-extended when the enum is signed ([`EnumValue::value`]). The
+    /// enum is signed when its `kind_flag` is set; read a value `as i64`
+    /// then.
+    ///
+    /// ```
+    /// use btf::{EnumValue, Type, TypeData};
+    /// let values = vec![EnumValue { name_off: 1, val: 0xffff_fffe }];
+    /// let mut t = Type::new(0, TypeData::Enum { size: 4, values: values.into() });
+    /// assert_eq!(t.enum_values().collect::<Vec<_>>(), [(1, 0xffff_fffe)]);
+    /// t.kind_flag = true;
+    /// assert_eq!(t.enum_values().map(|(_, v)| v as i64).collect::<Vec<_>>(), [-2]);
+    /// ```
+    pub fn enum_values(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let signed = self.kind_flag;
+        let (narrow, wide): (&[EnumValue], &[Enum64Value]) = match &self.data {
+            TypeData::Enum { values, .. } => (values, &[]),
+            TypeData::Enum64 { values, .. } => (&[], values),
+            _ => (&[], &[]),
+        };
+        let narrow = narrow.iter().map(move |v| (v.name_off, v.value(signed)));
+        narrow.chain(wide.iter().map(|v| (v.name_off, v.val)))
     }
 
     /// Members of a STRUCT or UNION.

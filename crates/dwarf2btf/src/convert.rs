@@ -16,7 +16,9 @@
 
 use btf::encoder_hooks::ZeroedWords;
 use btf::format::{BTF_INT_BOOL, BTF_INT_SIGNED};
-use btf::{Arena, Array, Enum64Value, EnumValue, Member, Param, Records, Type, TypeData, TypeId};
+use btf::{
+    Arena, Array, Enum64Value, EnumValue, Kind, Member, Param, Records, Type, TypeData, TypeId,
+};
 use std::cell::RefCell;
 
 use gimli::{constants as dw, AttributeValue, UnitOffset};
@@ -125,13 +127,10 @@ impl<'s> UnitBuilder<'s> {
                 TypeData::Array(a) => {
                     return u64::from(a.nelems).saturating_mul(self.type_size(a.elem))
                 }
-                TypeData::Typedef { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::TypeTag { ty }
-                | TypeData::Var { ty, .. } => id = *ty,
-                _ => return 0,
+                _ => match t.ref_type_in(|k| k.is_modifier_or_typedef() || k == Kind::VAR) {
+                    Some(ty) => id = ty,
+                    None => return 0,
+                },
             }
         }
         0

@@ -83,22 +83,10 @@ impl Program {
         let mut funcs = FxHashMap::default();
         for (id, t) in btf.iter() {
             match &t.data {
-                TypeData::Enum { values, .. } => {
-                    for v in values {
-                        let val = if t.kind_flag {
-                            v.val as i32 as i64 as u64
-                        } else {
-                            u64::from(v.val)
-                        };
-                        if let Ok(n) = btf.str_at(v.name_off) {
+                TypeData::Enum { .. } | TypeData::Enum64 { .. } => {
+                    for (name_off, val) in t.enum_values() {
+                        if let Ok(n) = btf.str_at(name_off) {
                             enumerators.entry(n.to_owned()).or_insert((val, id));
-                        }
-                    }
-                }
-                TypeData::Enum64 { values, .. } => {
-                    for v in values {
-                        if let Ok(n) = btf.str_at(v.name_off) {
-                            enumerators.entry(n.to_owned()).or_insert((v.val, id));
                         }
                     }
                 }

@@ -38,6 +38,54 @@ pub struct ElfDump {
     notes: Vec<Note>,
 }
 
+/// Where the program headers are and how many: the ELF header read and
+/// checked (a 64-bit little-endian ET_CORE file), and section 0 when the
+/// count is more than `e_phnum` holds.
+fn program_header_table(bytes: &Bytes) -> Result<(u64, u64)> {
+    let mut ehdr = [0u8; 64];
+    bytes.read_at("ELF header", 0, &mut ehdr)?;
+    if &ehdr[..4] != b"\x7fELF" {
+        return Err(Error::UnknownFormat("no ELF magic".into()));
+    }
+    // Page tables, registers and the kernel's address map are the
+    // architecture's: a core of one without a description is refused by
+    // name, never walked with x86-64's rules.
+    let little = ehdr[5] != 2;
+    let machine = [ehdr[18], ehdr[19]];
+    let machine = if little {
+        u16::from_le_bytes(machine)
+    } else {
+        u16::from_be_bytes(machine)
+    };
+    arch::Arch::of_elf(machine, ehdr[4] == 2, little).map_err(Error::Architecture)?;
+    let e_type = u16_at(&ehdr, 16).unwrap_or(0);
+    if e_type != 4 {
+        return Err(Error::corrupt(
+            "ELF header",
+            16,
+            format!("e_type {e_type} is not ET_CORE"),
+        ));
+    }
+    let phoff = u64_at(&ehdr, 0x20).unwrap_or(0);
+    let shoff = u64_at(&ehdr, 0x28).unwrap_or(0);
+    let phentsize = u16_at(&ehdr, 0x36).unwrap_or(0);
+    let mut phnum = u64::from(u16_at(&ehdr, 0x38).unwrap_or(0));
+    if phentsize as u64 != PHDR_LEN {
+        return Err(Error::corrupt(
+            "ELF header",
+            0x36,
+            format!("e_phentsize {phentsize}, expected {PHDR_LEN}"),
+        ));
+    }
+    if phnum == u64::from(PN_XNUM) {
+        // More segments than e_phnum holds: the count is section 0's sh_info.
+        let mut shdr = [0u8; 64];
+        bytes.read_at("section header 0", shoff, &mut shdr)?;
+        phnum = u64::from(u32_at(&shdr, 0x2c).unwrap_or(0));
+    }
+    Ok((phoff, phnum))
+}
+
 impl ElfDump {
     /// Reads the ELF header, the program headers and the notes.
     /// [`Error::UnknownFormat`] without the ELF magic; [`Error::Corrupt`], at
@@ -45,47 +93,7 @@ impl ElfDump {
     /// ET_CORE file or for a bad program header; [`Error::Truncated`] when a
     /// header runs past the end of the file.
     pub fn parse(bytes: Bytes) -> Result<ElfDump> {
-        let mut ehdr = [0u8; 64];
-        bytes.read_at("ELF header", 0, &mut ehdr)?;
-        if &ehdr[..4] != b"\x7fELF" {
-            return Err(Error::UnknownFormat("no ELF magic".into()));
-        }
-        // Page tables, registers and the kernel's address map are the
-        // architecture's: a core of one without a description is refused by
-        // name, never walked with x86-64's rules.
-        let little = ehdr[5] != 2;
-        let machine = [ehdr[18], ehdr[19]];
-        let machine = if little {
-            u16::from_le_bytes(machine)
-        } else {
-            u16::from_be_bytes(machine)
-        };
-        arch::Arch::of_elf(machine, ehdr[4] == 2, little).map_err(Error::Architecture)?;
-        let e_type = u16_at(&ehdr, 16).unwrap_or(0);
-        if e_type != 4 {
-            return Err(Error::corrupt(
-                "ELF header",
-                16,
-                format!("e_type {e_type} is not ET_CORE"),
-            ));
-        }
-        let phoff = u64_at(&ehdr, 0x20).unwrap_or(0);
-        let shoff = u64_at(&ehdr, 0x28).unwrap_or(0);
-        let phentsize = u16_at(&ehdr, 0x36).unwrap_or(0);
-        let mut phnum = u64::from(u16_at(&ehdr, 0x38).unwrap_or(0));
-        if phentsize as u64 != PHDR_LEN {
-            return Err(Error::corrupt(
-                "ELF header",
-                0x36,
-                format!("e_phentsize {phentsize}, expected {PHDR_LEN}"),
-            ));
-        }
-        if phnum == u64::from(PN_XNUM) {
-            // More segments than e_phnum holds: the count is section 0's sh_info.
-            let mut shdr = [0u8; 64];
-            bytes.read_at("section header 0", shoff, &mut shdr)?;
-            phnum = u64::from(u32_at(&shdr, 0x2c).unwrap_or(0));
-        }
+        let (phoff, phnum) = program_header_table(&bytes)?;
         let table_len = phnum
             .checked_mul(PHDR_LEN)
             .ok_or_else(|| Error::corrupt("program headers", phoff, "count overflows"))?;

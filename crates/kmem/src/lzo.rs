@@ -9,44 +9,96 @@
 
 /// Decompresses `input` into exactly `expect` bytes.
 pub fn decompress(input: &[u8], expect: usize) -> Result<Vec<u8>, String> {
-    let mut out: Vec<u8> = Vec::with_capacity(expect);
-    let mut ip = 0usize;
-    let byte = |ip: &mut usize| -> Result<usize, String> {
-        let b = *input.get(*ip).ok_or("input ends inside an instruction")?;
-        *ip += 1;
-        Ok(usize::from(b))
+    let mut s = Stream {
+        input,
+        ip: 0,
+        out: Vec::with_capacity(expect),
+        expect,
     };
-    // Zero bytes extend a length by 255 each, then one byte adds to it.
-    let extend = |ip: &mut usize, base: usize| -> Result<usize, String> {
+    let mut state;
+    let first = *input.first().ok_or("empty input")?;
+    if first > 17 {
+        s.ip = 1;
+        let t = usize::from(first) - 17;
+        s.literals(t)?;
+        state = if t < 4 { t } else { 4 };
+    } else {
+        state = 0;
+    }
+    loop {
+        let t = s.byte()?;
+        if t < 16 && state == 0 {
+            let n = if t == 0 { s.extend(15)? } else { t };
+            s.literals(n + 3)?;
+            state = 4;
+            continue;
+        }
+        let Some((distance, len, next)) = s.instruction(t, state)? else {
+            break;
+        };
+        s.copy_match(distance, len)?;
+        s.literals(next)?;
+        state = next;
+    }
+    if s.out.len() != expect {
+        return Err(format!("{} bytes, expected {expect}", s.out.len()));
+    }
+    Ok(s.out)
+}
+
+/// The input read so far and the output written.
+struct Stream<'a> {
+    input: &'a [u8],
+    ip: usize,
+    out: Vec<u8>,
+    expect: usize,
+}
+
+impl Stream<'_> {
+    fn byte(&mut self) -> Result<usize, String> {
+        let b = *self
+            .input
+            .get(self.ip)
+            .ok_or("input ends inside an instruction")?;
+        self.ip += 1;
+        Ok(usize::from(b))
+    }
+
+    /// Zero bytes extend a length by 255 each, then one byte adds to it.
+    fn extend(&mut self, base: usize) -> Result<usize, String> {
         let mut n = 0usize;
-        while input.get(*ip) == Some(&0) {
-            *ip += 1;
+        while self.input.get(self.ip) == Some(&0) {
+            self.ip += 1;
             n += 255;
-            if n > expect + 255 {
+            if n > self.expect + 255 {
                 return Err("length run longer than the page".into());
             }
         }
-        Ok(n + base + byte(ip)?)
-    };
-    let literals = |ip: &mut usize, out: &mut Vec<u8>, n: usize| -> Result<(), String> {
-        let src = input
-            .get(*ip..*ip + n)
+        Ok(n + base + self.byte()?)
+    }
+
+    fn literals(&mut self, n: usize) -> Result<(), String> {
+        let src = self
+            .input
+            .get(self.ip..self.ip + n)
             .ok_or("literal run past the input")?;
-        if out.len() + n > expect {
+        if self.out.len() + n > self.expect {
             return Err("output longer than the page".into());
         }
-        out.extend_from_slice(src);
-        *ip += n;
+        self.out.extend_from_slice(src);
+        self.ip += n;
         Ok(())
-    };
-    let copy_match = |out: &mut Vec<u8>, distance: usize, len: usize| -> Result<(), String> {
+    }
+
+    fn copy_match(&mut self, distance: usize, len: usize) -> Result<(), String> {
+        let out = &mut self.out;
         if distance == 0 || distance > out.len() {
             return Err(format!(
                 "match {distance} bytes back at output {}",
                 out.len()
             ));
         }
-        if out.len() + len > expect {
+        if out.len() + len > self.expect {
             return Err("output longer than the page".into());
         }
         let from = out.len() - distance;
@@ -55,29 +107,19 @@ pub fn decompress(input: &[u8], expect: usize) -> Result<Vec<u8>, String> {
             out.push(b);
         }
         Ok(())
-    };
-
-    let mut state;
-    let first = *input.first().ok_or("empty input")?;
-    if first > 17 {
-        ip = 1;
-        let t = usize::from(first) - 17;
-        literals(&mut ip, &mut out, t)?;
-        state = if t < 4 { t } else { 4 };
-    } else {
-        state = 0;
     }
-    loop {
-        let t = byte(&mut ip)?;
+
+    /// The match instruction `t` starts, after an instruction that copied
+    /// `state` literals (not 0 for `t` below 16): its distance, length and
+    /// the literals that follow it; `None` for the end of the stream.
+    fn instruction(
+        &mut self,
+        t: usize,
+        state: usize,
+    ) -> Result<Option<(usize, usize, usize)>, String> {
         let (distance, len, next);
         if t < 16 {
-            if state == 0 {
-                let n = if t == 0 { extend(&mut ip, 15)? } else { t };
-                literals(&mut ip, &mut out, n + 3)?;
-                state = 4;
-                continue;
-            }
-            let h = byte(&mut ip)?;
+            let h = self.byte()?;
             next = t & 3;
             if state != 4 {
                 distance = 1 + (t >> 2) + (h << 2);
@@ -87,41 +129,35 @@ pub fn decompress(input: &[u8], expect: usize) -> Result<Vec<u8>, String> {
                 len = 3;
             }
         } else if t >= 64 {
-            let h = byte(&mut ip)?;
+            let h = self.byte()?;
             next = t & 3;
             distance = 1 + ((t >> 2) & 7) + (h << 3);
             len = (t >> 5) + 1;
         } else if t >= 32 {
             let mut l = t & 31;
             if l == 0 {
-                l = extend(&mut ip, 31)?;
+                l = self.extend(31)?;
             }
-            let d = byte(&mut ip)? | byte(&mut ip)? << 8;
+            let d = self.byte()? | self.byte()? << 8;
             next = d & 3;
             distance = 1 + (d >> 2);
             len = l + 2;
         } else {
             let mut l = t & 7;
             if l == 0 {
-                l = extend(&mut ip, 7)?;
+                l = self.extend(7)?;
             }
-            let d = byte(&mut ip)? | byte(&mut ip)? << 8;
+            let d = self.byte()? | self.byte()? << 8;
             next = d & 3;
             let far = ((t & 8) << 11) + (d >> 2);
             if far == 0 {
-                break;
+                return Ok(None);
             }
             distance = far + 0x4000;
             len = l + 2;
         }
-        copy_match(&mut out, distance, len)?;
-        literals(&mut ip, &mut out, next)?;
-        state = next;
+        Ok(Some((distance, len, next)))
     }
-    if out.len() != expect {
-        return Err(format!("{} bytes, expected {expect}", out.len()));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -87,30 +87,7 @@ pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols>
             }
             _ => {}
         }
-        let line_start = i;
-        let mut addr: u64 = 0;
-        while let Some(d) = b.get(i).copied().and_then(hex_digit) {
-            addr = (addr << 4) | u64::from(d);
-            i += 1;
-        }
-        let digits = i - line_start;
-        if digits == 0 || digits > 16 {
-            return Err(err(
-                line_start,
-                "expected a hexadecimal address of 1 to 16 digits",
-            ));
-        }
-        if b.get(i) != Some(&b' ') {
-            return Err(err(i, "expected a space after the address"));
-        }
-        let type_char = match b.get(i + 1) {
-            Some(&c) if c.is_ascii_graphic() => c,
-            _ => return Err(err(i + 1, "expected a symbol type letter")),
-        };
-        if b.get(i + 2) != Some(&b' ') {
-            return Err(err(i + 2, "expected a space after the type letter"));
-        }
-        i += 3;
+        let (addr, type_char) = address_and_type(b, &mut i).map_err(|(at, r)| err(at, r))?;
         let name_start = i;
         while let Some(&c) = b.get(i) {
             if c == b'\n' || c == b'\t' {
@@ -128,11 +105,7 @@ pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols>
                 return Err(err(i, "unexpected text after the symbol name"));
             }
             let m_start = i + 2;
-            let m_end = b
-                .get(m_start..)
-                .and_then(|r| r.iter().position(|&c| c == b']' || c == b'\n'))
-                .map(|p| m_start + p)
-                .filter(|&e| b.get(e) == Some(&b']') && e > m_start)
+            let m_end = module_end(b, m_start)
                 .ok_or_else(|| err(i + 1, "expected a module name in brackets"))?;
             let name = names.get(m_start..m_end).unwrap_or_default();
             module = match last_module {
@@ -160,6 +133,49 @@ pub(crate) fn scan(buf: Vec<u8>, path: &Path, format: Format) -> Result<Symbols>
     }
     out.names = names;
     Ok(out)
+}
+
+/// A line's `%px %c ` from `*i`, which moves to the name after it: the
+/// address and the type letter, or where the line is wrong and how.
+fn address_and_type(
+    b: &[u8],
+    i: &mut usize,
+) -> std::result::Result<(u64, u8), (usize, &'static str)> {
+    let line_start = *i;
+    let mut addr: u64 = 0;
+    while let Some(d) = b.get(*i).copied().and_then(hex_digit) {
+        addr = (addr << 4) | u64::from(d);
+        *i += 1;
+    }
+    let digits = *i - line_start;
+    if digits == 0 || digits > 16 {
+        return Err((
+            line_start,
+            "expected a hexadecimal address of 1 to 16 digits",
+        ));
+    }
+    let i0 = *i;
+    if b.get(i0) != Some(&b' ') {
+        return Err((i0, "expected a space after the address"));
+    }
+    let type_char = match b.get(i0 + 1) {
+        Some(&c) if c.is_ascii_graphic() => c,
+        _ => return Err((i0 + 1, "expected a symbol type letter")),
+    };
+    if b.get(i0 + 2) != Some(&b' ') {
+        return Err((i0 + 2, "expected a space after the type letter"));
+    }
+    *i += 3;
+    Ok((addr, type_char))
+}
+
+/// Where the module name starting at `m_start` ends (its `]`), if it is
+/// a name of at least one byte in brackets on this line.
+fn module_end(b: &[u8], m_start: usize) -> Option<usize> {
+    b.get(m_start..)
+        .and_then(|r| r.iter().position(|&c| c == b']' || c == b'\n'))
+        .map(|p| m_start + p)
+        .filter(|&e| b.get(e) == Some(&b']') && e > m_start)
 }
 
 fn next_line(b: &[u8], from: usize) -> usize {

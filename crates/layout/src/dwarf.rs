@@ -260,37 +260,7 @@ fn read_unit<'d>(
     dwarf: &Dwarf<'d>,
     unit: &gimli::Unit<Reader<'d>>,
 ) -> gimli::Result<Vec<Option<Node<'d>>>> {
-    let mut done: Vec<(UnitOffset, Raw<'d>)> = Vec::new();
-    let mut stack: Vec<Open<'d>> = Vec::new();
-    let mut depth: isize = 0;
-    let mut cursor = unit.entries();
-    while let Some((delta, entry)) = cursor.next_dfs()? {
-        depth += delta;
-        while stack.last().is_some_and(|o| o.depth >= depth) {
-            if let Some(o) = stack.pop() {
-                done.push((o.offset, o.raw));
-            }
-        }
-        let tag = entry.tag();
-        let a = attrs(dwarf, unit, entry)?;
-        // Children of an open aggregate that are its parts.
-        if let Some(open) = stack.last_mut() {
-            if open.depth + 1 == depth && add_part(&mut open.raw, tag, &a) {
-                continue;
-            }
-        }
-        let Some(raw) = new_raw(tag, a, depth == 1) else {
-            continue;
-        };
-        stack.push(Open {
-            depth,
-            offset: entry.offset(),
-            raw,
-        });
-    }
-    while let Some(o) = stack.pop() {
-        done.push((o.offset, o.raw));
-    }
+    let done = raw_types(dwarf, unit)?;
     let ids: FxHashMap<UnitOffset, TypeId> = done
         .iter()
         .enumerate()
@@ -325,47 +295,127 @@ fn read_unit<'d>(
                 }
             }
         }
-        nodes.push(Some(match raw {
-            Raw::Base { name, bits, .. } => Node::Base {
-                name,
-                bits,
-                is_bool: false,
-                is_float: false,
-            },
-            Raw::Pointer(r) => Node::Pointer(id(r)),
-            Raw::Const(r) => Node::Const(id(r)),
-            Raw::Volatile(r) => Node::Volatile(id(r)),
-            Raw::Restrict(r) => Node::Restrict(id(r)),
-            Raw::Typedef { name, ty } => Node::Typedef { name, ty: id(ty) },
-            Raw::Array { elem, dims } => Node::Array {
-                elem: id(elem),
-                dims,
-            },
-            Raw::Enum {
-                name,
-                bits,
-                underlying,
-                values,
-            } => Node::Enum {
-                name,
-                bits,
-                signed: underlying
-                    .and_then(|u| signed_bases.get(&u).copied())
-                    .unwrap_or(false),
-                values,
-            },
-            Raw::Proto {
-                ret,
-                params,
-                unspec,
-            } => Node::FuncProto {
-                ret: id(ret),
-                params: params.into_iter().map(|(n, t)| (n, id(t))).collect(),
-                unspec,
-            },
-            Raw::Func { name } => Node::Func { name },
-            Raw::Variable { name } => Node::Variable { name },
-            Raw::Class {
+        nodes.push(Some(node(raw, &id, &signed_bases)));
+    }
+    let mut model = Model::from_nodes(nodes, 8);
+    cache_member_sizes(&mut model, &dwarf4);
+    Ok(model.nodes)
+}
+
+/// The type DIEs of one unit in pahole's order: a DIE when its subtree
+/// is done, with the parts (members, enumerators, parameters, array
+/// dimensions) its children add.
+fn raw_types<'d>(
+    dwarf: &Dwarf<'d>,
+    unit: &gimli::Unit<Reader<'d>>,
+) -> gimli::Result<Vec<(UnitOffset, Raw<'d>)>> {
+    let mut done: Vec<(UnitOffset, Raw<'d>)> = Vec::new();
+    let mut stack: Vec<Open<'d>> = Vec::new();
+    let mut depth: isize = 0;
+    let mut cursor = unit.entries();
+    while let Some((delta, entry)) = cursor.next_dfs()? {
+        depth += delta;
+        while stack.last().is_some_and(|o| o.depth >= depth) {
+            if let Some(o) = stack.pop() {
+                done.push((o.offset, o.raw));
+            }
+        }
+        let tag = entry.tag();
+        let a = attrs(dwarf, unit, entry)?;
+        // Children of an open aggregate that are its parts.
+        if let Some(open) = stack.last_mut() {
+            if open.depth + 1 == depth && add_part(&mut open.raw, tag, &a) {
+                continue;
+            }
+        }
+        let Some(raw) = new_raw(tag, a, depth == 1) else {
+            continue;
+        };
+        stack.push(Open {
+            depth,
+            offset: entry.offset(),
+            raw,
+        });
+    }
+    while let Some(o) = stack.pop() {
+        done.push((o.offset, o.raw));
+    }
+    Ok(done)
+}
+
+/// The node of a type DIE, its references (`id`) numbered as the unit's
+/// types are; an enum is signed when its underlying base type is.
+fn node<'d>(
+    raw: Raw<'d>,
+    id: &impl Fn(Ref) -> TypeId,
+    signed_bases: &FxHashMap<UnitOffset, bool>,
+) -> Node<'d> {
+    match raw {
+        Raw::Base { name, bits, .. } => Node::Base {
+            name,
+            bits,
+            is_bool: false,
+            is_float: false,
+        },
+        Raw::Pointer(r) => Node::Pointer(id(r)),
+        Raw::Const(r) => Node::Const(id(r)),
+        Raw::Volatile(r) => Node::Volatile(id(r)),
+        Raw::Restrict(r) => Node::Restrict(id(r)),
+        Raw::Typedef { name, ty } => Node::Typedef { name, ty: id(ty) },
+        Raw::Array { elem, dims } => Node::Array {
+            elem: id(elem),
+            dims,
+        },
+        Raw::Enum {
+            name,
+            bits,
+            underlying,
+            values,
+        } => Node::Enum {
+            name,
+            bits,
+            signed: underlying
+                .and_then(|u| signed_bases.get(&u).copied())
+                .unwrap_or(false),
+            values,
+        },
+        Raw::Proto {
+            ret,
+            params,
+            unspec,
+        } => Node::FuncProto {
+            ret: id(ret),
+            params: params.into_iter().map(|(n, t)| (n, id(t))).collect(),
+            unspec,
+        },
+        Raw::Func { name } => Node::Func { name },
+        Raw::Variable { name } => Node::Variable { name },
+        Raw::Class {
+            name,
+            is_union,
+            declaration,
+            top_level,
+            size,
+            alignment,
+            members,
+        } => {
+            let members = members
+                .iter()
+                .map(|m| Member {
+                    name: m.name,
+                    ty: id(m.ty),
+                    bit_offset: m.data_bit_offset.unwrap_or(m.byte_offset.wrapping_mul(8)) as u32,
+                    bit_size: 0,
+                    byte_offset: m.byte_offset as u32,
+                    byte_size: m.byte_size,
+                    bitfield_offset: m.dw_bit_offset as i8,
+                    bitfield_size: m.bit_size as u8,
+                    alignment: m.alignment,
+                    hole: 0,
+                    bit_hole: 0,
+                })
+                .collect();
+            Node::Class(Class::new(
                 name,
                 is_union,
                 declaration,
@@ -373,39 +423,9 @@ fn read_unit<'d>(
                 size,
                 alignment,
                 members,
-            } => {
-                let members = members
-                    .iter()
-                    .map(|m| Member {
-                        name: m.name,
-                        ty: id(m.ty),
-                        bit_offset: m.data_bit_offset.unwrap_or(m.byte_offset.wrapping_mul(8))
-                            as u32,
-                        bit_size: 0,
-                        byte_offset: m.byte_offset as u32,
-                        byte_size: m.byte_size,
-                        bitfield_offset: m.dw_bit_offset as i8,
-                        bitfield_size: m.bit_size as u8,
-                        alignment: m.alignment,
-                        hole: 0,
-                        bit_hole: 0,
-                    })
-                    .collect();
-                Node::Class(Class::new(
-                    name,
-                    is_union,
-                    declaration,
-                    top_level,
-                    size,
-                    alignment,
-                    members,
-                ))
-            }
-        }));
+            ))
+        }
     }
-    let mut model = Model::from_nodes(nodes, 8);
-    cache_member_sizes(&mut model, &dwarf4);
-    Ok(model.nodes)
 }
 
 /// The part a child DIE adds to its open parent; false if it is not one.

@@ -854,24 +854,12 @@ fn node<'a>(btf: &'a Btf, t: &'a btf::Type) -> Option<Node<'a>> {
         TypeData::Fwd => Node::Class(Class::new(n, t.kind_flag, true, true, 0, 0, Vec::new())),
         // pahole 1.26 on: kind_flag says the values are signed, and a
         // 32-bit value is sign-extended then.
-        TypeData::Enum { size, values } => enumeration(
+        TypeData::Enum { size, .. } | TypeData::Enum64 { size, .. } => enumeration(
             n,
             *size,
             t.kind_flag,
-            values.iter().map(|v| {
-                let val = if t.kind_flag {
-                    v.val as i32 as i64 as u64
-                } else {
-                    v.val as u64
-                };
-                (name(btf, v.name_off), val)
-            }),
-        ),
-        TypeData::Enum64 { size, values } => enumeration(
-            n,
-            *size,
-            t.kind_flag,
-            values.iter().map(|v| (name(btf, v.name_off), v.val)),
+            t.enum_values()
+                .map(|(name_off, val)| (name(btf, name_off), val)),
         ),
         TypeData::FuncProto { ret, params } => Node::FuncProto {
             ret: *ret,

@@ -224,6 +224,11 @@ fn plural(n: u32) -> &'static str {
     }
 }
 
+/// `N things`: `1 hole`, `2 holes`.
+fn counted(n: u32, what: &str) -> String {
+    format!("{n} {what}{}", plural(n))
+}
+
 impl<'m, 'a> Printer<'m, 'a> {
     /// A printer with no text yet and default [`View`] flags. `cacheline_size`
     /// is in bytes (0 counts as 1); `has_alignment_info` when the model came
@@ -636,34 +641,10 @@ impl<'m, 'a> Printer<'m, 'a> {
             return;
         };
         if self.view.expand_types {
-            // `/* typedef a -> b */ ` and the type they stand for.
-            let mut first = true;
-            let mut hops = 0;
-            while let Some(Node::Typedef { name: tn, ty }) = self.model.get(t) {
-                let (tn, ty) = (*tn, *ty);
-                let _ = write!(
-                    self.out,
-                    "{}{}",
-                    if first { "/* typedef " } else { " -> " },
-                    tn.unwrap_or("(null)")
-                );
-                first = false;
-                hops += 1;
-                if hops > MAX_NESTING {
-                    self.out.push_str("<type cycle>");
-                    return;
-                }
-                match self.ty(ty) {
-                    Some(next) => t = next,
-                    None => {
-                        self.type_not_found(conf, name);
-                        return;
-                    }
-                }
-            }
-            if !first {
-                self.out.push_str(" */ ");
-            }
+            let Some(under) = self.expand_typedefs(t, conf, name) else {
+                return;
+            };
+            t = under;
         }
         let mut tconf = conf.clone();
         tconf.typedef_prefix = false;
@@ -744,31 +725,8 @@ impl<'m, 'a> Printer<'m, 'a> {
                     self.array(t, name.as_deref(), &tconf);
                     return;
                 }
-                Some(Node::Class(c)) => {
-                    let nm = name.as_deref().unwrap_or("");
-                    if c.is_union {
-                        self.union_decl(t, name.as_deref(), &tconf);
-                    } else if let Some(cn) = c.name.filter(|_| !self.view.expand_types) {
-                        self.out.push_str("struct ");
-                        pad(&mut self.out, cn, tconf.type_spacing - 7, true);
-                        self.out.push(' ');
-                        self.out.push_str(nm);
-                    } else {
-                        self.model.find_holes(t);
-                        tconf.type_spacing -= 8;
-                        self.class(t, &tconf);
-                    }
-                    return;
-                }
-                Some(Node::Enum { name: en, .. }) => {
-                    if let Some(en) = en.filter(|_| !self.view.expand_types) {
-                        self.out.push_str("enum ");
-                        pad(&mut self.out, en, tconf.type_spacing - 5, true);
-                        self.out.push(' ');
-                        self.out.push_str(name.as_deref().unwrap_or(""));
-                    } else {
-                        self.enumeration(t, &tconf);
-                    }
+                Some(Node::Class(_) | Node::Enum { .. }) => {
+                    self.aggregate_decl(t, name.as_deref(), &mut tconf);
                     return;
                 }
                 _ => {
@@ -776,6 +734,78 @@ impl<'m, 'a> Printer<'m, 'a> {
                     return;
                 }
             }
+        }
+    }
+
+    /// With -E: `/* typedef a -> b */ ` for the typedefs `t` goes through,
+    /// and the type they stand for; `None` when the chain ends in no type
+    /// or a cycle (said in the output).
+    fn expand_typedefs(
+        &mut self,
+        mut t: TypeId,
+        conf: &Conf,
+        name: Option<&str>,
+    ) -> Option<TypeId> {
+        let mut first = true;
+        let mut hops = 0;
+        while let Some(Node::Typedef { name: tn, ty }) = self.model.get(t) {
+            let (tn, ty) = (*tn, *ty);
+            let _ = write!(
+                self.out,
+                "{}{}",
+                if first { "/* typedef " } else { " -> " },
+                tn.unwrap_or("(null)")
+            );
+            first = false;
+            hops += 1;
+            if hops > MAX_NESTING {
+                self.out.push_str("<type cycle>");
+                return None;
+            }
+            match self.ty(ty) {
+                Some(next) => t = next,
+                None => {
+                    self.type_not_found(conf, name);
+                    return None;
+                }
+            }
+        }
+        if !first {
+            self.out.push_str(" */ ");
+        }
+        Some(t)
+    }
+
+    /// A struct, union or enum member: a union or an expanded type in
+    /// full, a named one by its tag.
+    fn aggregate_decl(&mut self, t: TypeId, name: Option<&str>, tconf: &mut Conf) {
+        match self.model.get(t) {
+            Some(Node::Class(c)) => {
+                let nm = name.unwrap_or("");
+                if c.is_union {
+                    self.union_decl(t, name, tconf);
+                } else if let Some(cn) = c.name.filter(|_| !self.view.expand_types) {
+                    self.out.push_str("struct ");
+                    pad(&mut self.out, cn, tconf.type_spacing - 7, true);
+                    self.out.push(' ');
+                    self.out.push_str(nm);
+                } else {
+                    self.model.find_holes(t);
+                    tconf.type_spacing -= 8;
+                    self.class(t, tconf);
+                }
+            }
+            Some(Node::Enum { name: en, .. }) => {
+                if let Some(en) = en.filter(|_| !self.view.expand_types) {
+                    self.out.push_str("enum ");
+                    pad(&mut self.out, en, tconf.type_spacing - 5, true);
+                    self.out.push(' ');
+                    self.out.push_str(name.unwrap_or(""));
+                } else {
+                    self.enumeration(t, tconf);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1022,34 +1052,25 @@ impl<'m, 'a> Printer<'m, 'a> {
         if h.padding != 0 {
             acc.nr_paddings = acc.nr_paddings.wrapping_add(1);
             acc.sum_paddings = acc.sum_paddings.wrapping_add(h.padding as u32);
-            parts.push(format!(
-                "{} byte{} of padding",
-                h.padding,
-                plural(h.padding as u32)
-            ));
+            parts.push(format!("{} of padding", counted(h.padding as u32, "byte")));
         }
         if h.bit_padding != 0 {
             acc.nr_with_bit_paddings = acc.nr_with_bit_paddings.wrapping_add(1);
             acc.sum_bit_paddings = acc.sum_bit_paddings.wrapping_add(h.bit_padding as u32);
             parts.push(format!(
-                "{} bit{} of padding",
-                h.bit_padding,
-                plural(h.bit_padding as u32)
+                "{} of padding",
+                counted(h.bit_padding as u32, "bit")
             ));
         }
         if h.nr_holes != 0 {
             acc.nr_with_holes = acc.nr_with_holes.wrapping_add(1);
             acc.total_nr_holes = acc.total_nr_holes.wrapping_add(h.nr_holes as u16);
-            parts.push(format!("{} hole{}", h.nr_holes, plural(h.nr_holes as u32)));
+            parts.push(counted(h.nr_holes as u32, "hole"));
         }
         if h.nr_bit_holes != 0 {
             acc.nr_with_bit_holes = acc.nr_with_bit_holes.wrapping_add(1);
             acc.total_nr_bit_holes = acc.total_nr_bit_holes.wrapping_add(h.nr_bit_holes as u16);
-            parts.push(format!(
-                "{} bit hole{}",
-                h.nr_bit_holes,
-                plural(h.nr_bit_holes as u32)
-            ));
+            parts.push(counted(h.nr_bit_holes as u32, "bit hole"));
         }
         let _ = write!(self.out, "/* XXX last struct has {} */", parts.join(", "));
     }

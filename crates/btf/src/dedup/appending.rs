@@ -99,20 +99,16 @@ impl Appending {
 
 /// Kinds that passes 2 to 4 skip or make canonical without looking.
 fn may_come_late(kind: Kind) -> bool {
-    matches!(
-        kind,
-        BTF_KIND_PTR
-            | BTF_KIND_CONST
-            | BTF_KIND_VOLATILE
-            | BTF_KIND_RESTRICT
-            | BTF_KIND_TYPE_TAG
-            | BTF_KIND_ARRAY
-            | BTF_KIND_FUNC
-            | BTF_KIND_FUNC_PROTO
-            | BTF_KIND_DECL_TAG
-            | BTF_KIND_VAR
-            | BTF_KIND_DATASEC
-    )
+    kind.is_ptr_or_modifier()
+        || matches!(
+            kind,
+            BTF_KIND_ARRAY
+                | BTF_KIND_FUNC
+                | BTF_KIND_FUNC_PROTO
+                | BTF_KIND_DECL_TAG
+                | BTF_KIND_VAR
+                | BTF_KIND_DATASEC
+        )
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ impl Dedup<'_> {
         // Pushed where the pair is done with (the types borrow `self`
         // until then): still in recording order, as no other pair is
         // recorded in between.
-        let merge = is_struct_or_fwd(cand_kind) || is_struct_or_fwd(canon_kind);
+        let merge = cand_kind.is_struct_or_fwd() || canon_kind.is_struct_or_fwd();
         if name_of(cand_t) != name_of(canon_t) {
             return Ok(false);
         }
@@ -232,8 +232,7 @@ impl Dedup<'_> {
                 }
             }
             BTF_KIND_FWD | BTF_KIND_FLOAT => equal_if(equal_common(ct, nt)),
-            BTF_KIND_CONST | BTF_KIND_VOLATILE | BTF_KIND_RESTRICT | BTF_KIND_PTR
-            | BTF_KIND_TYPEDEF | BTF_KIND_FUNC | BTF_KIND_TYPE_TAG => {
+            k if k.is_reference() || k == BTF_KIND_FUNC => {
                 if ct.info() != nt.info()
                     || (kind == BTF_KIND_FUNC
                         && self.func_tag_set(cand_id) != self.func_tag_set(canon_id))

@@ -477,8 +477,14 @@ fn name_of(t: Option<&Type>) -> u32 {
     t.map_or(0, |t| t.name_off)
 }
 
-fn is_struct_or_fwd(kind: Kind) -> bool {
-    kind.is_struct_or_fwd()
+/// VAR, DATASEC and the location kinds: never merged, and never entered
+/// in the table. (bpf-next's libbpf merges equal LOC_PARAMs and
+/// LOC_PROTOs; keeping each is lossless.)
+fn never_merged(kind: Kind) -> bool {
+    matches!(
+        kind,
+        BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO | BTF_KIND_LOCSEC
+    )
 }
 
 struct Dedup<'a> {

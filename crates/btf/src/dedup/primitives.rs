@@ -126,11 +126,7 @@ impl Dedup<'_> {
                     }
                     h
                 }
-                BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
-                | BTF_KIND_LOCSEC => {
-                    // Never merged, and not entered in the table. (The
-                    // location kinds too: bpf-next's libbpf merges equal
-                    // LOC_PARAMs and LOC_PROTOs; keeping each is lossless.)
+                k if never_merged(k) => {
                     self.map[id as usize] = id;
                     continue;
                 }

@@ -93,15 +93,11 @@ fn set_ref_at(t: &mut Type, i: usize, id: TypeId) {
                 }
             }
         },
-        TypeData::Ptr { ty }
-        | TypeData::Typedef { ty }
-        | TypeData::Volatile { ty }
-        | TypeData::Const { ty }
-        | TypeData::Restrict { ty }
-        | TypeData::TypeTag { ty }
-        | TypeData::DeclTag { ty, .. } => *ty = id,
-        TypeData::Func { proto, .. } => *proto = id,
-        _ => {}
+        _ => {
+            if let Some(ty) = t.ref_type_mut() {
+                *ty = id
+            }
+        }
     }
 }
 
@@ -173,8 +169,7 @@ impl Dedup<'_> {
         let t = &self.types[i];
         let kind = t.kind();
         let (h, equal): (i64, fn(&Type, &Type) -> bool) = match kind {
-            BTF_KIND_CONST | BTF_KIND_VOLATILE | BTF_KIND_RESTRICT | BTF_KIND_PTR
-            | BTF_KIND_TYPEDEF | BTF_KIND_TYPE_TAG => (hash_common(t), equal_common),
+            k if k.is_reference() => (hash_common(t), equal_common),
             BTF_KIND_FUNC => (self.hash_func(id, t), equal_common),
             BTF_KIND_DECL_TAG => (hash_int_tag(t), equal_int_tag),
             BTF_KIND_ARRAY => (hash_array(t), equal_array),

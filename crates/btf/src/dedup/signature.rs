@@ -26,8 +26,7 @@ pub(super) fn equal_typedef(a: &Type, b: &Type) -> bool {
 /// entered.
 pub(super) fn plain_hash(t: &Type) -> Option<i64> {
     Some(match t.kind() {
-        BTF_KIND_VAR | BTF_KIND_DATASEC | BTF_KIND_LOC_PARAM | BTF_KIND_LOC_PROTO
-        | BTF_KIND_LOCSEC => return None,
+        k if never_merged(k) => return None,
         BTF_KIND_INT | BTF_KIND_DECL_TAG => hash_int_tag(t),
         BTF_KIND_ENUM | BTF_KIND_ENUM64 => hash_enum(t),
         BTF_KIND_STRUCT | BTF_KIND_UNION => hash_struct(t),

@@ -13,12 +13,9 @@
 
 use std::io::{self, Write};
 
-use super::loc;
-use super::raw::{
-    enum_encoding_name, func_linkage_name, func_name, int_encoding_name, loc_param_value,
-    name_bytes, var_linkage_name, Sink,
-};
-use crate::{Btf, Type, TypeData, TypeId};
+use super::fields::{self, name_bytes, Render, Value};
+use super::raw::Sink;
+use crate::{Btf, Type, TypeId};
 
 /// Writes `btf` in bpftool's json format.
 pub fn dump<W: Write>(btf: &Btf, out: &mut W) -> io::Result<()> {
@@ -42,200 +39,93 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
     s.bytes(t.kind_name().as_bytes());
     s.bytes(b"\",\"name\":");
     string(s, name_bytes(btf, t.name_off));
-    match &t.data {
-        TypeData::Int {
-            size,
-            encoding,
-            offset,
-            bits,
-        } => {
-            field(s, "size", *size);
-            field(s, "bits_offset", *offset);
-            field(s, "nr_bits", *bits);
-            str_field(s, "encoding", int_encoding_name(*encoding));
-        }
-        TypeData::Ptr { ty }
-        | TypeData::Const { ty }
-        | TypeData::Volatile { ty }
-        | TypeData::Restrict { ty }
-        | TypeData::Typedef { ty }
-        | TypeData::TypeTag { ty } => field(s, "type_id", *ty),
-        TypeData::Array(a) => {
-            field(s, "type_id", a.elem);
-            field(s, "index_type_id", a.index);
-            field(s, "nr_elems", a.nelems);
-        }
-        TypeData::Struct { size, members } | TypeData::Union { size, members } => {
-            field(s, "size", *size);
-            field(s, "vlen", members.len());
-            s.bytes(b",\"members\":[");
-            for (i, m) in members.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"name\":");
-                string(s, name_bytes(btf, m.name_off));
-                field(s, "type_id", m.ty);
-                field(s, "bits_offset", m.bit_offset(t.kind_flag));
-                let bits = m.bitfield_size(t.kind_flag);
-                if bits != 0 {
-                    field(s, "bitfield_size", bits);
-                }
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Enum { size, values } => {
-            str_field(s, "encoding", enum_encoding_name(t.kind_flag));
-            field(s, "size", *size);
-            field(s, "vlen", values.len());
-            s.bytes(b",\"values\":[");
-            for (i, v) in values.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"name\":");
-                string(s, name_bytes(btf, v.name_off));
-                if t.kind_flag {
-                    field(s, "val", v.val as i32);
-                } else {
-                    // bpftool reads the value as libbpf's signed 32-bit
-                    // field and widens it to 64 bits unsigned: 0xffffffff
-                    // comes out as 18446744073709551615. Equal JSON values
-                    // means following it.
-                    field(s, "val", v.val as i32 as i64 as u64);
-                }
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Enum64 { size, values } => {
-            str_field(s, "encoding", enum_encoding_name(t.kind_flag));
-            field(s, "size", *size);
-            field(s, "vlen", values.len());
-            s.bytes(b",\"values\":[");
-            for (i, v) in values.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"name\":");
-                string(s, name_bytes(btf, v.name_off));
-                if t.kind_flag {
-                    field(s, "val", v.val as i64);
-                } else {
-                    field(s, "val", v.val);
-                }
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Fwd => str_field(s, "fwd_kind", if t.kind_flag { "union" } else { "struct" }),
-        TypeData::Func { proto, linkage } => {
-            field(s, "type_id", *proto);
-            str_field(s, "linkage", func_linkage_name(*linkage));
-        }
-        TypeData::FuncProto { ret, params } => {
-            field(s, "ret_type_id", *ret);
-            field(s, "vlen", params.len());
-            s.bytes(b",\"params\":[");
-            for (i, p) in params.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"name\":");
-                string(s, name_bytes(btf, p.name_off));
-                field(s, "type_id", p.ty);
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Var { ty, linkage } => {
-            field(s, "type_id", *ty);
-            str_field(s, "linkage", var_linkage_name(*linkage));
-        }
-        TypeData::Datasec { size, vars } => {
-            field(s, "size", *size);
-            field(s, "vlen", vars.len());
-            s.bytes(b",\"vars\":[");
-            for (i, v) in vars.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"type_id\":");
-                s.int(v.ty);
-                field(s, "offset", v.offset);
-                field(s, "size", v.size);
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Float { size } => field(s, "size", *size),
-        TypeData::DeclTag { ty, component_idx } => {
-            field(s, "type_id", *ty);
-            field(s, "component_idx", *component_idx);
-        }
-        TypeData::LocParam {
-            size,
-            flags,
-            values,
-        } => {
-            field(s, "size", *size);
-            field(s, "flags", *flags);
-            field(s, "vlen", values.len());
-            s.bytes(b",\"values\":[");
-            for (i, v) in values.iter().enumerate() {
-                if i > 0 {
-                    s.byte(b',');
-                }
-                s.int(*v);
-            }
-            s.byte(b']');
-            str_field(s, "value", &loc::describe(&t.data).unwrap_or_default());
-        }
-        TypeData::LocProto { params } => {
-            field(s, "vlen", params.len());
-            s.bytes(b",\"params\":[");
-            for (i, &p) in params.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"type_id\":");
-                s.int(p);
-                if let Some(v) = loc_param_value(btf, p) {
-                    str_field(s, "value", &v);
-                }
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Locsec { locs } => {
-            field(s, "vlen", locs.len());
-            s.bytes(b",\"locs\":[");
-            for (i, l) in locs.iter().enumerate() {
-                open_item(s, i);
-                s.bytes(b"\"name\":");
-                string(s, func_name(btf, l.func));
-                field(s, "func_type_id", l.func);
-                field(s, "loc_proto_type_id", l.loc_proto);
-                field(s, "offset", l.offset);
-                s.byte(b'}');
-            }
-            s.byte(b']');
-        }
-        TypeData::Unknown { .. } => {}
-    }
+    fields::walk(
+        &mut Json {
+            s: &mut *s,
+            first: false,
+            first_record: false,
+        },
+        btf,
+        t,
+    );
     s.byte(b'}');
 }
 
-/// `,` before every array element but the first, then `{`.
-fn open_item<W: Write>(s: &mut Sink<W>, i: usize) {
-    if i > 0 {
-        s.byte(b',');
+/// The JSON rendering of [`fields::walk`]: `,"key":value` after the
+/// type's id, kind and name, each list of records an array of objects.
+struct Json<'s, 'w, W: Write> {
+    s: &'s mut Sink<'w, W>,
+    /// No comma before the next field: it opens an object.
+    first: bool,
+    /// No comma before the next record: it opens an array.
+    first_record: bool,
+}
+
+impl<W: Write> Render for Json<'_, '_, W> {
+    fn field(&mut self, key: &'static str, value: Value<'_>) {
+        if let Value::DatasecTarget(_) = value {
+            // The raw format's alone.
+            return;
+        }
+        let s = &mut *self.s;
+        if !std::mem::take(&mut self.first) {
+            s.byte(b',');
+        }
+        s.byte(b'"');
+        s.bytes(key.as_bytes());
+        s.bytes(b"\":");
+        match value {
+            Value::Unsigned(n) => s.int(n),
+            Value::Signed(n) => s.int(n),
+            Value::Hex(n) => s.int(n),
+            Value::Word(w) | Value::VarLinkage(w) => string(s, w.as_bytes()),
+            Value::Name(b) | Value::Quoted(b) => string(s, b),
+            Value::Enum(v, signed) => {
+                // bpftool reads the value as libbpf's signed 32-bit field
+                // whatever the enum's sign, and an unsigned enum's widens
+                // to 64 bits unsigned: 0xffffffff comes out as
+                // 18446744073709551615. Equal JSON values means following it.
+                s.word(v.value(true), signed)
+            }
+            Value::Enum64(val, signed) => s.word(val, signed),
+            Value::LocValues(words, text) => {
+                s.byte(b'[');
+                for (i, w) in words.iter().enumerate() {
+                    if i > 0 {
+                        s.byte(b',');
+                    }
+                    s.int(*w);
+                }
+                s.bytes(b"],\"value\":");
+                string(s, text.as_bytes());
+            }
+            Value::DatasecTarget(_) => {}
+        }
     }
-    s.byte(b'{');
-}
 
-/// `,"key":N`. Every field but the first of an object goes through here.
-fn field<W: Write, I: itoa::Integer>(s: &mut Sink<W>, key: &str, v: I) {
-    s.bytes(b",\"");
-    s.bytes(key.as_bytes());
-    s.bytes(b"\":");
-    s.int(v);
-}
+    fn records(&mut self, key: &'static str) {
+        self.s.bytes(b",\"");
+        self.s.bytes(key.as_bytes());
+        self.s.bytes(b"\":[");
+        self.first_record = true;
+    }
 
-fn str_field<W: Write>(s: &mut Sink<W>, key: &str, v: &str) {
-    s.bytes(b",\"");
-    s.bytes(key.as_bytes());
-    s.bytes(b"\":");
-    string(s, v.as_bytes());
+    fn record(&mut self) {
+        if !std::mem::take(&mut self.first_record) {
+            self.s.byte(b',');
+        }
+        self.s.byte(b'{');
+        self.first = true;
+    }
+
+    fn end_record(&mut self) {
+        self.s.byte(b'}');
+        self.first = false;
+    }
+
+    fn end_records(&mut self) {
+        self.s.byte(b']');
+    }
 }
 
 /// A JSON string literal. Names are almost always plain ASCII identifiers,

@@ -7,14 +7,16 @@
 //! anonymous name (offset 0) reads `(anon)` and an offset outside the string
 //! sections reads `(invalid)`, as bpftool prints them.
 //!
+//! Which fields each kind has, in which order, is [`fields::walk`]'s,
+//! shared with the JSON format; this file writes them as bpftool's text.
+//!
 //! The vmlinux dump is ~12 MB of short fields, so the output is staged in a
 //! `Sink` and integers are formatted with `itoa` rather than `write!`.
 
 use std::io::{self, Write};
 
-use super::loc;
-use crate::format::{BTF_INT_BOOL, BTF_INT_CHAR, BTF_INT_SIGNED};
-use crate::{Btf, Type, TypeData, TypeId};
+use super::fields::{self, datasec_target, name_bytes, Render, Value};
+use crate::{Btf, Type, TypeId};
 
 /// Bytes staged before they are handed to the writer in one `write_all`.
 const FLUSH_AT: usize = 1 << 18;
@@ -51,6 +53,17 @@ impl<'w, W: Write> Sink<'w, W> {
         self.buf.extend_from_slice(self.num.format(v).as_bytes());
     }
 
+    /// A 64-bit word as a number: negative when `signed` and its top bit
+    /// is set (an enumerator's value, [`crate::EnumValue::value`]).
+    #[inline]
+    pub(crate) fn word(&mut self, val: u64, signed: bool) {
+        if signed {
+            self.int(val as i64);
+        } else {
+            self.int(val);
+        }
+    }
+
     /// Hands the staged bytes over once enough have gathered; called between
     /// types so that a chunk boundary never needs care.
     #[inline]
@@ -66,78 +79,6 @@ impl<'w, W: Write> Sink<'w, W> {
         self.out.write_all(&self.buf)?;
         self.out.flush()
     }
-}
-
-/// A name as bpftool shows it: `(anon)` for offset 0, `(invalid)` for an
-/// offset that no string section holds. Bytes are passed through unchanged.
-pub(crate) fn name_bytes(btf: &Btf, off: u32) -> &[u8] {
-    if off == 0 {
-        return b"(anon)";
-    }
-    btf.str_bytes(off).unwrap_or(b"(invalid)")
-}
-
-/// bpftool's word for an INT's encoding; combinations are `UNKN`.
-pub(crate) fn int_encoding_name(encoding: u8) -> &'static str {
-    match encoding {
-        0 => "(none)",
-        BTF_INT_SIGNED => "SIGNED",
-        BTF_INT_CHAR => "CHAR",
-        BTF_INT_BOOL => "BOOL",
-        _ => "UNKN",
-    }
-}
-
-/// FUNC linkage (kept in vlen).
-pub(crate) fn func_linkage_name(linkage: u32) -> &'static str {
-    match linkage {
-        0 => "static",
-        1 => "global",
-        2 => "extern",
-        _ => "(unknown)",
-    }
-}
-
-/// VAR linkage.
-pub(crate) fn var_linkage_name(linkage: u32) -> &'static str {
-    match linkage {
-        0 => "static",
-        1 => "global",
-        2 => "extern",
-        _ => "(unknown)",
-    }
-}
-
-/// ENUM and ENUM64 signedness lives in kind_flag.
-pub(crate) fn enum_encoding_name(kind_flag: bool) -> &'static str {
-    if kind_flag {
-        "SIGNED"
-    } else {
-        "UNSIGNED"
-    }
-}
-
-/// The kind name and name of the type a DATASEC entry points at, which
-/// bpftool appends to the entry when the id exists. Id 0 is `void`, which
-/// libbpf reports as kind 0 with no name.
-pub(crate) fn datasec_target(btf: &Btf, ty: TypeId) -> Option<(&'static str, &[u8])> {
-    if ty == 0 {
-        return Some(("UNKNOWN", b"(anon)"));
-    }
-    let t = btf.type_by_id(ty)?;
-    Some((t.kind_name(), name_bytes(btf, t.name_off)))
-}
-
-/// What a LOC_PROTO entry's LOC_PARAM describes; `None` for id 0 (no
-/// location) or an id that is not a LOC_PARAM.
-pub(crate) fn loc_param_value(btf: &Btf, id: TypeId) -> Option<String> {
-    loc::describe(&btf.type_by_id(id)?.data)
-}
-
-/// The name of the function an inline site belongs to.
-pub(crate) fn func_name(btf: &Btf, id: TypeId) -> &[u8] {
-    btf.type_by_id(id)
-        .map_or(b"(invalid)".as_slice(), |t| name_bytes(btf, t.name_off))
 }
 
 /// Writes `btf` in bpftool's raw format.
@@ -158,198 +99,96 @@ fn write_type<W: Write>(s: &mut Sink<W>, btf: &Btf, id: TypeId, t: &Type) {
     s.bytes(b" '");
     s.bytes(name_bytes(btf, t.name_off));
     s.byte(b'\'');
-    match &t.data {
-        TypeData::Int {
-            size,
-            encoding,
-            offset,
-            bits,
-        } => {
-            s.bytes(b" size=");
-            s.int(*size);
-            s.bytes(b" bits_offset=");
-            s.int(*offset);
-            s.bytes(b" nr_bits=");
-            s.int(*bits);
-            s.bytes(b" encoding=");
-            s.bytes(int_encoding_name(*encoding).as_bytes());
-        }
-        TypeData::Ptr { ty }
-        | TypeData::Const { ty }
-        | TypeData::Volatile { ty }
-        | TypeData::Restrict { ty }
-        | TypeData::Typedef { ty }
-        | TypeData::TypeTag { ty } => {
-            s.bytes(b" type_id=");
-            s.int(*ty);
-        }
-        TypeData::Array(a) => {
-            s.bytes(b" type_id=");
-            s.int(a.elem);
-            s.bytes(b" index_type_id=");
-            s.int(a.index);
-            s.bytes(b" nr_elems=");
-            s.int(a.nelems);
-        }
-        TypeData::Struct { size, members } | TypeData::Union { size, members } => {
-            size_vlen(s, *size, members.len());
-            for m in members {
-                s.bytes(b"\n\t'");
-                s.bytes(name_bytes(btf, m.name_off));
-                s.bytes(b"' type_id=");
-                s.int(m.ty);
-                s.bytes(b" bits_offset=");
-                s.int(m.bit_offset(t.kind_flag));
-                let bits = m.bitfield_size(t.kind_flag);
-                if bits != 0 {
-                    s.bytes(b" bitfield_size=");
-                    s.int(bits);
-                }
-            }
-        }
-        TypeData::Enum { size, values } => {
-            s.bytes(b" encoding=");
-            s.bytes(enum_encoding_name(t.kind_flag).as_bytes());
-            size_vlen(s, *size, values.len());
-            for v in values {
-                s.bytes(b"\n\t'");
-                s.bytes(name_bytes(btf, v.name_off));
-                s.bytes(b"' val=");
-                if t.kind_flag {
-                    s.int(v.val as i32);
-                } else {
-                    s.int(v.val);
-                }
-            }
-        }
-        TypeData::Enum64 { size, values } => {
-            s.bytes(b" encoding=");
-            s.bytes(enum_encoding_name(t.kind_flag).as_bytes());
-            size_vlen(s, *size, values.len());
-            for v in values {
-                s.bytes(b"\n\t'");
-                s.bytes(name_bytes(btf, v.name_off));
-                s.bytes(b"' val=");
-                if t.kind_flag {
-                    s.int(v.val as i64);
-                    s.bytes(b"LL");
-                } else {
-                    s.int(v.val);
-                    s.bytes(b"ULL");
-                }
-            }
-        }
-        TypeData::Fwd => {
-            s.bytes(if t.kind_flag {
-                b" fwd_kind=union"
-            } else {
-                b" fwd_kind=struct"
-            });
-        }
-        TypeData::Func { proto, linkage } => {
-            s.bytes(b" type_id=");
-            s.int(*proto);
-            s.bytes(b" linkage=");
-            s.bytes(func_linkage_name(*linkage).as_bytes());
-        }
-        TypeData::FuncProto { ret, params } => {
-            s.bytes(b" ret_type_id=");
-            s.int(*ret);
-            s.bytes(b" vlen=");
-            s.int(params.len());
-            for p in params {
-                s.bytes(b"\n\t'");
-                s.bytes(name_bytes(btf, p.name_off));
-                s.bytes(b"' type_id=");
-                s.int(p.ty);
-            }
-        }
-        TypeData::Var { ty, linkage } => {
-            // The comma is bpftool's.
-            s.bytes(b" type_id=");
-            s.int(*ty);
-            s.bytes(b", linkage=");
-            s.bytes(var_linkage_name(*linkage).as_bytes());
-        }
-        TypeData::Datasec { size, vars } => {
-            size_vlen(s, *size, vars.len());
-            for v in vars {
-                s.bytes(b"\n\ttype_id=");
-                s.int(v.ty);
-                s.bytes(b" offset=");
-                s.int(v.offset);
-                s.bytes(b" size=");
-                s.int(v.size);
-                if let Some((kind, name)) = datasec_target(btf, v.ty) {
-                    s.bytes(b" (");
-                    s.bytes(kind.as_bytes());
-                    s.bytes(b" '");
-                    s.bytes(name);
-                    s.bytes(b"')");
-                }
-            }
-        }
-        TypeData::Float { size } => {
-            s.bytes(b" size=");
-            s.int(*size);
-        }
-        TypeData::DeclTag { ty, component_idx } => {
-            s.bytes(b" type_id=");
-            s.int(*ty);
-            s.bytes(b" component_idx=");
-            s.int(*component_idx);
-        }
-        TypeData::LocParam {
-            size,
-            flags,
-            values,
-        } => {
-            s.bytes(b" size=");
-            s.int(*size);
-            s.bytes(b" flags=0x");
-            s.bytes(format!("{flags:x}").as_bytes());
-            s.bytes(b" vlen=");
-            s.int(values.len());
-            s.bytes(b" values='");
-            s.bytes(loc::describe(&t.data).unwrap_or_default().as_bytes());
-            s.byte(b'\'');
-        }
-        TypeData::LocProto { params } => {
-            s.bytes(b" vlen=");
-            s.int(params.len());
-            for &p in params {
-                s.bytes(b"\n\ttype_id=");
-                s.int(p);
-                if let Some(v) = loc_param_value(btf, p) {
-                    s.bytes(b" value='");
-                    s.bytes(v.as_bytes());
-                    s.byte(b'\'');
-                }
-            }
-        }
-        TypeData::Locsec { locs } => {
-            s.bytes(b" vlen=");
-            s.int(locs.len());
-            for l in locs {
-                s.bytes(b"\n\tname='");
-                s.bytes(func_name(btf, l.func));
-                s.bytes(b"' func_type_id=");
-                s.int(l.func);
-                s.bytes(b" loc_proto_type_id=");
-                s.int(l.loc_proto);
-                s.bytes(b" offset=");
-                s.int(l.offset);
-            }
-        }
-        // bpftool prints only the line's head for a kind it does not know.
-        TypeData::Unknown { .. } => {}
-    }
+    fields::walk(
+        &mut Text {
+            s: &mut *s,
+            btf,
+            first: false,
+        },
+        btf,
+        t,
+    );
     s.byte(b'\n');
 }
 
-fn size_vlen<W: Write>(s: &mut Sink<W>, size: u32, vlen: usize) {
-    s.bytes(b" size=");
-    s.int(size);
-    s.bytes(b" vlen=");
-    s.int(vlen);
+/// The raw format's rendering of [`fields::walk`]: ` key=value` after the
+/// type's head, each record on a line of its own after a tab.
+struct Text<'s, 'w, W: Write> {
+    s: &'s mut Sink<'w, W>,
+    btf: &'s Btf,
+    /// No space before the next field: it opens a record's line.
+    first: bool,
+}
+
+impl<W: Write> Text<'_, '_, W> {
+    fn space(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.s.byte(b' ');
+        }
+    }
+
+    fn quoted(&mut self, b: &[u8]) {
+        self.s.byte(b'\'');
+        self.s.bytes(b);
+        self.s.byte(b'\'');
+    }
+}
+
+impl<W: Write> Render for Text<'_, '_, W> {
+    fn field(&mut self, key: &'static str, value: Value<'_>) {
+        match value {
+            Value::Name(name) => {
+                self.space();
+                self.quoted(name);
+                return;
+            }
+            Value::DatasecTarget(ty) => {
+                if let Some((kind, name)) = datasec_target(self.btf, ty) {
+                    self.space();
+                    self.s.byte(b'(');
+                    self.s.bytes(kind.as_bytes());
+                    self.s.byte(b' ');
+                    self.quoted(name);
+                    self.s.byte(b')');
+                }
+                return;
+            }
+            // The comma is bpftool's.
+            Value::VarLinkage(_) => self.s.bytes(b", "),
+            _ => self.space(),
+        }
+        self.s.bytes(key.as_bytes());
+        self.s.byte(b'=');
+        let s = &mut *self.s;
+        match value {
+            Value::Unsigned(n) => s.int(n),
+            Value::Signed(n) => s.int(n),
+            Value::Word(w) | Value::VarLinkage(w) => s.bytes(w.as_bytes()),
+            Value::Quoted(b) => self.quoted(b),
+            Value::LocValues(_, text) => self.quoted(text.as_bytes()),
+            Value::Hex(n) => {
+                s.bytes(b"0x");
+                s.bytes(format!("{n:x}").as_bytes());
+            }
+            Value::Enum(v, signed) => s.word(v.value(signed), signed),
+            Value::Enum64(val, signed) => {
+                s.word(val, signed);
+                s.bytes(if signed { b"LL" } else { b"ULL" });
+            }
+            Value::Name(_) | Value::DatasecTarget(_) => {}
+        }
+    }
+
+    fn records(&mut self, _key: &'static str) {}
+
+    fn record(&mut self) {
+        self.s.bytes(b"\n\t");
+        self.first = true;
+    }
+
+    fn end_record(&mut self) {
+        self.first = false;
+    }
+
+    fn end_records(&mut self) {}
 }

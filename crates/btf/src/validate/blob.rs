@@ -183,25 +183,10 @@ fn has_vlen(kind: Kind) -> bool {
 /// How many bytes follow a record's 12-byte `btf_type`, `None` for a kind
 /// the layout section does not describe either.
 fn extra_len(kind: Kind, vlen: u64, layouts: &[KindLayout]) -> Option<u64> {
-    Some(match kind {
-        BTF_KIND_INT => 4,
-        BTF_KIND_ARRAY => BTF_ARRAY_LEN as u64,
-        BTF_KIND_STRUCT | BTF_KIND_UNION => vlen * BTF_MEMBER_LEN as u64,
-        BTF_KIND_ENUM => vlen * BTF_ENUM_LEN as u64,
-        BTF_KIND_ENUM64 => vlen * BTF_ENUM64_LEN as u64,
-        BTF_KIND_FUNC_PROTO => vlen * BTF_PARAM_LEN as u64,
-        BTF_KIND_VAR => BTF_VAR_LEN as u64,
-        BTF_KIND_DATASEC => vlen * BTF_VAR_SECINFO_LEN as u64,
-        BTF_KIND_DECL_TAG => BTF_DECL_TAG_LEN as u64,
-        BTF_KIND_PTR | BTF_KIND_FWD | BTF_KIND_TYPEDEF | BTF_KIND_VOLATILE | BTF_KIND_CONST
-        | BTF_KIND_RESTRICT | BTF_KIND_FUNC | BTF_KIND_FLOAT | BTF_KIND_TYPE_TAG => 0,
-        BTF_KIND_LOC_PARAM => (BTF_LOC_PARAM_LEN + vlen as usize * BTF_LOC_VALUE_LEN) as u64,
-        BTF_KIND_LOC_PROTO => vlen * BTF_LOC_PROTO_PARAM_LEN as u64,
-        BTF_KIND_LOCSEC => vlen * BTF_LOC_LEN as u64,
-        // Kinds the parser read through the layout section.
-        _ => {
-            let l = layouts.get(usize::from(kind))?;
-            l.info_sz as u64 + vlen * l.elem_sz as u64
-        }
-    })
+    // Kind 0 is no type: the parser reads it, as the kinds it does not
+    // know, through the layout section.
+    let l = known_layout(kind)
+        .filter(|_| kind != BTF_KIND_UNKN)
+        .or_else(|| layouts.get(usize::from(kind)).copied())?;
+    Some(l.info_sz as u64 + vlen * l.elem_sz as u64)
 }

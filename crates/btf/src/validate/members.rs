@@ -11,7 +11,7 @@ impl Validator<'_> {
         };
         let size = st.size_or_type();
         let label = || self.member_label(i, m);
-        if is_modifier(k) {
+        if k.is_modifier_or_typedef() {
             return match self.type_id_size(mty) {
                 Some((rid, _)) => self.check_member(st, i, m, rid),
                 None => problem(format!("{} has no size", label())),

@@ -80,12 +80,6 @@ impl<'a> Validator<'a> {
                 offset,
                 bits,
             } => self.check_int_meta(id, t, *size, *encoding, *offset, *bits),
-            TypeData::Ptr { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::Typedef { ty }
-            | TypeData::TypeTag { ty } => self.check_ref_kind_meta(id, t, *ty, name_ok),
             TypeData::Array(a) => self.check_array_meta(id, t, a),
             TypeData::Struct { size, members } | TypeData::Union { size, members } => {
                 self.check_struct_meta(id, t, *size, members, name_ok)
@@ -127,6 +121,24 @@ impl<'a> Validator<'a> {
             TypeData::DeclTag { component_idx, .. } => {
                 self.check_decl_tag_meta(id, t, *component_idx, name_ok)
             }
+            TypeData::LocParam { .. } | TypeData::LocProto { .. } | TypeData::Locsec { .. } => {
+                self.check_location_meta(id, t, name_ok)
+            }
+            // The references (PTR, TYPEDEF, the modifiers) alike; a kind
+            // this crate does not know was reported above: no kernel knows
+            // one.
+            _ => {
+                if let Some(ty) = t.ref_type_in(Kind::is_reference) {
+                    self.check_ref_kind_meta(id, t, ty, name_ok);
+                }
+            }
+        }
+    }
+
+    /// The location kinds (bpf-next): what a LOC_PARAM, a LOC_PROTO or a
+    /// LOCSEC must be on its own.
+    fn check_location_meta(&mut self, id: TypeId, t: &Type, name_ok: bool) {
+        match &t.data {
             TypeData::LocParam {
                 size,
                 flags,
@@ -148,8 +160,7 @@ impl<'a> Validator<'a> {
                 }
                 self.check_vlen(id, locs.len(), "inline sites");
             }
-            // Reported above: no kernel knows a kind this crate does not.
-            TypeData::Unknown { .. } => {}
+            _ => {}
         }
     }
 

@@ -267,15 +267,6 @@ fn int_is_regular(t: &Type) -> bool {
     }
 }
 
-/// `btf_type_is_modifier`: refers through `type` and has no size of its own.
-fn is_modifier(k: Kind) -> bool {
-    k.is_modifier_or_typedef()
-}
-
-fn is_struct(k: Kind) -> bool {
-    k.is_struct_or_union()
-}
-
 /// Kinds that can only start a resolve, never be reached by one. The
 /// location kinds are not C types either: only LOC_PROTO and LOCSEC refer
 /// to them.
@@ -292,16 +283,11 @@ fn is_source_only(k: Kind) -> bool {
 }
 
 fn needs_resolve(k: Kind) -> bool {
-    is_modifier(k)
-        || is_struct(k)
+    k.is_reference()
+        || k.is_struct_or_union()
         || matches!(
             k,
-            BTF_KIND_PTR
-                | BTF_KIND_ARRAY
-                | BTF_KIND_VAR
-                | BTF_KIND_FUNC
-                | BTF_KIND_DECL_TAG
-                | BTF_KIND_DATASEC
+            BTF_KIND_ARRAY | BTF_KIND_VAR | BTF_KIND_FUNC | BTF_KIND_DECL_TAG | BTF_KIND_DATASEC
         )
 }
 

@@ -121,7 +121,7 @@ impl<'a> Validator<'a> {
             let k = self.kinds[id as usize];
             if k == BTF_KIND_PTR {
                 self.mode = Mode::Ptr;
-            } else if is_struct(k) || k == BTF_KIND_ARRAY {
+            } else if k.is_struct_or_union() || k == BTF_KIND_ARRAY {
                 self.mode = Mode::StructOrArray;
             }
         }
@@ -156,8 +156,10 @@ impl<'a> Validator<'a> {
     fn is_sink(&self, k: Kind) -> bool {
         match self.mode {
             Mode::Tbd => !needs_resolve(k),
-            Mode::Ptr => !is_modifier(k) && k != BTF_KIND_PTR,
-            Mode::StructOrArray => !is_modifier(k) && k != BTF_KIND_ARRAY && !is_struct(k),
+            Mode::Ptr => !k.is_modifier_or_typedef() && k != BTF_KIND_PTR,
+            Mode::StructOrArray => {
+                !k.is_modifier_or_typedef() && k != BTF_KIND_ARRAY && !k.is_struct_or_union()
+            }
         }
     }
 
@@ -184,7 +186,7 @@ impl<'a> Validator<'a> {
             }
         };
         let k = self.kind(id)?;
-        if is_modifier(k) || k == BTF_KIND_VAR {
+        if k.is_modifier_or_typedef() || k == BTF_KIND_VAR {
             sized(self.resolved_id[id as usize])
         } else {
             sized(id)
@@ -198,11 +200,6 @@ impl<'a> Validator<'a> {
         match &t.data {
             TypeData::Ptr { ty } => self.resolve_ref(*ty, RefKind::Ptr),
             TypeData::Var { ty, .. } => self.resolve_ref(*ty, RefKind::Var),
-            TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => self.resolve_ref(*ty, RefKind::Modifier),
             TypeData::Array(a) => self.resolve_array(a),
             TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
                 self.resolve_struct(v, t, members)
@@ -210,10 +207,13 @@ impl<'a> Validator<'a> {
             TypeData::Datasec { vars, .. } => self.resolve_datasec(v, vars),
             TypeData::Func { proto, .. } => self.resolve_func(*proto),
             TypeData::DeclTag { ty, component_idx } => self.resolve_decl_tag(*ty, *component_idx),
-            _ => Err(Fail::Problem(
-                Rule::TypeId,
-                "this kind cannot be resolved".into(),
-            )),
+            _ => match t.ref_type_in(Kind::is_modifier_or_typedef) {
+                Some(ty) => self.resolve_ref(ty, RefKind::Modifier),
+                None => Err(Fail::Problem(
+                    Rule::TypeId,
+                    "this kind cannot be resolved".into(),
+                )),
+            },
         }
     }
 
@@ -240,7 +240,7 @@ impl<'a> Validator<'a> {
         }
         // A modifier resolved while walking a struct may have stopped at a
         // pointer; walk on from that pointer so that it cannot lead back here.
-        if how != RefKind::Modifier && is_modifier(nk) {
+        if how != RefKind::Modifier && nk.is_modifier_or_typedef() {
             let rid = self.resolved_id[next as usize];
             if self.kind(rid) == Some(BTF_KIND_PTR)
                 && !self.is_bad(rid)
@@ -459,7 +459,7 @@ impl<'a> Validator<'a> {
     fn resolve_decl_tag(&mut self, target: TypeId, component_idx: i32) -> Step {
         let tk = self.kind(target);
         if !tk.is_some_and(|k| {
-            matches!(k, BTF_KIND_FUNC | BTF_KIND_VAR | BTF_KIND_TYPEDEF) || is_struct(k)
+            matches!(k, BTF_KIND_FUNC | BTF_KIND_VAR | BTF_KIND_TYPEDEF) || k.is_struct_or_union()
         }) {
             return Err(Fail::Problem(
                 Rule::DeclTag,
@@ -522,20 +522,21 @@ impl<'a> Validator<'a> {
         let i = id as usize;
         let (rid, rsize) = (self.resolved_id[i], self.resolved_size[i]);
         let k = self.kinds[i];
-        if is_struct(k) || k == BTF_KIND_DATASEC {
+        if k.is_struct_or_union() || k == BTF_KIND_DATASEC {
             return rid == 0 && rsize == 0;
         }
         if matches!(k, BTF_KIND_DECL_TAG | BTF_KIND_FUNC) {
             return rid != 0 && rsize == 0;
         }
-        if is_modifier(k) || matches!(k, BTF_KIND_PTR | BTF_KIND_VAR) {
+        if k.is_reference() || k == BTF_KIND_VAR {
             return self.kind(rid).is_some_and(|rk| {
-                !is_modifier(rk) && rk != BTF_KIND_VAR && rk != BTF_KIND_DATASEC
+                !rk.is_modifier_or_typedef() && rk != BTF_KIND_VAR && rk != BTF_KIND_DATASEC
             });
         }
         if let Some(TypeData::Array(a)) = self.ty(id).map(|t| &t.data) {
             return self.type_id_size(a.elem).is_some_and(|(eid, esize)| {
-                self.kind(eid).is_some_and(|ek| !is_modifier(ek))
+                self.kind(eid)
+                    .is_some_and(|ek| !ek.is_modifier_or_typedef())
                     && a.nelems.wrapping_mul(esize) == rsize
             });
         }

@@ -8,13 +8,13 @@ impl Validator<'_> {
     pub(super) fn check_type_tags(&mut self) {
         let mut good_id = 0;
         for i in self.report_from..self.n {
-            if !is_modifier(self.kinds[i as usize]) || self.is_bad(i) {
+            if !self.kinds[i as usize].is_modifier_or_typedef() || self.is_bad(i) {
                 continue;
             }
             let mut chain_limit = 32;
             let mut in_tags = self.kinds[i as usize] == BTF_KIND_TYPE_TAG;
             let mut cur = i;
-            while let Some(k) = self.kind(cur).filter(|&k| is_modifier(k)) {
+            while let Some(k) = self.kind(cur).filter(|&k| k.is_modifier_or_typedef()) {
                 if chain_limit == 0 {
                     self.report(
                         i,

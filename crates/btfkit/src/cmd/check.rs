@@ -195,24 +195,62 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     // Written with `?` rather than println!, so that a closed pipe
     // (`btfkit check X | head`) ends the run instead of panicking.
     let mut out = std::io::stdout().lock();
-    if args.json {
-        let offsets = type_offsets(&btf);
-        let kernel = if args.kernel {
-            Some(load_into_kernel(&btf, &blob)?)
+    let checked = Checked {
+        file,
+        btf: &btf,
+        blob: &blob,
+        target,
+        problems: &problems,
+        duplicates: &duplicates,
+        kernel: args.kernel,
+    };
+    ok = if args.json {
+        checked.write_json(&mut out, ok)?
+    } else {
+        checked.write_text(&mut out, ok)?
+    };
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What `check` found of one BTF, to report.
+struct Checked<'a> {
+    file: &'a std::path::Path,
+    btf: &'a Btf,
+    blob: &'a [u8],
+    target: Target,
+    problems: &'a [Problem],
+    duplicates: &'a [btf::base_duplicates::BaseDuplicate],
+    /// `--kernel`: load it into the running kernel too.
+    kernel: bool,
+}
+
+impl Checked<'_> {
+    /// `--json`: the report as one object; whether all is well (`ok`,
+    /// and the kernel's verdict).
+    fn write_json(&self, out: &mut impl Write, mut ok: bool) -> anyhow::Result<bool> {
+        let offsets = type_offsets(self.btf);
+        let kernel = if self.kernel {
+            Some(load_into_kernel(self.btf, self.blob)?)
         } else {
             None
         };
-        ok &= kernel.as_ref().is_none_or(|k| k.accepted) && duplicates.is_empty();
+        ok &= kernel.as_ref().is_none_or(|k| k.accepted) && self.duplicates.is_empty();
         let report = Report {
-            file: file.display().to_string(),
-            target: target_name(target),
-            types: btf.own_types().len(),
-            bytes: blob.len(),
-            problems: problems
+            file: self.file.display().to_string(),
+            target: target_name(self.target),
+            types: self.btf.own_types().len(),
+            bytes: self.blob.len(),
+            problems: self
+                .problems
                 .iter()
-                .map(|p| problem_json(p, &btf, &offsets))
+                .map(|p| problem_json(p, self.btf, &offsets))
                 .collect(),
-            base_duplicates: duplicates
+            base_duplicates: self
+                .duplicates
                 .iter()
                 .map(|d| DuplicateJson {
                     id: d.id,
@@ -223,51 +261,52 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .collect(),
             kernel,
         };
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
-    } else {
-        if ok && duplicates.is_empty() {
+        Ok(ok)
+    }
+
+    /// The report as text; whether all is well (`ok`, no duplicates of
+    /// base types, and the kernel's verdict).
+    fn write_text(&self, out: &mut impl Write, mut ok: bool) -> anyhow::Result<bool> {
+        if ok && self.duplicates.is_empty() {
             writeln!(
                 out,
                 "{}: OK ({}, {} bytes; {} rules)",
-                file.display(),
-                count(btf.own_types().len(), "type"),
-                blob.len(),
-                target_name(target)
+                self.file.display(),
+                count(self.btf.own_types().len(), "type"),
+                self.blob.len(),
+                target_name(self.target)
             )?;
         } else if !ok {
-            for p in &problems {
+            for p in self.problems {
                 writeln!(out, "{p} [{}]", p.rule)?;
             }
             writeln!(
                 out,
                 "{}: {} ({} rules)",
-                file.display(),
-                count(problems.len(), "problem"),
-                target_name(target)
+                self.file.display(),
+                count(self.problems.len(), "problem"),
+                target_name(self.target)
             )?;
         }
-        if let Some(line) = btf::base_duplicates::summary(&duplicates) {
-            writeln!(out, "{}: {line}", file.display())?;
+        if let Some(line) = btf::base_duplicates::summary(self.duplicates) {
+            writeln!(out, "{}: {line}", self.file.display())?;
             ok = false;
         }
-        if args.kernel {
-            if btf.base().is_some() {
+        if self.kernel {
+            if self.btf.base().is_some() {
                 writeln!(
                     out,
                     "kernel: BPF_BTF_LOAD takes no base: loading the split BTF merged with its base"
                 )?;
             }
-            let verdict = load_into_kernel(&btf, &blob)?;
-            print_verdict(&mut out, &verdict)?;
+            let verdict = load_into_kernel(self.btf, self.blob)?;
+            print_verdict(out, &verdict)?;
             ok &= verdict.accepted;
         }
+        Ok(ok)
     }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 /// Loads the blob with BPF_BTF_LOAD and says what the kernel thought.
@@ -373,57 +412,14 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let wrong = audit::wrong_addresses(&btf, &symbols);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
-        let mut wrong_of: std::collections::HashMap<u32, Vec<WrongAddressJson<'_>>> =
-            std::collections::HashMap::new();
-        for w in &wrong {
-            wrong_of
-                .entry(w.btf_id)
-                .or_default()
-                .push(WrongAddressJson {
-                    address: table.address_text(w.address),
-                    reason: &w.reason,
-                });
-        }
-        let rows: Vec<AttachJson<'_>> = rows
-            .iter()
-            .map(|r| AttachJson {
-                wrong_addresses: wrong_of.remove(&r.btf_id).unwrap_or_default(),
-                ..AttachJson::new(r, &table)
-            })
-            .collect();
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
+        write_attach_json(&mut out, &rows, &wrong, &table)?;
     } else {
-        for r in rows.iter().filter(|r| r.reach != Reach::Attachable) {
-            writeln!(
-                out,
-                "[{}] {} {}: {}",
-                r.btf_id,
-                r.name,
-                r.reach.as_str(),
-                r.reason
-            )?;
-        }
-        for w in &wrong {
-            writeln!(out, "[{}] {} wrong-address: {}", w.btf_id, w.name, w.reason)?;
-        }
-        let mut summary: Vec<String> = Reach::ALL
-            .iter()
-            .map(|k| format!("{} {}", counts.get(k).copied().unwrap_or(0), k.as_str()))
-            .collect();
-        summary.push(format!("{} wrong-address", wrong.len()));
-        writeln!(
-            out,
-            "{}: {}: {}{}",
-            args.file.display(),
-            count(rows.len(), "FUNC"),
-            summary.join(", "),
-            match (&sites, &model) {
-                (None, _) => " (no __mcount_loc: call sites not checked)",
-                (_, None) => " (no DWARF: prototypes checked by addr tags only)",
-                _ => "",
-            }
-        )?;
+        let note = match (&sites, &model) {
+            (None, _) => " (no __mcount_loc: call sites not checked)",
+            (_, None) => " (no DWARF: prototypes checked by addr tags only)",
+            _ => "",
+        };
+        write_attach_text(&mut out, &args.file, &rows, &wrong, &counts, note)?;
     }
     out.flush()?;
     Ok(
@@ -433,6 +429,77 @@ fn attach(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         },
     )
+}
+
+/// `check --attach --json`: a row per FUNC, with the wrong addresses
+/// of its instances.
+fn write_attach_json(
+    out: &mut impl Write,
+    rows: &[fentry::audit::FuncReach],
+    wrong: &[fentry::audit::WrongAddress],
+    table: &ksyms::Table,
+) -> anyhow::Result<()> {
+    let mut wrong_of: std::collections::HashMap<u32, Vec<WrongAddressJson<'_>>> =
+        std::collections::HashMap::new();
+    for w in wrong {
+        wrong_of
+            .entry(w.btf_id)
+            .or_default()
+            .push(WrongAddressJson {
+                address: table.address_text(w.address),
+                reason: &w.reason,
+            });
+    }
+    let rows: Vec<AttachJson<'_>> = rows
+        .iter()
+        .map(|r| AttachJson {
+            wrong_addresses: wrong_of.remove(&r.btf_id).unwrap_or_default(),
+            ..AttachJson::new(r, table)
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &rows)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `check --attach`'s text: a line per FUNC that is not attachable and
+/// per wrong address, then the count of each verdict and `note`.
+fn write_attach_text(
+    out: &mut impl Write,
+    file: &std::path::Path,
+    rows: &[fentry::audit::FuncReach],
+    wrong: &[fentry::audit::WrongAddress],
+    counts: &std::collections::BTreeMap<fentry::audit::Reach, usize>,
+    note: &str,
+) -> std::io::Result<()> {
+    use fentry::audit::Reach;
+    for r in rows.iter().filter(|r| r.reach != Reach::Attachable) {
+        writeln!(
+            out,
+            "[{}] {} {}: {}",
+            r.btf_id,
+            r.name,
+            r.reach.as_str(),
+            r.reason
+        )?;
+    }
+    for w in wrong {
+        writeln!(out, "[{}] {} wrong-address: {}", w.btf_id, w.name, w.reason)?;
+    }
+    let mut summary: Vec<String> = Reach::ALL
+        .iter()
+        .map(|k| format!("{} {}", counts.get(k).copied().unwrap_or(0), k.as_str()))
+        .collect();
+    summary.push(format!("{} wrong-address", wrong.len()));
+    writeln!(
+        out,
+        "{}: {}: {}{}",
+        file.display(),
+        count(rows.len(), "FUNC"),
+        summary.join(", "),
+        note
+    )?;
+    Ok(())
 }
 
 /// One FUNC of `check --attach --json`: the audit's row with its

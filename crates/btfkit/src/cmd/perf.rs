@@ -220,6 +220,35 @@ fn write_text(
     }
     writeln!(out)?;
     let table = &t.tracker.table;
+    write_lifetimes(out, t)?;
+    write_bpf_programs(out, perf, t)?;
+    if !t.kernel_maps.is_empty() {
+        writeln!(out, "\nkernel maps: {}", t.kernel_maps.len())?;
+        for m in &t.kernel_maps {
+            writeln!(
+                out,
+                "  {:016x}-{:016x} {}",
+                m.start,
+                m.start.saturating_add(m.len),
+                m.name
+            )?;
+        }
+    }
+    if !table.warnings().is_empty() {
+        writeln!(out, "\nwarnings:")?;
+        for w in table.warnings() {
+            writeln!(out, "  {w}")?;
+        }
+    }
+    if let Some(s) = sym {
+        s.write_text(out)?;
+    }
+    Ok(())
+}
+
+/// The dynamic kernel symbols' lifetimes, one line each.
+fn write_lifetimes(out: &mut impl Write, t: &Timeline) -> std::io::Result<()> {
+    let table = &t.tracker.table;
     writeln!(
         out,
         "\ndynamic kernel symbols: {}",
@@ -256,6 +285,13 @@ fn write_text(
     {
         writeln!(out, "(* ended by another symbol registered over it)")?;
     }
+    Ok(())
+}
+
+/// The BPF programs the records speak of, then those only perf's
+/// header lists.
+fn write_bpf_programs(out: &mut impl Write, perf: &PerfData, t: &Timeline) -> std::io::Result<()> {
+    let f = &perf.features;
     if !t.tracker.progs.is_empty() || !f.bpf_progs.is_empty() {
         writeln!(out, "\nBPF programs:")?;
         for p in t.tracker.progs.values() {
@@ -286,27 +322,6 @@ fn write_text(
                 super::count::count(i.jited_ksyms.len(), "function")
             )?;
         }
-    }
-    if !t.kernel_maps.is_empty() {
-        writeln!(out, "\nkernel maps: {}", t.kernel_maps.len())?;
-        for m in &t.kernel_maps {
-            writeln!(
-                out,
-                "  {:016x}-{:016x} {}",
-                m.start,
-                m.start.saturating_add(m.len),
-                m.name
-            )?;
-        }
-    }
-    if !table.warnings().is_empty() {
-        writeln!(out, "\nwarnings:")?;
-        for w in table.warnings() {
-            writeln!(out, "  {w}")?;
-        }
-    }
-    if let Some(s) = sym {
-        s.write_text(out)?;
     }
     Ok(())
 }

@@ -216,10 +216,28 @@ fn pct(part: usize, whole: usize) -> String {
 }
 
 fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
-    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut rows = Vec::new();
     let mut row = |label: &str, value: String, note: String| {
         rows.push((label.to_owned(), value, note));
     };
+    btf_rows(&mut row, r);
+    symbol_rows(&mut row, r);
+    bpf_and_module_rows(&mut row, r);
+    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(32);
+    for (label, value, note) in &rows {
+        let line = format!("{label:<w0$}  {value:>w1$}  {note}");
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    for n in &r.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// The report's lines on the BTF: its types by kind and whether it has
+/// address tags.
+fn btf_rows(row: &mut impl FnMut(&str, String, String), r: &Report) {
     if let Some(b) = &r.btf {
         row("BTF", b.path.clone(), format!("{} bytes", b.bytes));
         row("  types", b.types.to_string(), String::new());
@@ -241,6 +259,10 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
             tags.to_owned(),
         );
     }
+}
+
+/// The report's lines on kallsyms and the kernel image's functions.
+fn symbol_rows(row: &mut impl FnMut(&str, String, String), r: &Report) {
     row(
         "kallsyms",
         r.kallsyms.clone(),
@@ -298,6 +320,10 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
         let n = r.clones.get(label).copied().unwrap_or(0);
         row(&format!("  {label} symbols"), n.to_string(), String::new());
     }
+}
+
+/// The report's lines on BPF, ftrace, modules and data symbols.
+fn bpf_and_module_rows(row: &mut impl FnMut(&str, String, String), r: &Report) {
     let progs = r
         .bpf_programs
         .iter()
@@ -352,16 +378,6 @@ fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
             "VARs, with their types".to_owned(),
         );
     }
-    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(32);
-    for (label, value, note) in &rows {
-        let line = format!("{label:<w0$}  {value:>w1$}  {note}");
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    for n in &r.notes {
-        writeln!(out, "note: {n}")?;
-    }
-    Ok(())
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {

@@ -175,22 +175,27 @@ impl<W: Write> Printer<W> {
             }
             _ => {}
         }
+        self.print_warnings(&ev, warnings_before)
+    }
+
+    /// The tracker's warnings past the first `before`: those `ev` gave.
+    fn print_warnings(&mut self, ev: &Event, before: usize) -> std::io::Result<()> {
         let new: Vec<String> = self
             .tracker
             .table
             .warnings()
-            .get(warnings_before..)
+            .get(before..)
             .unwrap_or_default()
             .iter()
             .map(|w| w.to_string())
             .collect();
         for message in new {
             if self.json {
-                let mut v = context(&ev, "warning");
+                let mut v = context(ev, "warning");
                 extend(&mut v, json!({"message": message}));
                 self.line(&v)?;
             } else {
-                writeln!(self.out, "{} warning: {message}", prefix(&ev))?;
+                writeln!(self.out, "{} warning: {message}", prefix(ev))?;
             }
         }
         Ok(())

@@ -3,7 +3,7 @@
 //! make a C compiler reproduce BTF's offsets from what it can deduce.
 
 use super::{Dumper, MAX_DEPTH};
-use crate::{Member, Type, TypeData, TypeId};
+use crate::{Kind, Member, Type, TypeData, TypeId};
 
 /// Round `x` up to a multiple of `y`; a non-positive `y` (an alignment
 /// that could not be computed) leaves `x` alone.
@@ -41,16 +41,13 @@ impl Dumper<'_> {
             | TypeData::Enum64 { size, .. }
             | TypeData::Float { size } => self.ptr_sz.min(*size),
             TypeData::Ptr { .. } => self.ptr_sz,
-            TypeData::Typedef { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => self.align_of_at(*ty, depth + 1),
             TypeData::Array(a) => self.align_of_at(a.elem, depth + 1),
             TypeData::Struct { size, members } | TypeData::Union { size, members } => {
                 self.composite_align(t, *size, members, depth)
             }
-            _ => 0,
+            _ => t
+                .ref_type_in(Kind::is_modifier_or_typedef)
+                .map_or(0, |ty| self.align_of_at(ty, depth + 1)),
         };
         self.align_cache[id as usize] = align;
         align

@@ -4,7 +4,7 @@
 use std::io;
 
 use super::{too_deep, Dumper, EmitState, MAX_DEPTH};
-use crate::{Member, Type, TypeData, TypeId};
+use crate::{Kind, Member, Param, Type, TypeData, TypeId};
 
 /// The part of the shared declaration stack that one declaration owns:
 /// `decl_stack[start..start + cnt]`, consumed from the top.
@@ -47,30 +47,7 @@ impl<'a> Dumper<'a> {
             if st.fwd_emitted {
                 return Ok(());
             }
-            match &t.data {
-                TypeData::Struct { .. } | TypeData::Union { .. } => {
-                    // A struct may point to itself without a declaration;
-                    // an anonymous one cannot be declared at all (libbpf
-                    // warns and writes nothing).
-                    if id == cont_id || t.name_off == 0 {
-                        return Ok(());
-                    }
-                    self.emit_struct_fwd(id, t);
-                    self.put(b";\n\n");
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                TypeData::Typedef { .. } => {
-                    // Only reachable through a pointer here, so the typedef
-                    // can be written before its target is complete.
-                    if !self.is_blacklisted(t) {
-                        self.emit_typedef_def(id, t, 0, depth)?;
-                        self.put(b";\n\n");
-                    }
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                _ => {}
-            }
-            return Ok(());
+            return self.emit_reentered(id, t, cont_id, depth);
         }
 
         match &t.data {
@@ -85,11 +62,6 @@ impl<'a> Dumper<'a> {
                 }
                 self.state[id as usize].emit = EmitState::Emitted;
             }
-            TypeData::Ptr { ty }
-            | TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => self.emit_type(*ty, cont_id, depth)?,
             TypeData::Array(a) => self.emit_type(a.elem, cont_id, depth)?,
             TypeData::Fwd => {
                 self.emit_fwd_def(id, t);
@@ -107,27 +79,7 @@ impl<'a> Dumper<'a> {
                 self.state[id as usize].emit = EmitState::Emitted;
             }
             TypeData::Struct { members, .. } | TypeData::Union { members, .. } => {
-                self.state[id as usize].emit = EmitState::Emitting;
-                if top_level || t.name_off == 0 {
-                    // Its members will be written out in full: their types
-                    // need their declarations first. An anonymous struct is
-                    // part of the definition that contains it.
-                    let inner = if t.name_off == 0 { cont_id } else { id };
-                    for m in members {
-                        self.emit_type(m.ty, inner, depth)?;
-                    }
-                } else if !self.state[id as usize].fwd_emitted && id != cont_id {
-                    self.emit_struct_fwd(id, t);
-                    self.put(b";\n\n");
-                    self.state[id as usize].fwd_emitted = true;
-                }
-                if top_level {
-                    self.emit_struct_def(id, t, 0, depth)?;
-                    self.put(b";\n\n");
-                    self.state[id as usize].emit = EmitState::Emitted;
-                } else {
-                    self.state[id as usize].emit = EmitState::NotEmitted;
-                }
+                self.emit_struct_type(id, t, members, cont_id, depth)?
             }
             TypeData::FuncProto { ret, params } => {
                 self.emit_type(*ret, cont_id, depth)?;
@@ -135,15 +87,85 @@ impl<'a> Dumper<'a> {
                     self.emit_type(p.ty, cont_id, depth)?;
                 }
             }
-            TypeData::Func { .. }
-            | TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::Float { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => {}
+            // A pointer or modifier needs what it wraps; FLOAT and the kinds
+            // with no C type (Kind::is_c_type) need nothing.
+            _ => {
+                if let Some(ty) = t.ref_type_in(Kind::is_ptr_or_modifier) {
+                    self.emit_type(ty, cont_id, depth)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Dumper::emit_type`] come back to `id` while writing its
+    /// definition, with no forward declaration written yet: a named struct
+    /// gets one, a typedef its definition.
+    fn emit_reentered(
+        &mut self,
+        id: TypeId,
+        t: &'a Type,
+        cont_id: TypeId,
+        depth: u32,
+    ) -> io::Result<()> {
+        match &t.data {
+            TypeData::Struct { .. } | TypeData::Union { .. } => {
+                // A struct may point to itself without a declaration;
+                // an anonymous one cannot be declared at all (libbpf
+                // warns and writes nothing).
+                if id == cont_id || t.name_off == 0 {
+                    return Ok(());
+                }
+                self.emit_struct_fwd(id, t);
+                self.put(b";\n\n");
+                self.state[id as usize].fwd_emitted = true;
+            }
+            TypeData::Typedef { .. } => {
+                // Only reachable through a pointer here, so the typedef
+                // can be written before its target is complete.
+                if !self.is_blacklisted(t) {
+                    self.emit_typedef_def(id, t, 0, depth)?;
+                    self.put(b";\n\n");
+                }
+                self.state[id as usize].fwd_emitted = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// [`Dumper::emit_type`] for a struct or union: what its members need
+    /// when they are written out, else a forward declaration; then its
+    /// definition at top level.
+    fn emit_struct_type(
+        &mut self,
+        id: TypeId,
+        t: &'a Type,
+        members: &[Member],
+        cont_id: TypeId,
+        depth: u32,
+    ) -> io::Result<()> {
+        let top_level = cont_id == 0;
+        self.state[id as usize].emit = EmitState::Emitting;
+        if top_level || t.name_off == 0 {
+            // Its members will be written out in full: their types
+            // need their declarations first. An anonymous struct is
+            // part of the definition that contains it.
+            let inner = if t.name_off == 0 { cont_id } else { id };
+            for m in members {
+                self.emit_type(m.ty, inner, depth)?;
+            }
+        } else if !self.state[id as usize].fwd_emitted && id != cont_id {
+            self.emit_struct_fwd(id, t);
+            self.put(b";\n\n");
+            self.state[id as usize].fwd_emitted = true;
+        }
+        if top_level {
+            self.emit_struct_def(id, t, 0, depth)?;
+            self.put(b";\n\n");
+            self.state[id as usize].emit = EmitState::Emitted;
+        } else {
+            self.state[id as usize].emit = EmitState::NotEmitted;
         }
         Ok(())
     }
@@ -253,10 +275,11 @@ impl<'a> Dumper<'a> {
                 self.put(b" {");
                 for v in values {
                     self.emit_enumerator(v.name_off, lvl);
+                    let val = v.value(signed);
                     if signed {
-                        self.put_i64(i64::from(v.val as i32));
+                        self.put_i64(val as i64);
                     } else {
-                        self.put_u64(u64::from(v.val));
+                        self.put_u64(val);
                     }
                     self.put(b",");
                 }
@@ -333,16 +356,14 @@ impl<'a> Dumper<'a> {
                 break;
             };
             id = match &t.data {
-                TypeData::Ptr { ty }
-                | TypeData::Volatile { ty }
-                | TypeData::Const { ty }
-                | TypeData::Restrict { ty }
-                | TypeData::TypeTag { ty } => *ty,
                 TypeData::FuncProto { ret, .. } => *ret,
                 TypeData::Array(a) => a.elem,
-                // A terminal type, or one that has no place in a
-                // declaration (the chain writer skips it).
-                _ => break,
+                _ => match t.ref_type_in(Kind::is_ptr_or_modifier) {
+                    Some(ty) => ty,
+                    // A terminal type, or one that has no place in a
+                    // declaration (the chain writer skips it).
+                    None => break,
+                },
             };
         }
         let mut frame = Frame {
@@ -370,13 +391,11 @@ impl<'a> Dumper<'a> {
     /// popped: in C they go to its left.
     fn emit_mods(&mut self, frame: &mut Frame) {
         while let Some(id) = self.frame_top(frame) {
-            let word: &[u8] = match self.get(id).map(|t| &t.data) {
-                Some(TypeData::Volatile { .. }) => b"volatile ",
-                Some(TypeData::Const { .. }) => b"const ",
-                Some(TypeData::Restrict { .. }) => b"restrict ",
-                _ => return,
+            let Some(q) = self.get(id).and_then(|t| t.kind().qualifier_keyword()) else {
+                return;
             };
-            self.put(word);
+            self.put(q.as_bytes());
+            self.put(b" ");
             frame.cnt -= 1;
         }
     }
@@ -456,9 +475,6 @@ impl<'a> Dumper<'a> {
                     self.put(&name);
                 }
                 TypeData::Ptr { .. } => self.put(if last_was_ptr { b"*" } else { b" *" }),
-                TypeData::Volatile { .. } => self.put(b" volatile"),
-                TypeData::Const { .. } => self.put(b" const"),
-                TypeData::Restrict { .. } => self.put(b" restrict"),
                 TypeData::TypeTag { .. } => {
                     self.emit_mods(frame);
                     let name = self.str_at(t.name_off);
@@ -467,73 +483,110 @@ impl<'a> Dumper<'a> {
                     self.put(b"\")))");
                 }
                 TypeData::Array(a) => {
-                    self.drop_mods(frame);
-                    let Some(next) = self.frame_top(frame) else {
-                        self.emit_name(fname, last_was_ptr);
-                        self.put_array_dim(a.nelems);
-                        return Ok(());
-                    };
-                    // `int (*p)[4]` but `int a[2][4]`.
-                    let multidim =
-                        matches!(self.get(next).map(|t| &t.data), Some(TypeData::Array(_)));
-                    if !fname.is_empty() && !last_was_ptr {
-                        self.put(b" ");
-                    }
-                    if !multidim {
-                        self.put(b"(");
-                    }
-                    self.emit_type_chain(frame, fname, lvl, depth)?;
-                    if !multidim {
-                        self.put(b")");
-                    }
-                    self.put_array_dim(a.nelems);
-                    return Ok(());
+                    return self.emit_array_chain(frame, a.nelems, fname, lvl, depth, last_was_ptr)
                 }
                 TypeData::FuncProto { params, .. } => {
-                    self.drop_mods(frame);
-                    if frame.cnt > 0 {
-                        self.put(b" (");
-                        self.emit_type_chain(frame, fname, lvl, depth)?;
-                        self.put(b")");
-                    } else {
-                        self.emit_name(fname, last_was_ptr);
+                    return self.emit_func_proto_chain(
+                        frame,
+                        params,
+                        fname,
+                        lvl,
+                        depth,
+                        last_was_ptr,
+                    )
+                }
+                _ => match t.kind().qualifier_keyword() {
+                    Some(q) => {
+                        self.put(b" ");
+                        self.put(q.as_bytes());
                     }
-                    self.put(b"(");
-                    // No parameters, or clang's lone void parameter, is
-                    // `(void)`: Debian's bpftool 7.1 carries libbpf's fix
-                    // for `()`, which C23 reads differently.
-                    if params.is_empty() || (params.len() == 1 && params[0].ty == 0) {
-                        self.put(b"void)");
+                    // Not a type a declaration can have (Kind::is_c_type:
+                    // libbpf warns and stops).
+                    None => {
+                        debug_assert!(!t.kind().is_c_type());
                         return Ok(());
                     }
-                    for (i, p) in params.iter().enumerate() {
-                        if i > 0 {
-                            self.put(b", ");
-                        }
-                        // A trailing void parameter is C's `...`.
-                        if i == params.len() - 1 && p.ty == 0 {
-                            self.put(b"...");
-                            break;
-                        }
-                        let name = self.str_at(p.name_off);
-                        self.emit_type_decl(p.ty, name, lvl, depth)?;
-                    }
-                    self.put(b")");
-                    return Ok(());
-                }
-                // Not a type a declaration can have (libbpf warns and stops).
-                TypeData::Func { .. }
-                | TypeData::Var { .. }
-                | TypeData::Datasec { .. }
-                | TypeData::DeclTag { .. }
-                | TypeData::LocParam { .. }
-                | TypeData::LocProto { .. }
-                | TypeData::Locsec { .. }
-                | TypeData::Unknown { .. } => return Ok(()),
+                },
             }
             last_was_ptr = matches!(t.data, TypeData::Ptr { .. });
         }
         self.emit_name(fname, last_was_ptr);
+        Ok(())
+    }
+
+    /// The rest of a declaration chain from an array outwards: what
+    /// the chain declares, then the dimension.
+    fn emit_array_chain(
+        &mut self,
+        frame: &mut Frame,
+        nelems: u32,
+        fname: &[u8],
+        lvl: u32,
+        depth: u32,
+        last_was_ptr: bool,
+    ) -> io::Result<()> {
+        self.drop_mods(frame);
+        let Some(next) = self.frame_top(frame) else {
+            self.emit_name(fname, last_was_ptr);
+            self.put_array_dim(nelems);
+            return Ok(());
+        };
+        // `int (*p)[4]` but `int a[2][4]`.
+        let multidim = matches!(self.get(next).map(|t| &t.data), Some(TypeData::Array(_)));
+        if !fname.is_empty() && !last_was_ptr {
+            self.put(b" ");
+        }
+        if !multidim {
+            self.put(b"(");
+        }
+        self.emit_type_chain(frame, fname, lvl, depth)?;
+        if !multidim {
+            self.put(b")");
+        }
+        self.put_array_dim(nelems);
+        Ok(())
+    }
+
+    /// The rest of a declaration chain from a function prototype
+    /// outwards: what the chain declares, then the parameter list.
+    fn emit_func_proto_chain(
+        &mut self,
+        frame: &mut Frame,
+        params: &[Param],
+        fname: &[u8],
+        lvl: u32,
+        depth: u32,
+        last_was_ptr: bool,
+    ) -> io::Result<()> {
+        self.drop_mods(frame);
+        if frame.cnt > 0 {
+            self.put(b" (");
+            self.emit_type_chain(frame, fname, lvl, depth)?;
+            self.put(b")");
+        } else {
+            self.emit_name(fname, last_was_ptr);
+        }
+        self.put(b"(");
+        // No parameters, or clang's lone void parameter, is
+        // `(void)`: Debian's bpftool 7.1 carries libbpf's fix
+        // for `()`, which C23 reads differently.
+        if params.is_empty() || (params.len() == 1 && params[0].ty == 0) {
+            self.put(b"void)");
+            return Ok(());
+        }
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                self.put(b", ");
+            }
+            // A trailing void parameter is C's `...`.
+            if i == params.len() - 1 && p.ty == 0 {
+                self.put(b"...");
+                break;
+            }
+            let name = self.str_at(p.name_off);
+            self.emit_type_decl(p.ty, name, lvl, depth)?;
+        }
+        self.put(b")");
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 use std::io;
 
 use super::{invalid, too_deep, Dumper, OrderState, MAX_DEPTH};
-use crate::{TypeData, TypeId};
+use crate::{Kind, TypeData, TypeId};
 
 impl Dumper<'_> {
     /// Queues, in dependency order, the definitions that `id` needs and
@@ -81,10 +81,6 @@ impl Dumper<'_> {
                 self.state[id as usize].order = OrderState::Ordered;
                 Ok(true)
             }
-            TypeData::Volatile { ty }
-            | TypeData::Const { ty }
-            | TypeData::Restrict { ty }
-            | TypeData::TypeTag { ty } => self.order(*ty, through_ptr, depth),
             TypeData::FuncProto { ret, params } => {
                 let mut strong = self.order(*ret, through_ptr, depth)?;
                 for p in params {
@@ -92,18 +88,15 @@ impl Dumper<'_> {
                 }
                 Ok(strong)
             }
-            TypeData::Func { .. }
-            | TypeData::Var { .. }
-            | TypeData::Datasec { .. }
-            | TypeData::DeclTag { .. }
-            | TypeData::LocParam { .. }
-            | TypeData::LocProto { .. }
-            | TypeData::Locsec { .. }
-            | TypeData::Unknown { .. } => {
-                // Not part of a C header of types.
-                self.state[id as usize].order = OrderState::Ordered;
-                Ok(false)
-            }
+            _ => match t.ref_type_in(Kind::is_modifier) {
+                Some(ty) => self.order(ty, through_ptr, depth),
+                None => {
+                    // Not part of a C header of types.
+                    debug_assert!(!t.kind().is_c_type());
+                    self.state[id as usize].order = OrderState::Ordered;
+                    Ok(false)
+                }
+            },
         }
     }
 }
