@@ -58,6 +58,14 @@ impl InputFile {
     /// refused; [`Error::Decompress`] when it is compressed and does not
     /// decompress, or decompresses to bytes that are refused.
     pub fn open_as(path: &Path, accept: &[Format]) -> Result<InputFile, Error> {
+        InputFile::open_capped(path, accept, MAX_SIZE)
+    }
+
+    /// [`InputFile::open_as`] with at most `cap` bytes read from what
+    /// cannot be mapped (a pipe, a device, sysfs): for a reader whose
+    /// format has no magic to refuse a stream by (text listings such as
+    /// kallsyms) and whose inputs are far smaller than [`MAX_SIZE`].
+    pub fn open_capped(path: &Path, accept: &[Format], cap: u64) -> Result<InputFile, Error> {
         let io = |error| Error::Io {
             path: path.to_owned(),
             error,
@@ -80,13 +88,13 @@ impl InputFile {
                     InputFile::Mapped(map, file)
                 }
                 // sysfs attributes, and file systems that cannot map.
-                Err(_) => InputFile::Read(read_capped(path, "a file", file, &[], MAX_SIZE)?),
+                Err(_) => InputFile::Read(read_capped(path, "a file", file, &[], cap)?),
             }
         } else if kind.is_dir() {
             return Err(io(std::io::Error::from_raw_os_error(libc::EISDIR)));
         } else {
             let what = stream_kind(&file, &meta);
-            let data = read_stream(path, what, file, accept, MAX_SIZE)?;
+            let data = read_stream(path, what, file, accept, cap)?;
             if data.is_empty() && what == "a FIFO" {
                 return Err(stream_error(path, StreamError::NoWriter));
             }

@@ -25,12 +25,8 @@ pub fn read(path: &Path) -> Result<Symbols> {
 /// kallsyms or a System.map" tells them apart. False when it cannot be
 /// read; the reader the caller picks then names the error.
 pub fn looks_like_elf(path: &Path) -> bool {
-    let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)
-        .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut magic, 0))
-        .unwrap_or(0);
-    let magic = &magic[..n];
-    magic.starts_with(b"\x7fELF") || fileio::compressed_file::Codec::of(magic).is_some()
+    let magic = fileio::input_file::peek(path, 6).unwrap_or_default();
+    magic.starts_with(b"\x7fELF") || fileio::compressed_file::Codec::of(&magic).is_some()
 }
 
 /// Opens an ELF file: mapped read-only, read where it cannot be mapped, or

@@ -24,18 +24,21 @@ fn hex_digit(c: u8) -> Option<u8> {
     }
 }
 
-/// Reads a whole file into memory in one call: /proc/kallsyms reports size 0,
-/// so this reads until EOF, with a buffer grown for its usual ~5 MB.
+/// The most bytes a kallsyms or System.map listing read as a stream may
+/// hold: a kernel with every symbol of an allyesconfig build lists ~30 MB.
+const MAX_LISTING: u64 = 256 << 20;
+
+/// Reads a whole text file into memory (/proc/kallsyms reports size 0 and
+/// is read to its end), through fileio: a FIFO without a writer is refused
+/// naming the file, and a pipe or a device that never ends is refused at
+/// [`MAX_LISTING`] bytes.
 pub(crate) fn read_whole(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let io = |source| Error::Io {
-        path: path.to_owned(),
-        error: source,
-    };
-    let mut f = std::fs::File::open(path).map_err(io)?;
-    let mut buf = Vec::with_capacity(8 << 20);
-    f.read_to_end(&mut buf).map_err(io)?;
-    Ok(buf)
+    Ok(
+        match fileio::InputFile::open_capped(path, &[], MAX_LISTING)? {
+            fileio::InputFile::Read(bytes) => bytes,
+            mapped => mapped.to_vec(),
+        },
+    )
 }
 
 /// `symbols` read from a file, or [`Error::NoSymbols`] when it lists none.

@@ -605,16 +605,13 @@ fn fix_bitfield(m: &mut Member<'_>, dwarf4: bool) {
 /// anything else (raw BTF, /sys/kernel/btf/*) is read as BTF.
 pub fn has_dwarf(path: &Path) -> Result<bool> {
     use object::{Object, ObjectSection};
-    use std::io::Read;
-    let io = |source| Error::Io {
+    // sysfs BTF cannot be mapped: look at the magic first, without
+    // blocking on a FIFO or eating a pipe's bytes (those are read as BTF).
+    let magic = fileio::input_file::peek(path, 4).map_err(|error| Error::Io {
         path: path.to_owned(),
-        error: source,
-    };
-    // sysfs BTF cannot be mapped: look at the magic first.
-    let mut magic = [0u8; 4];
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let n = file.read(&mut magic).map_err(io)?;
-    if magic[..n] != *b"\x7fELF" {
+        error,
+    })?;
+    if magic != *b"\x7fELF" {
         return Ok(false);
     }
     let elf = ElfFile::open(path)?;
