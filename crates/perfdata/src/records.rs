@@ -380,215 +380,92 @@ pub(crate) fn extra_payload(rec: &[u8], k: u32) -> u64 {
     }
 }
 
+/// The body of one record being decoded, with the accessors every kind's
+/// decoder uses: fields by record offset, NUL-terminated strings padded
+/// to 8 bytes, and errors naming the record.
+struct Body<'a> {
+    rec: &'a [u8],
+    offset: u64,
+    name: &'static str,
+}
+
+impl Body<'_> {
+    fn bad(&self, reason: String) -> Error {
+        Error::record(self.offset, self.name, reason)
+    }
+
+    /// The record holds at least `n` bytes (for `what`).
+    fn need(&self, n: usize, what: &str) -> Result<()> {
+        if self.rec.len() < n {
+            Err(self.bad(format!(
+                "body needs {n} bytes for {what}, the record has {}",
+                self.rec.len()
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn u16(&self, off: usize) -> u16 {
+        u16_at(self.rec, off).unwrap_or(0)
+    }
+
+    fn u32(&self, off: usize) -> u32 {
+        u32_at(self.rec, off).unwrap_or(0)
+    }
+
+    fn u64(&self, off: usize) -> u64 {
+        u64_at(self.rec, off).unwrap_or(0)
+    }
+
+    /// The string at `off` and where the 8-byte aligned field after it ends.
+    fn string(&self, off: usize, what: &str) -> Result<(String, usize)> {
+        let (s, after) = cstr_at(self.rec, off)
+            .ok_or_else(|| self.bad(format!("{what} at record offset {off} has no NUL")))?;
+        let end = align8(after).ok_or_else(|| self.bad(format!("{what} is too long")))?;
+        Ok((s, end))
+    }
+}
+
+/// A decoded record and where its body ends (None when its layout is not
+/// known here, so no trailer can be read after it).
+type Decoded = (Record, Option<usize>);
+
 /// Decodes one record; `rec` is exactly `header.size` bytes (framing was
 /// checked by the caller) and `offset` is where it starts.
 pub fn parse(rec: &[u8], offset: u64, attrs: &Attrs) -> Result<Event> {
     let k = u32_at(rec, 0).unwrap_or(0);
     let misc = u16_at(rec, 4).unwrap_or(0);
-    let size = u16_at(rec, 6).unwrap_or(0);
     let name = kind_name(k);
-    let bad = |reason: String| Error::record(offset, name, reason);
-    let need = |n: usize, what: &str| {
-        if rec.len() < n {
-            Err(bad(format!(
-                "body needs {n} bytes for {what}, the record has {}",
-                rec.len()
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    let f32 = |off: usize| u32_at(rec, off).unwrap_or(0);
-    let f64 = |off: usize| u64_at(rec, off).unwrap_or(0);
-    let string = |off: usize, what: &str| -> Result<(String, usize)> {
-        let (s, after) = cstr_at(rec, off)
-            .ok_or_else(|| bad(format!("{what} at record offset {off} has no NUL")))?;
-        let end = align8(after).ok_or_else(|| bad(format!("{what} is too long")))?;
-        Ok((s, end))
-    };
-
-    // Each arm gives the record and where its body ends (None when its
-    // layout is not known here, so no trailer can be read after it).
+    let b = Body { rec, offset, name };
     let (record, body_end) = match k {
         kind::SAMPLE => {
             let attr = attrs
                 .for_sample(rec)
-                .ok_or_else(|| bad("no attr describes this sample".into()))?;
+                .ok_or_else(|| b.bad("no attr describes this sample".into()))?;
             let (sample, id) = parse_sample(rec, offset, attr, misc)?;
-            return Ok(Event {
-                offset,
-                kind: k,
-                misc,
-                size,
-                record: Record::Sample(sample),
-                id,
-            });
+            let mut event = plain(rec, offset, Record::Sample(sample));
+            event.id = id;
+            return Ok(event);
         }
-        kind::MMAP => {
-            need(40, "pid, tid, addr, len, pgoff")?;
-            let (filename, end) = string(40, "filename")?;
-            let m = Mmap {
-                pid: f32(8),
-                tid: f32(12),
-                addr: f64(16),
-                len: f64(24),
-                pgoff: f64(32),
-                filename,
-                prot: None,
-                map_flags: None,
-                build_id: None,
-            };
-            (Record::Mmap(m), Some(end))
-        }
-        kind::MMAP2 => {
-            need(72, "pid, tid, addr, len, pgoff, ids, prot, flags")?;
-            let (filename, end) = string(72, "filename")?;
-            let build_id = (misc & MISC_MMAP_BUILD_ID != 0).then(|| {
-                let n = usize::from(rec.get(40).copied().unwrap_or(0)).min(20);
-                rec.get(44..44 + n).map(<[u8]>::to_vec).unwrap_or_default()
-            });
-            let m = Mmap {
-                pid: f32(8),
-                tid: f32(12),
-                addr: f64(16),
-                len: f64(24),
-                pgoff: f64(32),
-                filename,
-                prot: Some(f32(64)),
-                map_flags: Some(f32(68)),
-                build_id,
-            };
-            (Record::Mmap(m), Some(end))
-        }
-        kind::COMM => {
-            need(16, "pid, tid")?;
-            let (comm, end) = string(16, "comm")?;
-            let c = Comm {
-                pid: f32(8),
-                tid: f32(12),
-                comm,
-                exec: misc & MISC_COMM_EXEC != 0,
-            };
-            (Record::Comm(c), Some(end))
-        }
-        kind::FORK | kind::EXIT => {
-            need(32, "pid, ppid, tid, ptid, time")?;
-            let t = Task {
-                pid: f32(8),
-                ppid: f32(12),
-                tid: f32(16),
-                ptid: f32(20),
-                time: f64(24),
-            };
-            let r = if k == kind::FORK {
-                Record::Fork(t)
-            } else {
-                Record::Exit(t)
-            };
-            (r, Some(32))
-        }
-        kind::LOST => {
-            need(24, "id, lost")?;
-            (
-                Record::Lost {
-                    id: f64(8),
-                    lost: f64(16),
-                },
-                Some(24),
-            )
-        }
-        kind::KSYMBOL => {
-            need(24, "addr, len, ksym_type, flags")?;
-            let (name, end) = string(24, "name")?;
-            let ks = Ksymbol {
-                addr: f64(8),
-                len: f32(16),
-                ksym_type: u16_at(rec, 20).unwrap_or(0),
-                flags: u16_at(rec, 22).unwrap_or(0),
-                name,
-            };
-            (Record::Ksymbol(ks), Some(end))
-        }
-        kind::BPF_EVENT => {
-            need(24, "type, flags, id, tag")?;
-            let ev = BpfEvent {
-                kind: u16_at(rec, 8).unwrap_or(0),
-                flags: u16_at(rec, 10).unwrap_or(0),
-                id: f32(12),
-                tag: array(rec, 16).unwrap_or_default(),
-            };
-            (Record::BpfEvent(ev), Some(24))
-        }
-        kind::THROTTLE | kind::UNTHROTTLE => (Record::Other, Some(32)),
-        kind::AUX => (Record::Other, Some(32)),
-        kind::ITRACE_START | kind::SWITCH_CPU_WIDE => (Record::Other, Some(16)),
-        kind::LOST_SAMPLES | kind::AUX_OUTPUT_HW_ID => (Record::Other, Some(16)),
-        kind::SWITCH => (Record::Other, Some(8)),
-        kind::NAMESPACES => {
-            need(24, "pid, tid, nr_namespaces")?;
-            let end = usize::try_from(f64(16))
-                .ok()
-                .and_then(|n| n.checked_mul(16))
-                .and_then(|n| n.checked_add(24))
-                .ok_or_else(|| bad("nr_namespaces is absurd".into()))?;
-            (Record::Other, Some(end))
-        }
-        kind::CGROUP => {
-            need(16, "id")?;
-            let (_, end) = string(16, "path")?;
-            (Record::Other, Some(end))
-        }
-        kind::TEXT_POKE => {
-            need(20, "addr, old_len, new_len")?;
-            let bytes = 4
-                + usize::from(u16_at(rec, 16).unwrap_or(0))
-                + usize::from(u16_at(rec, 18).unwrap_or(0));
-            (Record::Other, align8(bytes).map(|b| 16 + b))
-        }
-        kind::READ => {
-            need(16, "pid, tid")?;
-            let end = attrs
-                .for_trailer(rec, 16)
-                .and_then(|a| a.read_format_len(f64(16)))
-                .and_then(|n| n.checked_add(16));
-            (Record::Other, end)
-        }
-        kind::HEADER_ATTR => {
-            need(16, "attr")?;
-            let attr_size = f32(12) as usize;
-            let attr_bytes = rec
-                .get(8..8usize.saturating_add(attr_size))
-                .ok_or_else(|| bad(format!("attr of {attr_size} bytes runs past the record")))?;
-            let attr = EventAttr::parse(attr_bytes, offset + 8)?;
-            let ids = rec
-                .get(8 + attr_size..)
-                .unwrap_or_default()
-                .chunks_exact(8)
-                .filter_map(|c| u64_at(c, 0))
-                .collect();
-            return Ok(plain(rec, offset, Record::HeaderAttr { attr, ids }));
-        }
-        kind::HEADER_FEATURE => {
-            need(16, "feature id")?;
-            let data = rec.get(16..).unwrap_or_default().to_vec();
-            let r = Record::HeaderFeature {
-                feature: f64(8),
-                data,
-            };
-            return Ok(plain(rec, offset, r));
-        }
+        kind::MMAP | kind::MMAP2 => mmap(&b, k == kind::MMAP2, misc)?,
+        kind::COMM | kind::FORK | kind::EXIT => task(&b, k, misc)?,
+        kind::LOST | kind::KSYMBOL | kind::BPF_EVENT => symbol_or_loss(&b, k)?,
+        kind::HEADER_ATTR | kind::HEADER_FEATURE => return header(&b, k),
         kind::FINISHED_ROUND => return Ok(plain(rec, offset, Record::FinishedRound)),
         kind::COMPRESSED | kind::COMPRESSED2 => return Ok(plain(rec, offset, Record::Compressed)),
-        _ => return Ok(plain(rec, offset, Record::Other)),
+        _ => match layout_only(&b, k, attrs)? {
+            Some(d) => d,
+            None => return Ok(plain(rec, offset, Record::Other)),
+        },
     };
-
     let mut event = plain(rec, offset, record);
     if k >= kind::USER_START {
         return Ok(event);
     }
     if let Some(end) = body_end {
         if end > rec.len() {
-            return Err(bad(format!(
+            return Err(b.bad(format!(
                 "body needs {end} bytes, the record has {}",
                 rec.len()
             )));
@@ -598,6 +475,167 @@ pub fn parse(rec: &[u8], offset: u64, attrs: &Attrs) -> Result<Event> {
         }
     }
     Ok(event)
+}
+
+/// MMAP and MMAP2 (`two`): a mapping, with MMAP2's protection, flags and
+/// build id.
+fn mmap(b: &Body<'_>, two: bool, misc: u16) -> Result<Decoded> {
+    let at = if two { 72 } else { 40 };
+    if two {
+        b.need(72, "pid, tid, addr, len, pgoff, ids, prot, flags")?;
+    } else {
+        b.need(40, "pid, tid, addr, len, pgoff")?;
+    }
+    let (filename, end) = b.string(at, "filename")?;
+    let build_id = (two && misc & MISC_MMAP_BUILD_ID != 0).then(|| {
+        let n = usize::from(b.rec.get(40).copied().unwrap_or(0)).min(20);
+        b.rec
+            .get(44..44 + n)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
+    });
+    let m = Mmap {
+        pid: b.u32(8),
+        tid: b.u32(12),
+        addr: b.u64(16),
+        len: b.u64(24),
+        pgoff: b.u64(32),
+        filename,
+        prot: two.then(|| b.u32(64)),
+        map_flags: two.then(|| b.u32(68)),
+        build_id,
+    };
+    Ok((Record::Mmap(m), Some(end)))
+}
+
+/// COMM, FORK and EXIT: a task's name, birth or death.
+fn task(b: &Body<'_>, k: u32, misc: u16) -> Result<Decoded> {
+    if k == kind::COMM {
+        b.need(16, "pid, tid")?;
+        let (comm, end) = b.string(16, "comm")?;
+        let c = Comm {
+            pid: b.u32(8),
+            tid: b.u32(12),
+            comm,
+            exec: misc & MISC_COMM_EXEC != 0,
+        };
+        return Ok((Record::Comm(c), Some(end)));
+    }
+    b.need(32, "pid, ppid, tid, ptid, time")?;
+    let t = Task {
+        pid: b.u32(8),
+        ppid: b.u32(12),
+        tid: b.u32(16),
+        ptid: b.u32(20),
+        time: b.u64(24),
+    };
+    let r = if k == kind::FORK {
+        Record::Fork(t)
+    } else {
+        Record::Exit(t)
+    };
+    Ok((r, Some(32)))
+}
+
+/// LOST, KSYMBOL and BPF_EVENT.
+fn symbol_or_loss(b: &Body<'_>, k: u32) -> Result<Decoded> {
+    match k {
+        kind::LOST => {
+            b.need(24, "id, lost")?;
+            let r = Record::Lost {
+                id: b.u64(8),
+                lost: b.u64(16),
+            };
+            Ok((r, Some(24)))
+        }
+        kind::KSYMBOL => {
+            b.need(24, "addr, len, ksym_type, flags")?;
+            let (name, end) = b.string(24, "name")?;
+            let ks = Ksymbol {
+                addr: b.u64(8),
+                len: b.u32(16),
+                ksym_type: b.u16(20),
+                flags: b.u16(22),
+                name,
+            };
+            Ok((Record::Ksymbol(ks), Some(end)))
+        }
+        _ => {
+            b.need(24, "type, flags, id, tag")?;
+            let ev = BpfEvent {
+                kind: b.u16(8),
+                flags: b.u16(10),
+                id: b.u32(12),
+                tag: array(b.rec, 16).unwrap_or_default(),
+            };
+            Ok((Record::BpfEvent(ev), Some(24)))
+        }
+    }
+}
+
+/// The records of kinds decoded only for where their body ends (so that
+/// their sample_id trailer can be read); `None` for a kind not known here.
+fn layout_only(b: &Body<'_>, k: u32, attrs: &Attrs) -> Result<Option<Decoded>> {
+    let end = match k {
+        kind::THROTTLE | kind::UNTHROTTLE | kind::AUX => Some(32),
+        kind::ITRACE_START | kind::SWITCH_CPU_WIDE => Some(16),
+        kind::LOST_SAMPLES | kind::AUX_OUTPUT_HW_ID => Some(16),
+        kind::SWITCH => Some(8),
+        kind::NAMESPACES => {
+            b.need(24, "pid, tid, nr_namespaces")?;
+            let end = usize::try_from(b.u64(16))
+                .ok()
+                .and_then(|n| n.checked_mul(16))
+                .and_then(|n| n.checked_add(24))
+                .ok_or_else(|| b.bad("nr_namespaces is absurd".into()))?;
+            Some(end)
+        }
+        kind::CGROUP => {
+            b.need(16, "id")?;
+            Some(b.string(16, "path")?.1)
+        }
+        kind::TEXT_POKE => {
+            b.need(20, "addr, old_len, new_len")?;
+            let bytes = 4 + usize::from(b.u16(16)) + usize::from(b.u16(18));
+            align8(bytes).map(|n| 16 + n)
+        }
+        kind::READ => {
+            b.need(16, "pid, tid")?;
+            attrs
+                .for_trailer(b.rec, 16)
+                .and_then(|a| a.read_format_len(b.u64(16)))
+                .and_then(|n| n.checked_add(16))
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((Record::Other, end)))
+}
+
+/// HEADER_ATTR and HEADER_FEATURE, the header records of a pipe-mode file.
+fn header(b: &Body<'_>, k: u32) -> Result<Event> {
+    let rec = b.rec;
+    let record = if k == kind::HEADER_ATTR {
+        b.need(16, "attr")?;
+        let attr_size = b.u32(12) as usize;
+        let attr_bytes = rec
+            .get(8..8usize.saturating_add(attr_size))
+            .ok_or_else(|| b.bad(format!("attr of {attr_size} bytes runs past the record")))?;
+        let attr = EventAttr::parse(attr_bytes, b.offset + 8)?;
+        let ids = rec
+            .get(8 + attr_size..)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .filter_map(|c| u64_at(c, 0))
+            .collect();
+        Record::HeaderAttr { attr, ids }
+    } else {
+        b.need(16, "feature id")?;
+        Record::HeaderFeature {
+            feature: b.u64(8),
+            data: rec.get(16..).unwrap_or_default().to_vec(),
+        }
+    };
+    Ok(plain(rec, b.offset, record))
 }
 
 fn plain(rec: &[u8], offset: u64, record: Record) -> Event {
@@ -638,25 +676,18 @@ fn parse_sample_id(
         offset,
         name,
     };
-    if attr.has(sample::TID) {
-        id.pid = Some(f.u32()?);
-        id.tid = Some(f.u32()?);
-    }
-    if attr.has(sample::TIME) {
-        id.time = Some(f.u64()?);
-    }
-    if attr.has(sample::ID) {
-        id.id = Some(f.u64()?);
-    }
-    if attr.has(sample::STREAM_ID) {
-        id.stream_id = Some(f.u64()?);
-    }
-    if attr.has(sample::CPU) {
-        id.cpu = Some(f.u32()?);
-        f.u32()?;
-    }
-    if attr.has(sample::IDENTIFIER) {
-        id.id = Some(f.u64()?);
+    // The trailer's order (perf_event__sample_id's): not a sample's.
+    for bit in [
+        sample::TID,
+        sample::TIME,
+        sample::ID,
+        sample::STREAM_ID,
+        sample::CPU,
+        sample::IDENTIFIER,
+    ] {
+        if attr.has(bit) {
+            f.id_field(bit, &mut id)?;
+        }
     }
     Ok(id)
 }
@@ -695,6 +726,26 @@ impl Fields<'_> {
         Ok(v)
     }
 
+    /// The field of `bit` that a sample and a sample_id trailer share
+    /// (TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER), into `id`.
+    fn id_field(&mut self, bit: u64, id: &mut SampleId) -> Result<()> {
+        match bit {
+            sample::TID => {
+                id.pid = Some(self.u32()?);
+                id.tid = Some(self.u32()?);
+            }
+            sample::TIME => id.time = Some(self.u64()?),
+            sample::STREAM_ID => id.stream_id = Some(self.u64()?),
+            sample::CPU => {
+                id.cpu = Some(self.u32()?);
+                self.u32()?;
+            }
+            // ID and IDENTIFIER: the same id, at two places.
+            _ => id.id = Some(self.u64()?),
+        }
+        Ok(())
+    }
+
     fn skip(&mut self, n: usize) -> Result<()> {
         match self.at.checked_add(n) {
             Some(end) if end <= self.rec.len() => {
@@ -725,34 +776,26 @@ fn parse_sample(
         ..Sample::default()
     };
     let mut id = SampleId::default();
-    if attr.has(sample::IDENTIFIER) {
-        id.id = Some(f.u64()?);
-    }
-    if attr.has(sample::IP) {
-        s.ip = Some(f.u64()?);
-    }
-    if attr.has(sample::TID) {
-        id.pid = Some(f.u32()?);
-        id.tid = Some(f.u32()?);
-    }
-    if attr.has(sample::TIME) {
-        id.time = Some(f.u64()?);
-    }
-    if attr.has(sample::ADDR) {
-        s.addr = Some(f.u64()?);
-    }
-    if attr.has(sample::ID) {
-        id.id = Some(f.u64()?);
-    }
-    if attr.has(sample::STREAM_ID) {
-        id.stream_id = Some(f.u64()?);
-    }
-    if attr.has(sample::CPU) {
-        id.cpu = Some(f.u32()?);
-        f.u32()?;
-    }
-    if attr.has(sample::PERIOD) {
-        s.period = Some(f.u64()?);
+    for bit in [
+        sample::IDENTIFIER,
+        sample::IP,
+        sample::TID,
+        sample::TIME,
+        sample::ADDR,
+        sample::ID,
+        sample::STREAM_ID,
+        sample::CPU,
+        sample::PERIOD,
+    ] {
+        if !attr.has(bit) {
+            continue;
+        }
+        match bit {
+            sample::IP => s.ip = Some(f.u64()?),
+            sample::ADDR => s.addr = Some(f.u64()?),
+            sample::PERIOD => s.period = Some(f.u64()?),
+            _ => f.id_field(bit, &mut id)?,
+        }
     }
     if attr.has(sample::READ) {
         let nr = if attr.read_format & crate::attr::read_format::GROUP != 0 {
