@@ -103,7 +103,23 @@ fn kept_end(elf: &[u8], headers: &[[u8; SHDR_SIZE]], skip: &[usize]) -> Result<u
     Ok(to_usize(end)?.min(elf.len()))
 }
 
-fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
+/// The input's section headers and section name table, as [`plan`] reads
+/// them.
+struct SectionTable<'e> {
+    headers: Vec<[u8; SHDR_SIZE]>,
+    /// The index of the section name table's header.
+    shstrndx: u32,
+    /// The section name table's file offset, size and bytes.
+    str_off: usize,
+    str_size: usize,
+    names: &'e [u8],
+    /// The section header table's size in bytes.
+    table_len: usize,
+}
+
+/// Header stage: checks the ELF header and reads the section header table
+/// and the section name table it points to.
+fn read_section_table(elf: &[u8]) -> Result<SectionTable<'_>, String> {
     if elf.len() < EHDR_SIZE {
         return Err(format!("ELF truncated at {:#x}", elf.len()));
     }
@@ -128,7 +144,7 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
         .get(shoff..shoff.saturating_add(shnum.saturating_mul(SHDR_SIZE)))
         .filter(|t| t.len() == shnum * SHDR_SIZE)
         .ok_or("section header table is truncated")?;
-    let mut headers: Vec<[u8; SHDR_SIZE]> = table
+    let headers: Vec<[u8; SHDR_SIZE]> = table
         .chunks_exact(SHDR_SIZE)
         .filter_map(|c| c.try_into().ok())
         .collect();
@@ -140,43 +156,93 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
     let names = elf
         .get(str_off..str_off.saturating_add(str_size))
         .ok_or("section name table is truncated")?;
-    let name_of = |h: &[u8; SHDR_SIZE]| -> Option<&[u8]> {
-        let off = u32_at(h, 0).ok()? as usize;
-        let rest = names.get(off..)?;
-        Some(&rest[..rest.iter().position(|&b| b == 0)?])
-    };
-    let existing: Vec<Option<usize>> = sections
-        .iter()
-        .map(|(name, _)| {
-            headers
-                .iter()
-                .position(|h| name_of(h) == Some(name.as_bytes()))
-        })
-        .collect();
+    Ok(SectionTable {
+        headers,
+        shstrndx,
+        str_off,
+        str_size,
+        names,
+        table_len: table.len(),
+    })
+}
+
+impl SectionTable<'_> {
+    /// Lookup stage: the index of the section each name already has, if any.
+    fn existing(&self, sections: &[(&str, &[u8])]) -> Vec<Option<usize>> {
+        let name_of = |h: &[u8; SHDR_SIZE]| -> Option<&[u8]> {
+            let off = u32_at(h, 0).ok()? as usize;
+            let rest = self.names.get(off..)?;
+            Some(&rest[..rest.iter().position(|&b| b == 0)?])
+        };
+        sections
+            .iter()
+            .map(|(name, _)| {
+                self.headers
+                    .iter()
+                    .position(|h| name_of(h) == Some(name.as_bytes()))
+            })
+            .collect()
+    }
+}
+
+/// The file offset of the next byte of a `tail` that starts at `at`.
+fn pos(at: usize, tail: &[u8]) -> u64 {
+    (at + tail.len()) as u64
+}
+
+/// Pads a `tail` that starts at `at` to an 8-byte file offset.
+fn pad(at: usize, tail: &mut Vec<u8>) {
+    while (at + tail.len()) % 8 != 0 {
+        tail.push(0);
+    }
+}
+
+/// Plans the embedding: reads the tables, finds the kept end, then lays
+/// out the tail after it.
+fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
+    let mut t = read_section_table(elf)?;
+    let existing = t.existing(sections);
 
     // Everything new goes after the last byte kept: `tail` starts at file
     // offset `at`. The section name table is written again when it lies
     // past that point, or when a name is added.
     let mut skip: Vec<usize> = existing.iter().flatten().copied().collect();
-    skip.push(shstrndx as usize);
-    let at = kept_end(elf, &headers, &skip)?;
-    let names_kept = str_off.saturating_add(str_size) <= at;
-    let pos = |tail: &Vec<u8>| (at + tail.len()) as u64;
-    let pad = |tail: &mut Vec<u8>| {
-        while (at + tail.len()) % 8 != 0 {
-            tail.push(0);
-        }
-    };
+    skip.push(t.shstrndx as usize);
+    let at = kept_end(elf, &t.headers, &skip)?;
+    let names_kept = t.str_off.saturating_add(t.str_size) <= at;
     let added: usize = sections.iter().map(|(n, b)| n.len() + b.len() + 16).sum();
-    let mut tail = Vec::with_capacity(added + names.len() + table.len() + 256);
-    let mut new_names = names.to_vec();
-    for ((name, bytes), existing) in sections.iter().zip(&existing) {
-        pad(&mut tail);
-        let off = pos(&tail);
+    let mut tail = Vec::with_capacity(added + t.names.len() + t.table_len + 256);
+    let new_names = append_sections(at, &mut tail, sections, &existing, &mut t)?;
+    if new_names.len() != t.names.len() || !names_kept {
+        // A new name table: the old one plus the added names.
+        let new_str_off = pos(at, &tail);
+        tail.extend_from_slice(&new_names);
+        if let Some(h) = t.headers.get_mut(t.shstrndx as usize) {
+            put(h, 24, &new_str_off.to_le_bytes());
+            put(h, 32, &(new_names.len() as u64).to_le_bytes());
+        }
+    }
+    Ok(append_headers(at, tail, t.headers))
+}
+
+/// Contents stage: each section's bytes appended to `tail`, its header
+/// pointed at them (a new header when it has none); returns the section
+/// name table with the added names.
+fn append_sections(
+    at: usize,
+    tail: &mut Vec<u8>,
+    sections: &[(&str, &[u8])],
+    existing: &[Option<usize>],
+    t: &mut SectionTable<'_>,
+) -> Result<Vec<u8>, String> {
+    let mut new_names = t.names.to_vec();
+    for ((name, bytes), existing) in sections.iter().zip(existing) {
+        pad(at, tail);
+        let off = pos(at, tail);
         tail.extend_from_slice(bytes);
         match existing {
             Some(i) => {
-                if let Some(h) = headers.get_mut(*i) {
+                if let Some(h) = t.headers.get_mut(*i) {
                     put(h, 24, &off.to_le_bytes());
                     put(h, 32, &(bytes.len() as u64).to_le_bytes());
                 }
@@ -192,21 +258,18 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
                 put(&mut h, 24, &off.to_le_bytes());
                 put(&mut h, 32, &(bytes.len() as u64).to_le_bytes());
                 put(&mut h, 48, &4u64.to_le_bytes());
-                headers.push(h);
+                t.headers.push(h);
             }
         }
     }
-    if new_names.len() != names.len() || !names_kept {
-        // A new name table: the old one plus the added names.
-        let new_str_off = pos(&tail);
-        tail.extend_from_slice(&new_names);
-        if let Some(h) = headers.get_mut(shstrndx as usize) {
-            put(h, 24, &new_str_off.to_le_bytes());
-            put(h, 32, &(new_names.len() as u64).to_le_bytes());
-        }
-    }
-    pad(&mut tail);
-    let shoff = pos(&tail);
+    Ok(new_names)
+}
+
+/// Header table stage: the section headers appended to `tail`, with the
+/// count in section 0 when it needs extended numbering.
+fn append_headers(at: usize, mut tail: Vec<u8>, mut headers: Vec<[u8; SHDR_SIZE]>) -> Embedding {
+    pad(at, &mut tail);
+    let shoff = pos(at, &tail);
     let count = headers.len() as u64;
     if count >= SHN_LORESERVE {
         if let Some(h0) = headers.first_mut() {
@@ -221,12 +284,12 @@ fn plan(elf: &[u8], sections: &[(&str, &[u8])]) -> Result<Embedding, String> {
     } else {
         count as u16
     };
-    Ok(Embedding {
+    Embedding {
         keep: at,
         shoff,
         shnum,
         tail,
-    })
+    }
 }
 
 /// `elf` with the new fields of its ELF header, then `tail`: the bytes of

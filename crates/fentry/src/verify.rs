@@ -8,14 +8,14 @@
 //! registers the x86-64 ABI assigns to the BTF parameter type equal the
 //! registers the DWARF puts that value in at entry.
 
-use btf::{Btf, TypeData, TypeId};
+use btf::{Btf, Param, TypeData, TypeId};
 use rustc_hash::FxHashMap;
 
 use dwarf2btf::funcs::abi::{expected_slots, Slot};
 use dwarf2btf::funcs::ctype::TypeInfo;
 use dwarf2btf::funcs::location::{piece_eightbytes, EntryLoc, Piece};
 use dwarf2btf::funcs::ARCH;
-use dwarf2btf::funcs::{FuncModel, Instance, Returns, Signature, Status};
+use dwarf2btf::funcs::{Concrete, FuncModel, Instance, Returns, Signature, Status};
 use ksyms::kernel_lookup::parse_unreachable_name;
 
 /// One `addr=0x...` DECL_TAG and the FUNC it tags.
@@ -143,8 +143,47 @@ pub fn prototype_matches(
             inst.detail.as_deref().unwrap_or(inst.status.as_str())
         ));
     }
-    // (name, C type, type, registers) of each parameter as the code takes it.
-    let dwarf: Vec<(String, &str, Option<&TypeInfo>, Vec<u16>)> = match &inst.signature {
+    let dwarf = code_params(inst, c)?;
+    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(func).map(|t| &t.data) else {
+        return Err("not a FUNC".into());
+    };
+    let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(*proto).map(|t| &t.data) else {
+        return Err("FUNC without FUNC_PROTO".into());
+    };
+    let named: Vec<_> = params
+        .iter()
+        .filter(|p| !(p.name_off == 0 && p.ty == 0))
+        .collect();
+    if named.len() != dwarf.len() {
+        return Err(format!(
+            "BTF has {} parameters, the code takes {}",
+            named.len(),
+            dwarf.len()
+        ));
+    }
+    let code_ret = inst.returns.of(c);
+    let code_ret_c = code_ret.map_or("void", |r| r.c.as_str());
+    if compare == Compare::Types && !same_type(btf, *ret, code_ret_c, code_ret) {
+        let removed = if inst.returns == Returns::Void {
+            " (the compiler removed the value, or may have)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "returns {} where the code returns {code_ret_c}{removed}",
+            btf::cdecl::type_name(btf, *ret),
+        ));
+    }
+    let next = usize::from(returns_in_memory(btf, *ret));
+    compare_params(btf, &named, &dwarf, compare, next)
+}
+
+/// One parameter as the code takes it: name, C type, type, registers.
+type CodeParam<'c> = (String, &'c str, Option<&'c TypeInfo>, Vec<u16>);
+
+/// DWARF stage: each parameter of `inst`'s signature as the code takes it.
+fn code_params<'c>(inst: &'c Instance, c: &'c Concrete) -> Result<Vec<CodeParam<'c>>, String> {
+    Ok(match &inst.signature {
         Signature::Source => {
             let slots = expected_slots(&c.ret, &c.params);
             c.params
@@ -179,50 +218,34 @@ pub fn prototype_matches(
             })
             .collect(),
         Signature::Unwritable { .. } | Signature::None => return Err("no signature".into()),
-    };
-    let Some(TypeData::Func { proto, .. }) = btf.type_by_id(func).map(|t| &t.data) else {
-        return Err("not a FUNC".into());
-    };
-    let Some(TypeData::FuncProto { ret, params }) = btf.type_by_id(*proto).map(|t| &t.data) else {
-        return Err("FUNC without FUNC_PROTO".into());
-    };
-    let named: Vec<_> = params
-        .iter()
-        .filter(|p| !(p.name_off == 0 && p.ty == 0))
-        .collect();
-    if named.len() != dwarf.len() {
-        return Err(format!(
-            "BTF has {} parameters, the code takes {}",
-            named.len(),
-            dwarf.len()
-        ));
-    }
-    let same_type = |id: TypeId, c: &str, info: Option<&TypeInfo>| {
-        same_c_type(&btf::cdecl::type_name(btf, id), c)
-            || info.is_some_and(|i| same_scalar(btf, id, i))
-            || (void_pointer(btf, id) && info.map_or(c.trim_end().ends_with('*'), |i| i.pointer))
-    };
-    let code_ret = inst.returns.of(c);
-    let code_ret_c = code_ret.map_or("void", |r| r.c.as_str());
-    if compare == Compare::Types && !same_type(*ret, code_ret_c, code_ret) {
-        let removed = if inst.returns == Returns::Void {
-            " (the compiler removed the value, or may have)"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "returns {} where the code returns {code_ret_c}{removed}",
-            btf::cdecl::type_name(btf, *ret),
-        ));
-    }
-    let mut next = usize::from(returns_in_memory(btf, *ret));
-    for (p, (dname, dtype, dinfo, dregs)) in named.iter().zip(&dwarf) {
+    })
+}
+
+/// Whether the BTF type `id` is the code's type: its C text `c` and, from
+/// DWARF, its `info`.
+fn same_type(btf: &Btf, id: TypeId, c: &str, info: Option<&TypeInfo>) -> bool {
+    same_c_type(&btf::cdecl::type_name(btf, id), c)
+        || info.is_some_and(|i| same_scalar(btf, id, i))
+        || (void_pointer(btf, id) && info.map_or(c.trim_end().ends_with('*'), |i| i.pointer))
+}
+
+/// Parameter stage: each BTF parameter against the code's, by name or
+/// type, and by the registers it arrives in from the `next` argument
+/// register on.
+fn compare_params(
+    btf: &Btf,
+    named: &[&Param],
+    dwarf: &[CodeParam<'_>],
+    compare: Compare,
+    mut next: usize,
+) -> Result<(), String> {
+    for (p, (dname, dtype, dinfo, dregs)) in named.iter().zip(dwarf) {
         let bname = btf.str_at(p.name_off).unwrap_or("");
         match compare {
             Compare::Names if bname != dname => {
                 return Err(format!("parameter {bname} where DWARF has {dname}"));
             }
-            Compare::Types if !same_type(p.ty, dtype, *dinfo) => {
+            Compare::Types if !same_type(btf, p.ty, dtype, *dinfo) => {
                 return Err(format!(
                     "parameter {bname} is {} where the code takes {dtype} {dname}",
                     btf::cdecl::type_name(btf, p.ty)

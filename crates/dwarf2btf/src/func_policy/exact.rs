@@ -44,7 +44,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use super::{func_type, FuncPolicy, UnitContext, UnitRemap};
 use crate::convert::UnitBuilder;
 use crate::error::{Error, Result};
-use crate::funcs::abi::{analyse, may_drop_return, SigType, Signature};
+use crate::funcs::abi::{analyse, may_drop_return, SigType, Signature, Verdict};
 use crate::funcs::collect::{collect_from_unit, Concrete, Need};
 use crate::funcs::entry_code::EntryCode;
 use crate::funcs::names_match;
@@ -227,70 +227,11 @@ impl<'a> ExactFuncs<'a> {
                 Signature::Source | Signature::True { .. } => *sym,
                 Signature::Unwritable { .. } | Signature::None => continue,
             };
-            let die_id = |die: Option<u64>| -> Option<TypeId> {
-                match die {
-                    None => Some(0),
-                    Some(d) => cx.types.type_id_global(gimli::DebugInfoOffset(d as usize)),
-                }
-            };
-            let ret_type = verdict.returns.of(c);
-            let Some(ret) = die_id(ret_type.and_then(|r| r.die)) else {
+            let Some(ProtoKey { key, ret, params }) =
+                prototype_key(c, cx, out, u64_id, name, &verdict)
+            else {
                 continue;
             };
-            let mut key = FxHasher::default();
-            // The C text always, the fingerprint where `need` asked for it.
-            match ret_type {
-                Some(r) => (name, &r.c, r.shape).hash(&mut key),
-                None => (name, "void", 0u64).hash(&mut key),
-            }
-            let mut params: Vec<(String, TypeId)> = Vec::new();
-            let mut ok = true;
-            match &verdict.signature {
-                Signature::Source => {
-                    for p in &c.params {
-                        let Some(t) = die_id(p.ty.die) else {
-                            ok = false;
-                            break;
-                        };
-                        (p.name.as_str(), &p.ty.c, p.ty.shape).hash(&mut key);
-                        params.push((p.name.clone(), t));
-                    }
-                    if c.varargs {
-                        "...".hash(&mut key);
-                        params.push((String::new(), 0));
-                    }
-                }
-                Signature::True { params: sig } => {
-                    for p in sig {
-                        let t = match p.ty {
-                            SigType::Die(d) => die_id(d),
-                            SigType::U64 => Some(*u64_id.get_or_insert_with(|| {
-                                let n = out.add_str(b"long unsigned int");
-                                out.add_type(Type::new(
-                                    n,
-                                    TypeData::Int {
-                                        size: 8,
-                                        encoding: 0,
-                                        offset: 0,
-                                        bits: 64,
-                                    },
-                                ))
-                            })),
-                        };
-                        let Some(t) = t else {
-                            ok = false;
-                            break;
-                        };
-                        (p.name.as_str(), &p.c, &p.ty).hash(&mut key);
-                        params.push((p.name.clone(), t));
-                    }
-                }
-                Signature::Unwritable { .. } | Signature::None => ok = false,
-            }
-            if !ok {
-                continue;
-            }
-            let key = key.finish();
             let proto = *protos.entry(key).or_insert_with(|| {
                 let params = params
                     .iter()
@@ -311,6 +252,84 @@ impl<'a> ExactFuncs<'a> {
             });
         }
     }
+}
+
+/// The type id of the DIE at a global `.debug_info` offset (0: void).
+fn die_id(cx: &UnitContext<'_, '_>, die: Option<u64>) -> Option<TypeId> {
+    match die {
+        None => Some(0),
+        Some(d) => cx.types.type_id_global(gimli::DebugInfoOffset(d as usize)),
+    }
+}
+
+/// A candidate's prototype, as [`prototype_key`] reads it.
+struct ProtoKey {
+    /// The hash that tells it apart.
+    key: u64,
+    ret: TypeId,
+    /// Names and types, `("", 0)` last for `...`.
+    params: Vec<(String, TypeId)>,
+}
+
+/// Key stage: the hash that tells a candidate's prototype apart, with its
+/// return type and parameters (None when a type has no id).
+fn prototype_key(
+    c: &Concrete,
+    cx: &UnitContext<'_, '_>,
+    out: &mut UnitBuilder,
+    u64_id: &mut Option<TypeId>,
+    name: &str,
+    verdict: &Verdict,
+) -> Option<ProtoKey> {
+    let ret_type = verdict.returns.of(c);
+    let ret = die_id(cx, ret_type.and_then(|r| r.die))?;
+    let mut key = FxHasher::default();
+    // The C text always, the fingerprint where `need` asked for it.
+    match ret_type {
+        Some(r) => (name, &r.c, r.shape).hash(&mut key),
+        None => (name, "void", 0u64).hash(&mut key),
+    }
+    let mut params: Vec<(String, TypeId)> = Vec::new();
+    match &verdict.signature {
+        Signature::Source => {
+            for p in &c.params {
+                let t = die_id(cx, p.ty.die)?;
+                (p.name.as_str(), &p.ty.c, p.ty.shape).hash(&mut key);
+                params.push((p.name.clone(), t));
+            }
+            if c.varargs {
+                "...".hash(&mut key);
+                params.push((String::new(), 0));
+            }
+        }
+        Signature::True { params: sig } => {
+            for p in sig {
+                let t = match p.ty {
+                    SigType::Die(d) => die_id(cx, d),
+                    SigType::U64 => Some(*u64_id.get_or_insert_with(|| {
+                        let n = out.add_str(b"long unsigned int");
+                        out.add_type(Type::new(
+                            n,
+                            TypeData::Int {
+                                size: 8,
+                                encoding: 0,
+                                offset: 0,
+                                bits: 64,
+                            },
+                        ))
+                    })),
+                }?;
+                (p.name.as_str(), &p.c, &p.ty).hash(&mut key);
+                params.push((p.name.clone(), t));
+            }
+        }
+        Signature::Unwritable { .. } | Signature::None => return None,
+    }
+    Some(ProtoKey {
+        key: key.finish(),
+        ret,
+        params,
+    })
 }
 
 /// One FUNC to write: its name and prototype (global id).

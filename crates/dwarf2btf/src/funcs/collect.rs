@@ -32,7 +32,7 @@ use super::location::{entry_location, EntryLoc};
 use crate::dies::{Address, DieReader, Fields, Str, UNFOLLOWED};
 use crate::load::{Dwarf, Reader};
 use crate::partial_units::{Imports, Known, UnitTables};
-use crate::subprograms::{RawSub, Subprograms};
+use crate::subprograms::{RawParam, RawSub, Subprograms};
 
 /// Chains of abstract origins longer than this are treated as corrupt.
 const MAX_CHAIN: usize = 8;
@@ -400,6 +400,8 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
         Some(path)
     }
 
+    /// Resolves one concrete subprogram: its entry locations, then the
+    /// source prototype its origin chain leads to.
     fn resolve(
         &mut self,
         namer: &mut TypeNamer<'_, 'u>,
@@ -430,7 +432,27 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             tail_callers: Vec::new(),
             value_read: false,
         };
-        // Where each of the instance's parameters is at its entry.
+        let concrete_locs = match self.concrete_locations(concrete, entry, c.die) {
+            Ok(l) => l,
+            Err(e) => {
+                c.error = Some(e);
+                return c;
+            }
+        };
+        if let Err(e) = self.prototype(namer, concrete, concrete_locs, &mut c) {
+            c.error = Some(e);
+        }
+        c
+    }
+
+    /// Locations stage: where each of the instance's parameters is at its
+    /// entry, in the instance's order.
+    fn concrete_locations(
+        &self,
+        concrete: &RawSub<'u>,
+        entry: u64,
+        die: u64,
+    ) -> Result<Vec<EntryLoc>, String> {
         let own_code = self.code.own_code(entry);
         let mut concrete_locs = Vec::with_capacity(concrete.params.len());
         for p in &concrete.params {
@@ -444,21 +466,70 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
             );
             match loc {
                 Ok(l) => concrete_locs.push(l),
-                Err(e) => {
-                    c.error = Some(format!("DIE {:#x}: {e}", c.die));
-                    return c;
-                }
+                Err(e) => return Err(format!("DIE {die:#x}: {e}")),
             }
         }
-        // Walk abstract origins to the source DIE, picking up the first
-        // name, declaration coordinates and calling convention on the way.
+        Ok(concrete_locs)
+    }
+
+    /// Prototype stage: the origin chain's source DIE and its declaration
+    /// give `c` its name, coordinates, return type and parameters.
+    fn prototype(
+        &mut self,
+        namer: &mut TypeNamer<'_, 'u>,
+        concrete: &RawSub<'u>,
+        concrete_locs: Vec<EntryLoc>,
+        c: &mut Concrete,
+    ) -> Result<(), String> {
+        let (chain, source_off) = self.origin_chain(concrete, c.die)?;
+        let Some(&source) = chain.last() else {
+            return Ok(());
+        };
+        if source.specification == Some(UNFOLLOWED) {
+            return Err(format!(
+                "DIE {:#x}: its specification is in a unit that could not be read with it",
+                c.die
+            ));
+        }
         let subs = self.subs;
+        let spec = source.specification.and_then(|s| subs.get(s));
+        c.source_die = self.global(source_off);
+        self.source_attributes(namer, &chain, spec, c);
+
+        // The source parameters: the source DIE's own, or its declaration's
+        // when the definition lists none (unnamed prototype parameters).
+        let (src_params, varargs) = match spec {
+            Some(s) if source.params.is_empty() && !s.params.is_empty() => (&s.params, s.varargs),
+            _ => (&source.params, source.varargs),
+        };
+        c.varargs = varargs;
+        let locs = source_locations(
+            &concrete.params,
+            concrete_locs,
+            src_params,
+            &chain,
+            source_off == concrete.offset,
+        );
+        self.source_params(namer, src_params, locs, &mut c.params);
+        Ok(())
+    }
+
+    /// Origin stage: the chain of abstract origins from the instance to its
+    /// source DIE, and the source DIE's offset.
+    fn origin_chain<'c>(
+        &self,
+        concrete: &'c RawSub<'u>,
+        die: u64,
+    ) -> Result<(Vec<&'c RawSub<'u>>, u32), String>
+    where
+        'a: 'c,
+    {
+        let subs: &'a Subprograms<'u> = self.subs;
         let mut chain = vec![concrete];
-        let mut source_off = off;
+        let mut source_off = concrete.offset;
         while let Some(o) = chain.last().and_then(|r| r.origin) {
             if chain.len() > MAX_CHAIN {
-                c.error = Some(format!("DIE {:#x}: abstract origin chain too long", c.die));
-                return c;
+                return Err(format!("DIE {die:#x}: abstract origin chain too long"));
             }
             match subs.get(o) {
                 Some(r) => {
@@ -466,35 +537,31 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
                     chain.push(r);
                 }
                 None if o == UNFOLLOWED => {
-                    c.error = Some(format!(
-                        "DIE {:#x}: its abstract origin is in a unit that could not be read with it",
-                        c.die
+                    return Err(format!(
+                        "DIE {die:#x}: its abstract origin is in a unit that could not be read with it"
                     ));
-                    return c;
                 }
                 None => {
-                    c.error = Some(format!(
-                        "DIE {:#x}: abstract origin {:#x} unreadable",
-                        c.die,
+                    return Err(format!(
+                        "DIE {die:#x}: abstract origin {:#x} unreadable",
                         self.global(o)
                     ));
-                    return c;
                 }
             }
         }
-        let Some(&source) = chain.last() else {
-            return c;
-        };
-        if source.specification == Some(UNFOLLOWED) {
-            c.error = Some(format!(
-                "DIE {:#x}: its specification is in a unit that could not be read with it",
-                c.die
-            ));
-            return c;
-        }
-        let spec = source.specification.and_then(|s| subs.get(s));
+        Ok((chain, source_off))
+    }
+
+    /// Attributes stage: the first name, declaration coordinates and return
+    /// type along the chain and its specification, and its calling convention.
+    fn source_attributes(
+        &mut self,
+        namer: &mut TypeNamer<'_, 'u>,
+        chain: &[&RawSub<'u>],
+        spec: Option<&RawSub<'u>>,
+        c: &mut Concrete,
+    ) {
         let with_spec = || chain.iter().copied().chain(spec);
-        c.source_die = self.global(source_off);
         c.name = with_spec().find_map(|r| str_of(self.dwarf, self.unit, r.name));
         c.decl_line = with_spec().find_map(|r| r.decl_line).unwrap_or(0);
         c.decl_file = with_spec()
@@ -504,59 +571,73 @@ impl<'a, 'u> UnitCtx<'a, 'u> {
         c.nocall = chain.iter().any(|r| r.nocall);
         let ret = with_spec().find_map(|r| r.ret);
         c.ret = namer.info(ret);
+    }
 
-        // The source parameters: the source DIE's own, or its declaration's
-        // when the definition lists none (unnamed prototype parameters).
-        let (src_params, varargs) = match spec {
-            Some(s) if source.params.is_empty() && !s.params.is_empty() => (&s.params, s.varargs),
-            _ => (&source.params, source.varargs),
-        };
-        c.varargs = varargs;
-        let index: FxHashMap<u32, usize> = src_params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.offset, i))
-            .collect();
-        let mut locs = vec![EntryLoc::Absent; src_params.len()];
-        let concrete_is_source = source_off == off;
-        for (pos, (p, loc)) in concrete.params.iter().zip(concrete_locs).enumerate() {
-            let i = if concrete_is_source {
-                Some(pos)
-            } else {
-                // Through intermediate origins (concrete -> abstract -> ...).
-                let mut o = p.origin;
-                let mut hit = None;
-                for _ in 0..MAX_CHAIN {
-                    let Some(cur) = o else { break };
-                    if let Some(&i) = index.get(&cur) {
-                        hit = Some(i);
-                        break;
-                    }
-                    o = chain
-                        .iter()
-                        .flat_map(|r| r.params.iter())
-                        .find(|q| q.offset == cur)
-                        .and_then(|q| q.origin);
-                }
-                hit
-            };
-            if let Some(slot) = i.and_then(|i| locs.get_mut(i)) {
-                *slot = loc;
-            }
-        }
+    /// Parameters stage: each source parameter's name, type and members,
+    /// with the location the instance gives it.
+    fn source_params(
+        &self,
+        namer: &mut TypeNamer<'_, 'u>,
+        src_params: &[RawParam<'u>],
+        locs: Vec<EntryLoc>,
+        out: &mut Vec<SrcParam>,
+    ) {
         for (p, loc) in src_params.iter().zip(locs) {
             let ty = namer.info(p.ty);
             let members = match (ty.class, ty.aggregate, p.ty) {
                 (ArgClass::Int2, true, Some(t)) => namer.members(t),
                 _ => Vec::new(),
             };
-            c.params.push(SrcParam {
+            out.push(SrcParam {
                 name: str_of(self.dwarf, self.unit, p.name).unwrap_or_default(),
                 ty,
                 loc,
                 members,
             });
         }
-        c
     }
+}
+
+/// Matching stage: the instance's locations placed on the source
+/// parameters they stand for, through intermediate origins when the
+/// instance is not the source (concrete -> abstract -> ...).
+fn source_locations(
+    concrete_params: &[RawParam<'_>],
+    concrete_locs: Vec<EntryLoc>,
+    src_params: &[RawParam<'_>],
+    chain: &[&RawSub<'_>],
+    concrete_is_source: bool,
+) -> Vec<EntryLoc> {
+    let index: FxHashMap<u32, usize> = src_params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.offset, i))
+        .collect();
+    let mut locs = vec![EntryLoc::Absent; src_params.len()];
+    for (pos, (p, loc)) in concrete_params.iter().zip(concrete_locs).enumerate() {
+        let i = if concrete_is_source {
+            Some(pos)
+        } else {
+            // Through intermediate origins (concrete -> abstract -> ...).
+            let mut o = p.origin;
+            let mut hit = None;
+            for _ in 0..MAX_CHAIN {
+                let Some(cur) = o else { break };
+                if let Some(&i) = index.get(&cur) {
+                    hit = Some(i);
+                    break;
+                }
+                o = chain
+                    .iter()
+                    .flat_map(|r| r.params.iter())
+                    .find(|q| q.offset == cur)
+                    .and_then(|q| q.origin);
+            }
+            hit
+        };
+        if let Some(slot) = i.and_then(|i| locs.get_mut(i)) {
+            *slot = loc;
+        }
+    }
+    locs
 }

@@ -136,133 +136,10 @@ impl FuncModel {
     /// Joins concrete subprograms with symbols (name, address, size, binding).
     pub fn join(concretes: Vec<Concrete>, symbols: Vec<(String, u64, u64, Binding)>) -> FuncModel {
         let warnings: Vec<String> = concretes.iter().filter_map(|c| c.error.clone()).collect();
-        // Entry address -> concretes starting there (several units may
-        // describe one piece of code under different names: memcpy, __memcpy).
-        // Subprograms without code count only where none has code.
-        let mut by_entry: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
-        let mut bodiless: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
-        for (i, c) in concretes.iter().enumerate() {
-            let map = if c.bodiless {
-                &mut bodiless
-            } else {
-                &mut by_entry
-            };
-            map.entry(c.entry).or_default().push(i);
-        }
-        // Subprograms of a relocatable object whose code is in no known
-        // section (ksyms::module_sections), by name: they describe no symbol.
-        let untied: FxHashMap<&str, u64> = concretes
-            .iter()
-            .filter(|c| c.untied)
-            .filter_map(|c| Some((c.name.as_deref()?, c.die)))
-            .collect();
-        // Secondary ranges (hot/cold splitting), for fragments.
-        let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
-        for (i, c) in concretes.iter().enumerate() {
-            for &(lo, hi) in &c.ranges {
-                if !(lo <= c.entry && c.entry < hi) {
-                    secondary.insert(lo, (hi, i));
-                }
-            }
-        }
-        // Whether the code at an address returns its source's value
-        // (abi::analyse): no symbol there names a clone that may drop it.
-        let mut keeps_return: FxHashMap<u64, bool> = FxHashMap::default();
-        for (name, address, ..) in &symbols {
-            *keeps_return.entry(*address).or_insert(true) &= !abi::may_drop_return(name);
-        }
+        let index = JoinIndex::new(&concretes, &symbols);
         let mut instances: Vec<Instance> = symbols
             .into_iter()
-            .map(|(symbol, address, size, binding)| {
-                let base = symbol.split('.').next().unwrap_or(&symbol).to_owned();
-                let mut inst = Instance {
-                    name: base,
-                    symbol,
-                    address,
-                    size,
-                    binding,
-                    concrete: None,
-                    parent: None,
-                    status: Status::NoDwarf,
-                    signature: Signature::None,
-                    returns: Returns::Source,
-                    detail: None,
-                };
-                let pick = by_entry
-                    .get(&address)
-                    .and_then(|list| {
-                        list.iter()
-                            .copied()
-                            .find(|&ci| names_match(concretes[ci].name.as_deref(), &inst.symbol))
-                            .or(list.first().copied())
-                    })
-                    .or_else(|| match bodiless.get(&address).map(Vec::as_slice) {
-                        Some(&[ci]) if concretes[ci].name.as_deref() == Some(&inst.symbol) => {
-                            Some(ci)
-                        }
-                        // A weak default and its override (the bpf_jit_supports_*
-                        // of kernel/bpf/core.c and the JIT's), folded away by the
-                        // compiler: whichever one is at the symbol, the prototype
-                        // is the same.
-                        Some(several @ [first, ..])
-                            if concretes[*first].name.as_deref() == Some(&inst.symbol)
-                                && several.iter().all(|&ci| {
-                                    same_source_prototype(&concretes[*first], &concretes[ci])
-                                }) =>
-                        {
-                            Some(*first)
-                        }
-                        Some(several) => {
-                            inst.detail = Some(format!(
-                                "no DWARF subprogram starts here, and {} definitions without code are named {}",
-                                several.len(),
-                                inst.symbol
-                            ));
-                            None
-                        }
-                        None => None,
-                    });
-                if let Some(ci) = pick {
-                    let c = &concretes[ci];
-                    inst.concrete = Some(ci);
-                    if let Some(n) = &c.name {
-                        inst.name = n.clone();
-                    }
-                    if let Some(e) = &c.error {
-                        // Unreadable DWARF proves nothing about the code.
-                        inst.signature = Signature::Unwritable { reason: e.clone() };
-                        inst.detail = Some(e.clone());
-                    } else {
-                        let v = abi::analyse(c, inst.suffix(), &|e| {
-                            keeps_return.get(&e) == Some(&true)
-                        });
-                        inst.status = v.status;
-                        inst.signature = v.signature;
-                        inst.returns = v.returns;
-                        inst.detail = v.detail;
-                    }
-                } else if let Some((_, &(hi, ci))) = secondary.range(..=address).next_back() {
-                    if address < hi {
-                        inst.concrete = Some(ci);
-                        inst.status = Status::Fragment;
-                        inst.detail = Some(format!(
-                            "code of {} (DIE {:#x}), not an entry point",
-                            concretes[ci].name.as_deref().unwrap_or("?"),
-                            concretes[ci].die
-                        ));
-                    }
-                }
-                if inst.status == Status::NoDwarf && inst.detail.is_none() {
-                    inst.detail = Some(match untied.get(inst.name.as_str()) {
-                        Some(die) => format!(
-                            "no DWARF subprogram starts here; the one named {} (DIE {die:#x}) has a code address tied to no section",
-                            inst.name
-                        ),
-                        None => "no DWARF subprogram starts here (assembly?)".into(),
-                    });
-                }
-                inst
-            })
+            .map(|(symbol, address, size, binding)| index.instance(symbol, address, size, binding))
             .collect();
         instances.sort_by(|a, b| (a.address, &a.symbol).cmp(&(b.address, &b.symbol)));
         link_parents(&concretes, &mut instances);
@@ -329,6 +206,174 @@ impl FuncModel {
             *m.entry(i.status).or_default() += 1;
         }
         m
+    }
+}
+
+/// What [`FuncModel::join`] looks symbols up in, built once from the
+/// concrete subprograms and the symbols.
+struct JoinIndex<'c> {
+    concretes: &'c [Concrete],
+    /// Entry address -> concretes starting there (several units may
+    /// describe one piece of code under different names: memcpy, __memcpy).
+    by_entry: FxHashMap<u64, Vec<usize>>,
+    /// The same for subprograms without code, which count only where none
+    /// has code.
+    bodiless: FxHashMap<u64, Vec<usize>>,
+    /// Subprograms of a relocatable object whose code is in no known
+    /// section (ksyms::module_sections), by name: they describe no symbol.
+    untied: FxHashMap<&'c str, u64>,
+    /// Secondary ranges (hot/cold splitting), for fragments: start -> (end,
+    /// concrete).
+    secondary: BTreeMap<u64, (u64, usize)>,
+    /// Whether the code at an address returns its source's value
+    /// (abi::analyse): no symbol there names a clone that may drop it.
+    keeps_return: FxHashMap<u64, bool>,
+}
+
+impl<'c> JoinIndex<'c> {
+    /// Index stage: the concretes by entry address, name and secondary
+    /// range, and the addresses whose code keeps its return value.
+    fn new(concretes: &'c [Concrete], symbols: &[(String, u64, u64, Binding)]) -> Self {
+        let mut by_entry: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        let mut bodiless: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for (i, c) in concretes.iter().enumerate() {
+            let map = if c.bodiless {
+                &mut bodiless
+            } else {
+                &mut by_entry
+            };
+            map.entry(c.entry).or_default().push(i);
+        }
+        let untied: FxHashMap<&str, u64> = concretes
+            .iter()
+            .filter(|c| c.untied)
+            .filter_map(|c| Some((c.name.as_deref()?, c.die)))
+            .collect();
+        let mut secondary: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
+        for (i, c) in concretes.iter().enumerate() {
+            for &(lo, hi) in &c.ranges {
+                if !(lo <= c.entry && c.entry < hi) {
+                    secondary.insert(lo, (hi, i));
+                }
+            }
+        }
+        let mut keeps_return: FxHashMap<u64, bool> = FxHashMap::default();
+        for (name, address, ..) in symbols {
+            *keeps_return.entry(*address).or_insert(true) &= !abi::may_drop_return(name);
+        }
+        JoinIndex {
+            concretes,
+            by_entry,
+            bodiless,
+            untied,
+            secondary,
+            keeps_return,
+        }
+    }
+
+    /// Instance stage: one symbol joined to the subprogram at its address,
+    /// else to the one it is a fragment of, else told why none describes it.
+    fn instance(&self, symbol: String, address: u64, size: u64, binding: Binding) -> Instance {
+        let concretes = self.concretes;
+        let base = symbol.split('.').next().unwrap_or(&symbol).to_owned();
+        let mut inst = Instance {
+            name: base,
+            symbol,
+            address,
+            size,
+            binding,
+            concrete: None,
+            parent: None,
+            status: Status::NoDwarf,
+            signature: Signature::None,
+            returns: Returns::Source,
+            detail: None,
+        };
+        if let Some(ci) = self.pick(&mut inst) {
+            self.analyse(&mut inst, ci);
+        } else if let Some((_, &(hi, ci))) = self.secondary.range(..=address).next_back() {
+            if address < hi {
+                inst.concrete = Some(ci);
+                inst.status = Status::Fragment;
+                inst.detail = Some(format!(
+                    "code of {} (DIE {:#x}), not an entry point",
+                    concretes[ci].name.as_deref().unwrap_or("?"),
+                    concretes[ci].die
+                ));
+            }
+        }
+        if inst.status == Status::NoDwarf && inst.detail.is_none() {
+            inst.detail = Some(match self.untied.get(inst.name.as_str()) {
+                Some(die) => format!(
+                    "no DWARF subprogram starts here; the one named {} (DIE {die:#x}) has a code address tied to no section",
+                    inst.name
+                ),
+                None => "no DWARF subprogram starts here (assembly?)".into(),
+            });
+        }
+        inst
+    }
+
+    /// Pick stage: the concrete whose code starts at the instance's
+    /// address (one of its name first), else the one definition without
+    /// code placed there; says why when several are and none can be taken.
+    fn pick(&self, inst: &mut Instance) -> Option<usize> {
+        let concretes = self.concretes;
+        self.by_entry
+            .get(&inst.address)
+            .and_then(|list| {
+                list.iter()
+                    .copied()
+                    .find(|&ci| names_match(concretes[ci].name.as_deref(), &inst.symbol))
+                    .or(list.first().copied())
+            })
+            .or_else(|| match self.bodiless.get(&inst.address).map(Vec::as_slice) {
+                Some(&[ci]) if concretes[ci].name.as_deref() == Some(&inst.symbol) => Some(ci),
+                // A weak default and its override (the bpf_jit_supports_*
+                // of kernel/bpf/core.c and the JIT's), folded away by the
+                // compiler: whichever one is at the symbol, the prototype
+                // is the same.
+                Some(several @ [first, ..])
+                    if concretes[*first].name.as_deref() == Some(&inst.symbol)
+                        && several
+                            .iter()
+                            .all(|&ci| same_source_prototype(&concretes[*first], &concretes[ci])) =>
+                {
+                    Some(*first)
+                }
+                Some(several) => {
+                    inst.detail = Some(format!(
+                        "no DWARF subprogram starts here, and {} definitions without code are named {}",
+                        several.len(),
+                        inst.symbol
+                    ));
+                    None
+                }
+                None => None,
+            })
+    }
+
+    /// Analysis stage: the picked concrete's name, and the verdict on its
+    /// prototype (none when its DWARF could not be read).
+    fn analyse(&self, inst: &mut Instance, ci: usize) {
+        let c = &self.concretes[ci];
+        inst.concrete = Some(ci);
+        if let Some(n) = &c.name {
+            inst.name = n.clone();
+        }
+        if let Some(e) = &c.error {
+            // Unreadable DWARF proves nothing about the code.
+            inst.signature = Signature::Unwritable { reason: e.clone() };
+            inst.detail = Some(e.clone());
+        } else {
+            let v = abi::analyse(c, inst.suffix(), &|e| {
+                self.keeps_return.get(&e) == Some(&true)
+            });
+            inst.status = v.status;
+            inst.signature = v.signature;
+            inst.returns = v.returns;
+            inst.detail = v.detail;
+        }
     }
 }
 
