@@ -261,7 +261,6 @@ impl Program {
 
     fn text_body(&self, v: &Value, depth: usize, radix: Radix, s: &mut String) {
         let r = resolve(&self.btf, v.ty);
-        let indent = "\t".repeat(depth + 1);
         let Some(t) = self.btf.type_by_id(r) else {
             let _ = write!(s, "{}", self.json_at(v, depth));
             return;
@@ -274,25 +273,47 @@ impl Program {
                 | TypeData::Ptr { .. }
         );
         if radix != Radix::Natural && numeric {
-            match self.scalar(v, 0) {
-                Ok(x) if radix == Radix::Hex => {
-                    // A negative number in hex is its two's complement in its size.
-                    let bits = types::size_of(&self.btf, r).unwrap_or(8).min(8) * 8;
-                    let x = if bits < 64 { x & ((1 << bits) - 1) } else { x };
-                    let _ = write!(s, "{x:#x}");
-                }
-                Ok(x) if self.is_signed(v.ty) => {
-                    let _ = write!(s, "{}", x as i64);
-                }
-                Ok(x) => {
-                    let _ = write!(s, "{x}");
-                }
-                Err(e) => {
-                    let _ = write!(s, "<{e}>");
-                }
-            }
+            self.text_radix(v, r, radix, s);
             return;
         }
+        match &t.data {
+            TypeData::Int { .. }
+            | TypeData::Enum { .. }
+            | TypeData::Enum64 { .. }
+            | TypeData::Ptr { .. } => self.text_scalar(v, t, s),
+            TypeData::Array(a) => self.text_array(v, a, depth, radix, s),
+            TypeData::Struct { .. } | TypeData::Union { .. } => {
+                self.text_members(v, t, depth, radix, s)
+            }
+            _ => {
+                let _ = write!(s, "{}", self.json_at(v, depth));
+            }
+        }
+    }
+
+    /// A number in the radix asked for (`p/x`, `p/d`).
+    fn text_radix(&self, v: &Value, r: btf::TypeId, radix: Radix, s: &mut String) {
+        match self.scalar(v, 0) {
+            Ok(x) if radix == Radix::Hex => {
+                // A negative number in hex is its two's complement in its size.
+                let bits = types::size_of(&self.btf, r).unwrap_or(8).min(8) * 8;
+                let x = if bits < 64 { x & ((1 << bits) - 1) } else { x };
+                let _ = write!(s, "{x:#x}");
+            }
+            Ok(x) if self.is_signed(v.ty) => {
+                let _ = write!(s, "{}", x as i64);
+            }
+            Ok(x) => {
+                let _ = write!(s, "{x}");
+            }
+            Err(e) => {
+                let _ = write!(s, "<{e}>");
+            }
+        }
+    }
+
+    /// An integer, enumerator or pointer, as drgn prints it.
+    fn text_scalar(&self, v: &Value, t: &btf::Type, s: &mut String) {
         match &t.data {
             TypeData::Int { encoding, .. } => match self.scalar(v, 0) {
                 // drgn prints _Bool as a number too.
@@ -344,64 +365,69 @@ impl Program {
                     let _ = write!(s, "<{e}>");
                 }
             },
-            TypeData::Array(a) => {
-                let (elem, n) = (a.elem, u64::from(a.nelems));
-                if types::is_char(&self.btf, elem) {
-                    match self.char_array(v, n, 0) {
-                        Ok(b) => {
-                            let _ = write!(s, "\"{}\"", c_escape(&b));
-                        }
-                        Err(e) => {
-                            let _ = write!(s, "<{e}>");
-                        }
-                    }
-                    return;
+            _ => {}
+        }
+    }
+
+    /// An array: a string for chars, else its elements, one per line when
+    /// they are compound.
+    fn text_array(&self, v: &Value, a: &btf::Array, depth: usize, radix: Radix, s: &mut String) {
+        let indent = "\t".repeat(depth + 1);
+        let (elem, n) = (a.elem, u64::from(a.nelems));
+        if types::is_char(&self.btf, elem) {
+            match self.char_array(v, n, 0) {
+                Ok(b) => {
+                    let _ = write!(s, "\"{}\"", c_escape(&b));
                 }
-                let size = types::size_of(&self.btf, elem).unwrap_or(0);
-                let Some(addr) = v.address() else { return };
-                let compound = matches!(
-                    types::data(&self.btf, elem),
-                    Some(TypeData::Struct { .. } | TypeData::Union { .. } | TypeData::Array(_))
-                );
-                s.push('{');
-                for i in 0..n.min(MAX_ELEMS) {
-                    let ev = Value::at(elem, addr + i * size);
-                    if compound {
-                        let _ = write!(s, "\n{indent}");
-                        self.text_body(&ev, depth + 1, radix, s);
-                        s.push(',');
-                    } else {
-                        s.push_str(if i == 0 { " " } else { ", " });
-                        self.text_body(&ev, depth + 1, radix, s);
-                    }
-                }
-                if compound {
-                    let _ = write!(s, "\n{}}}", "\t".repeat(depth));
-                } else {
-                    s.push_str(" }");
+                Err(e) => {
+                    let _ = write!(s, "<{e}>");
                 }
             }
-            TypeData::Struct { .. } | TypeData::Union { .. } => {
-                let Some(addr) = v.address() else { return };
-                s.push_str("{\n");
-                for mem in t.members() {
-                    let name = self.btf.str_at(mem.name_off).unwrap_or("");
-                    let mv = member_value(addr, mem, t.kind_flag);
-                    if name.is_empty() {
-                        let _ = write!(s, "{indent}");
-                    } else {
-                        let _ = write!(s, "{indent}.{name} = ");
-                    }
-                    let _ = write!(s, "({})", self.type_name(mem.ty));
-                    self.text_body(&mv, depth + 1, radix, s);
-                    s.push_str(",\n");
-                }
-                let _ = write!(s, "{}}}", "\t".repeat(depth));
-            }
-            _ => {
-                let _ = write!(s, "{}", self.json_at(v, depth));
+            return;
+        }
+        let size = types::size_of(&self.btf, elem).unwrap_or(0);
+        let Some(addr) = v.address() else { return };
+        let compound = matches!(
+            types::data(&self.btf, elem),
+            Some(TypeData::Struct { .. } | TypeData::Union { .. } | TypeData::Array(_))
+        );
+        s.push('{');
+        for i in 0..n.min(MAX_ELEMS) {
+            let ev = Value::at(elem, addr + i * size);
+            if compound {
+                let _ = write!(s, "\n{indent}");
+                self.text_body(&ev, depth + 1, radix, s);
+                s.push(',');
+            } else {
+                s.push_str(if i == 0 { " " } else { ", " });
+                self.text_body(&ev, depth + 1, radix, s);
             }
         }
+        if compound {
+            let _ = write!(s, "\n{}}}", "\t".repeat(depth));
+        } else {
+            s.push_str(" }");
+        }
+    }
+
+    /// A struct's or union's members, one per line.
+    fn text_members(&self, v: &Value, t: &btf::Type, depth: usize, radix: Radix, s: &mut String) {
+        let indent = "\t".repeat(depth + 1);
+        let Some(addr) = v.address() else { return };
+        s.push_str("{\n");
+        for mem in t.members() {
+            let name = self.btf.str_at(mem.name_off).unwrap_or("");
+            let mv = member_value(addr, mem, t.kind_flag);
+            if name.is_empty() {
+                let _ = write!(s, "{indent}");
+            } else {
+                let _ = write!(s, "{indent}.{name} = ");
+            }
+            let _ = write!(s, "({})", self.type_name(mem.ty));
+            self.text_body(&mv, depth + 1, radix, s);
+            s.push_str(",\n");
+        }
+        let _ = write!(s, "{}}}", "\t".repeat(depth));
     }
 }
 
