@@ -192,129 +192,184 @@ pub fn unwind(prog: &Program, tables: &orc::Tables, stacks: &Stacks, start: Star
         interrupted: start.signal,
         guessed: false,
     }];
-    let (mut ip, mut sp, mut bp) = (start.ip, start.sp, start.bp);
-    let (mut regs, mut signal) = (start.regs, start.signal);
-    let end = |ok: bool, why: String, at: u64| End { ok, why, at };
-    let mem = prog.memory();
-    let read = |a: u64, what: &str| {
-        mem.read_u64(a)
-            .map_err(|e| end(false, format!("{what} unreadable: {e}"), a))
+    let mut at = OrcState {
+        prog,
+        tables,
+        ip: start.ip,
+        sp: start.sp,
+        bp: start.bp,
+        regs: start.regs,
+        signal: start.signal,
     };
-    let result: Result<(), End> = (|| loop {
+    let end = loop {
         if frames.len() >= MAX_FRAMES {
-            return Err(end(false, format!("more than {MAX_FRAMES} frames"), sp));
+            break stop(false, format!("more than {MAX_FRAMES} frames"), at.sp);
         }
-        let lookup = if signal { ip } else { ip.wrapping_sub(1) };
+        let prev = (at.sp, stacks.of(at.sp));
+        let guessed = match at.step() {
+            Ok(guessed) => guessed,
+            Err(end) => break end,
+        };
+        if stacks.of(at.sp) == prev.1 && at.sp <= prev.0 {
+            let why = format!(
+                "stack going in the wrong direction (sp {:#x} after {:#x})",
+                at.sp, prev.0
+            );
+            break stop(false, why, at.ip);
+        }
+        frames.push(Frame {
+            pc: at.ip,
+            sp: at.sp,
+            regs: at.regs,
+            interrupted: at.signal,
+            guessed,
+        });
+    };
+    Trace { frames, end }
+}
+
+/// Where unwinding stopped, and whether that is where a stack ends.
+fn stop(ok: bool, why: String, at: u64) -> End {
+    End { ok, why, at }
+}
+
+/// The ORC unwinder's state: one frame's registers, as the kernel's
+/// `unwind_next_frame` keeps them.
+struct OrcState<'p> {
+    prog: &'p Program,
+    tables: &'p orc::Tables,
+    ip: u64,
+    sp: u64,
+    bp: u64,
+    regs: Known,
+    /// `ip` is exact (an interrupted frame), not a return address.
+    signal: bool,
+}
+
+impl OrcState<'_> {
+    fn read(&self, a: u64, what: &str) -> Result<u64, End> {
+        self.prog
+            .memory()
+            .read_u64(a)
+            .map_err(|e| stop(false, format!("{what} unreadable: {e}"), a))
+    }
+
+    /// Moves to the caller's frame; whether its entry was guessed (frame
+    /// pointers, where no ORC table covers the ip).
+    fn step(&mut self) -> Result<bool, End> {
+        let (entry, guessed) = self.entry()?;
+        let cfa = self.cfa(&entry)?;
+        let (next_ip, new_sp) = self.caller(&entry, cfa)?;
+        self.bp = match entry.bp_reg {
+            orc::REG_UNDEFINED => self.regs.get(self.prog, registers::BP).unwrap_or(self.bp),
+            orc::REG_PREV_SP => self.read(
+                cfa.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            orc::REG_BP => self.read(
+                self.bp.wrapping_add_signed(i64::from(entry.bp_offset)),
+                "saved bp",
+            )?,
+            r => return Err(stop(false, format!("ORC bp register {r} unknown"), self.ip)),
+        };
+        self.ip = next_ip;
+        self.sp = new_sp;
+        Ok(guessed)
+    }
+
+    /// The ORC entry of this frame's ip, or why unwinding ends here.
+    fn entry(&self) -> Result<(orc::Entry, bool), End> {
+        let ip = self.ip;
+        let lookup = if self.signal { ip } else { ip.wrapping_sub(1) };
         let (entry, guessed) = if ip == 0 {
             // A call through a NULL pointer: the return address is at sp.
             (NULL_ENTRY, false)
         } else {
-            match tables.find(prog, lookup) {
+            match self.tables.find(self.prog, lookup) {
                 Found::Entry(e) => (e, false),
                 Found::NoTable => (FP_ENTRY, true),
-                Found::Bad(why) => return Err(end(false, why, ip)),
+                Found::Bad(why) => return Err(stop(false, why, ip)),
             }
         };
         match entry.kind {
-            Kind::EndOfStack => return Err(end(true, "end of stack".into(), sp)),
-            Kind::Undefined => {
-                return Err(end(false, format!("no unwind information for {ip:#x}"), ip))
-            }
-            Kind::Unknown(t) => {
-                return Err(end(false, format!("ORC entry of unknown type {t}"), ip))
-            }
-            _ => {}
+            Kind::EndOfStack => Err(stop(true, "end of stack".into(), self.sp)),
+            Kind::Undefined => Err(stop(
+                false,
+                format!("no unwind information for {ip:#x}"),
+                ip,
+            )),
+            Kind::Unknown(t) => Err(stop(false, format!("ORC entry of unknown type {t}"), ip)),
+            _ => Ok((entry, guessed)),
         }
+    }
+
+    /// The canonical frame address: where the caller's stack pointer was
+    /// before the call, from the entry's sp register and offset.
+    fn cfa(&self, entry: &orc::Entry) -> Result<u64, End> {
         let reg = |word: usize, name: &str| {
-            regs.get(prog, word)
-                .ok_or_else(|| end(false, format!("{name} unknown at {ip:#x}"), ip))
+            self.regs
+                .get(self.prog, word)
+                .ok_or_else(|| stop(false, format!("{name} unknown at {:#x}", self.ip), self.ip))
         };
         let off = i64::from(entry.sp_offset);
-        let cfa = match entry.sp_reg {
-            orc::REG_SP => sp.wrapping_add_signed(off),
-            orc::REG_BP => bp.wrapping_add_signed(off),
-            orc::REG_SP_INDIRECT => read(sp, "indirect sp")?.wrapping_add_signed(off),
-            orc::REG_BP_INDIRECT => read(bp.wrapping_add_signed(off), "indirect sp")?,
+        Ok(match entry.sp_reg {
+            orc::REG_SP => self.sp.wrapping_add_signed(off),
+            orc::REG_BP => self.bp.wrapping_add_signed(off),
+            orc::REG_SP_INDIRECT => self.read(self.sp, "indirect sp")?.wrapping_add_signed(off),
+            orc::REG_BP_INDIRECT => self.read(self.bp.wrapping_add_signed(off), "indirect sp")?,
             orc::REG_R10 => reg(registers::R10, "r10")?,
             orc::REG_R13 => reg(registers::R13, "r13")?,
             orc::REG_DI => reg(registers::DI, "rdi")?,
             orc::REG_DX => reg(registers::DX, "rdx")?,
-            r => return Err(end(false, format!("ORC sp register {r} unknown"), ip)),
-        };
+            r => return Err(stop(false, format!("ORC sp register {r} unknown"), self.ip)),
+        })
+    }
+
+    /// The caller's ip and sp, from the return address at the CFA or from
+    /// the registers an exception saved there; sets what registers the
+    /// caller's frame knows.
+    fn caller(&mut self, entry: &orc::Entry, cfa: u64) -> Result<(u64, u64), End> {
         let user_mode = |pt: u64| {
-            read(pt.wrapping_add(registers::CS as u64 * 8), "pt_regs cs").map(|cs| cs & 3 != 0)
+            self.read(pt.wrapping_add(registers::CS as u64 * 8), "pt_regs cs")
+                .map(|cs| cs & 3 != 0)
         };
-        let next_ip;
-        let mut new_sp = cfa;
+        let sp_word = registers::SP as u64 * 8;
         match entry.kind {
             Kind::Regs => {
-                if user_mode(new_sp)? {
-                    return Err(end(true, "user-mode registers (pt_regs)".into(), new_sp));
+                if user_mode(cfa)? {
+                    return Err(stop(true, "user-mode registers (pt_regs)".into(), cfa));
                 }
-                next_ip = read(new_sp.wrapping_add(registers::IP as u64 * 8), "pt_regs ip")?;
-                regs = Known::PtRegs {
-                    addr: new_sp,
+                let ip = self.read(cfa.wrapping_add(registers::IP as u64 * 8), "pt_regs ip")?;
+                let sp = self.read(cfa.wrapping_add(sp_word), "pt_regs sp")?;
+                self.regs = Known::PtRegs {
+                    addr: cfa,
                     full: true,
                 };
-                new_sp = read(new_sp.wrapping_add(registers::SP as u64 * 8), "pt_regs sp")?;
-                signal = true;
+                self.signal = true;
+                Ok((ip, sp))
             }
             Kind::RegsPartial => {
-                let pt = new_sp.wrapping_sub(registers::IRET_FRAME_OFFSET);
+                let pt = cfa.wrapping_sub(registers::IRET_FRAME_OFFSET);
                 if user_mode(pt)? {
-                    return Err(end(true, "user-mode registers (iret frame)".into(), new_sp));
+                    return Err(stop(true, "user-mode registers (iret frame)".into(), cfa));
                 }
-                next_ip = read(new_sp, "iret frame ip")?;
-                regs = Known::PtRegs {
+                let ip = self.read(cfa, "iret frame ip")?;
+                let sp = self.read(pt.wrapping_add(sp_word), "iret frame sp")?;
+                self.regs = Known::PtRegs {
                     addr: pt,
                     full: false,
                 };
-                new_sp = read(pt.wrapping_add(registers::SP as u64 * 8), "iret frame sp")?;
-                signal = true;
+                self.signal = true;
+                Ok((ip, sp))
             }
             _ => {
-                next_ip = read(new_sp.wrapping_sub(8), "return address")?;
-                regs = Known::None;
-                signal = entry.signal && tables.format() == orc::Format::V3;
+                let ip = self.read(cfa.wrapping_sub(8), "return address")?;
+                self.regs = Known::None;
+                self.signal = entry.signal && self.tables.format() == orc::Format::V3;
+                Ok((ip, cfa))
             }
         }
-        let prev_sp = sp;
-        let prev_stack = stacks.of(sp);
-        bp = match entry.bp_reg {
-            orc::REG_UNDEFINED => regs.get(prog, registers::BP).unwrap_or(bp),
-            orc::REG_PREV_SP => read(
-                cfa.wrapping_add_signed(i64::from(entry.bp_offset)),
-                "saved bp",
-            )?,
-            orc::REG_BP => read(
-                bp.wrapping_add_signed(i64::from(entry.bp_offset)),
-                "saved bp",
-            )?,
-            r => return Err(end(false, format!("ORC bp register {r} unknown"), ip)),
-        };
-        ip = next_ip;
-        sp = new_sp;
-        if stacks.of(sp) == prev_stack && sp <= prev_sp {
-            return Err(end(
-                false,
-                format!("stack going in the wrong direction (sp {sp:#x} after {prev_sp:#x})"),
-                ip,
-            ));
-        }
-        frames.push(Frame {
-            pc: ip,
-            sp,
-            regs,
-            interrupted: signal,
-            guessed,
-        });
-    })();
-    let end = result.err().unwrap_or(End {
-        ok: false,
-        why: "unwinding stopped".into(),
-        at: sp,
-    });
-    Trace { frames, end }
+    }
 }
 
 /// The kernel's entry for ip 0: the caller's return address is at sp.
