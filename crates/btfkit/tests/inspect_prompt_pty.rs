@@ -166,6 +166,9 @@ fn batch(dump: &Path, btf: &Path, exprs: &[&str]) -> Vec<String> {
 
 #[test]
 fn inspect_prompt_on_a_pty_completes_recalls_history_survives_errors_and_ends_on_ctrl_d() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -261,6 +264,9 @@ fn vars_btf(d: &dumps::Dumps, dir: &Path) -> std::path::PathBuf {
 /// a reply longer than the terminal (40 rows) goes through `$PAGER`.
 #[test]
 fn inspect_prompt_quits_keeps_history_lists_completions_and_pages() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

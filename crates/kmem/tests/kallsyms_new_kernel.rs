@@ -143,11 +143,17 @@ fn read(k: &Kernel) -> (Encoding, Vec<KSym>) {
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_the_guests_proc_kallsyms() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     equal_the_guests_proc_kallsyms(RELEASE_7X, false, Encoding::PlaceRelative);
 }
 
 #[test]
 fn relative_kallsyms_without_absolute_percpu_in_a_6_19_dump_equal_the_guests_proc_kallsyms() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     equal_the_guests_proc_kallsyms(RELEASE_6_19, true, Encoding::Relative);
 }
 
@@ -197,6 +203,9 @@ fn equal_the_guests_proc_kallsyms(release: &str, base: bool, want_encoding: Enco
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_system_map_moved_by_kerneloffset() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     let Some(nk) = new_kernel_or_skip(RELEASE_7X) else {
         return;
     };
