@@ -25,6 +25,13 @@ def skip(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def kernel_tier(what: str) -> None:
+    """The kernel tier's gate, as testkit::kernel_tier: the QEMU dumps and
+    boots run only with BTFKIT_KERNEL_TESTS=1 (scripts/python-test.sh sets it)."""
+    if os.environ.get("BTFKIT_KERNEL_TESTS") != "1":
+        skip(f"kernel tier (set BTFKIT_KERNEL_TESTS=1): {what}")
+
+
 def cache_dir() -> Path:
     if os.environ.get("BTFKIT_CACHE"):
         return Path(os.environ["BTFKIT_CACHE"])
@@ -59,11 +66,13 @@ def vmlinux() -> Path:
 
 @pytest.fixture(scope="session")
 def dumps_dir() -> Path:
+    kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel")
     version_file = cache_dir() / "VERSION"
     version = version_file.read_text().strip() if version_file.is_file() else ""
     d = cache_dir() / "dumps" / f"{version}-{DUMPS_GENERATOR}"
     if not (d / "done").is_file():
-        skip(f"no QEMU dumps in {d}: `cargo test --release -p btfkit-kmem --test dumps` makes them")
+        make = "BTFKIT_KERNEL_TESTS=1 cargo test --release -p btfkit-kmem --test dumps"
+        skip(f"no QEMU dumps in {d}: `{make}` makes them")
     return d
 
 
