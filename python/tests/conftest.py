@@ -1,5 +1,5 @@
 """Real inputs of the plugin's tests, found as the Rust tests find them
-(crates/testkit, crates/kmem/tests/support/dumps.rs); missing ones skip
+(crates/testkit, its dumps.rs for the QEMU dumps); missing ones skip
 with a message, or fail under BTFKIT_STRICT=1 (CI), as testkit::skip does."""
 
 import os
@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # The generator of the cached dumps (GENERATOR in
-# crates/kmem/tests/support/dumps.rs): dumps of another guest are elsewhere.
+# crates/testkit/src/dumps.rs): dumps of another guest are elsewhere.
 DUMPS_GENERATOR = "qemu-busybox-1"
 
 

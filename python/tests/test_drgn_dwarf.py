@@ -41,7 +41,7 @@ except ImportError:
 # left out).
 DUMPS = ("vmcore.elf", "vmcore.mdf-zlib", "vmcore.mdf-zlib-d31")
 # makedumpfile's dumps have their own done-marker (MAKEDUMPFILE_GENERATOR
-# in crates/kmem/tests/support/dumps.rs).
+# in crates/testkit/src/dumps.rs).
 MAKEDUMPFILE_GENERATOR = "makedumpfile-1"
 
 # Share of equal lines each check reaches at least, measured on these

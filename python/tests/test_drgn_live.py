@@ -62,7 +62,7 @@ RUNS = {
     "kernel-btf": "{py} /kernel_btf.py /proc/kcore",
 }
 
-# The guest of the dumps (crates/kmem/tests/support/dumps.rs): two modules
+# The guest of the dumps (crates/testkit/src/dumps.rs): two modules
 # and three named processes, busybox scripts whose comm is their name.
 GUEST_PROGRAMS = {
     "/bin/btfkit-sleeper": b"#!/bin/sh\nwhile true; do sleep 1000; done\n",

@@ -15,9 +15,6 @@
 //! the short list of commands that read no file), so that a new command
 //! is run through the campaign too.
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -674,7 +671,7 @@ fn every_command_names_a_bad_input_file_in_one_line_exit_1() {
 /// with the offset (the kernel's tables in it did not name the dump).
 #[test]
 fn inspect_names_a_bad_file_given_with_a_dump_in_one_line_exit_1() {
-    let Some(d) = support::dumps::dumps_or_skip() else {
+    let Some(d) = testkit::dumps::dumps_or_skip() else {
         return;
     };
     let mut inputs = Inputs::new();

@@ -5,13 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::dumps;
+use testkit::dumps;
 
 fn inspect(dump: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_btfkit"))

@@ -9,16 +9,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 
 use inspect::open::Options;
 use inspect::Program;
 use kmem::{Memory, Note};
 use serde_json::Value as Json;
-use support::dumps;
+use testkit::dumps;
 
 /// A dump's memory with some bytes replaced.
 struct Patched {

@@ -19,15 +19,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value as Json;
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 

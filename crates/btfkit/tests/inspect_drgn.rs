@@ -6,9 +6,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value as Json;
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 fn btfkit() -> &'static str {
     env!("CARGO_BIN_EXE_btfkit")

@@ -7,16 +7,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use inspect::commands::run_line;
 use inspect::kernel::layout::Struct;
 use inspect::kernel::module::for_each_module;
 use inspect::kernel::printk::{read_log, ring, Ring};
 use inspect::Program;
 use kmem::Memory;
-use support::dumps;
+use testkit::dumps;
 
 /// Memory with some bytes replaced.
 struct Patched {

@@ -9,15 +9,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value as Json;
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 fn btfkit() -> &'static str {
     env!("CARGO_BIN_EXE_btfkit")

@@ -8,9 +8,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -20,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use support::dumps;
+use testkit::dumps;
 
 fn btfkit() -> &'static str {
     env!("CARGO_BIN_EXE_btfkit")

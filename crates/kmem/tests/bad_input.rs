@@ -1,12 +1,10 @@
 //! Broken dumps give errors that say what and where, never a panic: made
-//! from the real dumps (support/dumps.rs) by cutting and corrupting them.
-
-mod support;
+//! from the real dumps (testkit::dumps) by cutting and corrupting them.
 
 use kmem::file::Bytes;
 use kmem::kdump::KdumpFile;
 use kmem::{Dump, Kernel, Memory};
-use support::dumps;
+use testkit::dumps;
 
 fn open_owned(data: Vec<u8>) -> kmem::Result<Box<dyn Dump>> {
     kmem::open_bytes(Bytes::Owned(data))

@@ -1,16 +1,14 @@
-//! kmem on real dumps of Debian's 6.1 cloud kernel (see support/dumps.rs):
+//! kmem on real dumps of Debian's 6.1 cloud kernel (see testkit::dumps):
 //! every format reads what drgn reads, the kallsyms tables in memory are the
 //! System.map moved by KERNELOFFSET, and the BTF in memory is vmlinux's .BTF.
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::collections::HashMap;
 
 use kmem::kallsyms::{KSym, Tables};
 use kmem::{Kernel, Memory};
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 fn kallsyms(k: &Kernel) -> Vec<KSym> {
     let t = Tables::from_vmcoreinfo(k.vmcoreinfo()).unwrap();

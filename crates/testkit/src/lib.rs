@@ -15,6 +15,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub mod compressed;
+pub mod drgn;
+pub mod dumps;
 pub mod funcs_fixture;
 pub mod kernel;
 pub mod objdump;
