@@ -19,6 +19,7 @@ pub mod drgn;
 pub mod dumps;
 pub mod funcs_fixture;
 pub mod kernel;
+pub mod layout_and_location_btf;
 pub mod objdump;
 pub mod qemu;
 pub mod sid;
