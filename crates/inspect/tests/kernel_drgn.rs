@@ -9,16 +9,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use inspect::open::Options;
 use serde_json::Value as Json;
 use testkit::{drgn, dumps};
-
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
 
 fn setup() -> Option<dumps::Dumps> {
     let d = dumps::dumps_or_skip()?;
@@ -66,20 +64,13 @@ fn addr(j: &Json) -> u64 {
 
 /// `btfkit inspect DUMP LINE --json`'s value.
 fn json_of(dump: &Path, line: &str) -> Json {
-    let out = testkit::run_ok(
-        Command::new(btfkit())
-            .arg("inspect")
-            .arg(dump)
-            .arg(line)
-            .arg("--json"),
-    );
-    let j: Json = serde_json::from_slice(&out).unwrap();
+    let out = common::run_ok(&common::opts(dump, None), &[line], true);
+    let j: Json = serde_json::from_str(&out).unwrap();
     j["value"].clone()
 }
 
 fn text_of(dump: &Path, line: &str) -> String {
-    let out = testkit::run_ok(Command::new(btfkit()).arg("inspect").arg(dump).arg(line));
-    String::from_utf8(out).unwrap()
+    common::run_ok(&common::opts(dump, None), &[line], false)
 }
 
 #[test]
@@ -376,23 +367,9 @@ fn module_variables_from_a_btf_module_file_equal_drgn() {
     let Some(d) = setup() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (vars, module) = (dir.path().join("vmlinux.btf"), dir.path().join("dummy.btf"));
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(&d.kernel.vmlinux)
-            .args(["--vars", "all", "-o"])
-            .arg(&vars),
-    );
+    common::encode(&d.kernel.vmlinux, None, true, &vars);
     let ko = &debug_modules(&d)[0];
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(ko)
-            .args(["--vars", "all", "--base"])
-            .arg(&vars)
-            .arg("-o")
-            .arg(&module),
-    );
+    common::encode(ko, Some(&vars), true, &module);
     let exprs = [
         "numdummies",
         "&numdummies",
@@ -426,16 +403,11 @@ for line in sys.stdin:
     let dbg = debug_modules(&d);
     let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
     let want = drgn::run(&d.elf, &d.kernel.vmlinux, &dbg, script, &input);
-    let mut cmd = Command::new(btfkit());
-    cmd.arg("inspect")
-        .arg(&d.kdump_zlib)
-        .arg("--btf")
-        .arg(&vars)
-        .arg("--btf-module")
-        .arg(format!("dummy={}", module.display()))
-        .arg("--json")
-        .args(exprs);
-    let out = String::from_utf8(testkit::run_ok(&mut cmd)).unwrap();
+    let opts = Options {
+        btf_modules: vec![("dummy".to_owned(), module.clone())],
+        ..common::opts(&d.kdump_zlib, Some(&vars))
+    };
+    let out = common::run_ok(&opts, &exprs, true);
     let got: Vec<String> = out
         .lines()
         .map(|l| {

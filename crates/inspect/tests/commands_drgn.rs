@@ -7,15 +7,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value as Json;
 use testkit::{drgn, dumps};
-
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
 
 /// The dumps, drgn, and a BTF with every variable; else a skip.
 fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, PathBuf)> {
@@ -25,34 +22,15 @@ fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, PathBuf)> {
     }
     let dir = tempfile::tempdir().unwrap();
     let btf = dir.path().join("vars.btf");
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(&d.kernel.vmlinux)
-            .args(["--vars", "all", "-o"])
-            .arg(&btf),
-    );
+    common::encode(&d.kernel.vmlinux, None, true, &btf);
     Some((d, dir, btf))
 }
 
 /// btfkit's reply to each line: text, or with `json` each line's "value".
 fn inspect(dump: &Path, btf: &Path, json: bool, lines: &[&str]) -> Vec<String> {
-    let out = Command::new(btfkit())
-        .arg("inspect")
-        .arg(dump)
-        .arg("--btf")
-        .arg(btf)
-        .args(json.then_some("--json"))
-        .args(lines)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{lines:?}: {err}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let out = common::inspect(&common::opts(dump, Some(btf)), lines, json);
+    assert!(out.ok, "{lines:?}: {}", out.stderr);
+    out.stdout.lines().map(str::to_owned).collect()
 }
 
 fn json_values(dump: &Path, btf: &Path, lines: &[&str]) -> Vec<Json> {
