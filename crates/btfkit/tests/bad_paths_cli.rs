@@ -8,7 +8,7 @@
 //! system's reason, or what the content lacks and where), nothing on
 //! stdout, no panic or backtrace, the input untouched and no output file
 //! left behind. What a truncated file says in depth is tested where its
-//! reader is (bad_input.rs, inspect_bad_input.rs, perfdata's malformed.rs);
+//! reader is (bad_input.rs, inspect_cli_bad_input.rs, perfdata's malformed.rs);
 //! writes into devices, FIFOs and symlinks in writes_and_bad_input.rs.
 //!
 //! A command that `btfkit --help` lists must be in a table here (or in

@@ -3,8 +3,8 @@
 //! on the master side like a person would (Tab, the up arrow, Ctrl-D) on a
 //! cached dump of Debian's 6.1 kernel. The oracle for every value is
 //! btfkit's own non-interactive output for the same expressions (compared
-//! with drgn in inspect_drgn): what the prompt adds is the terminal, and
-//! that is what this test checks.
+//! with drgn in crates/inspect/tests/values_drgn.rs): what the prompt adds
+//! is the terminal, and that is what this test checks.
 
 #![allow(clippy::unwrap_used)]
 
