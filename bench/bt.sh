@@ -7,7 +7,7 @@
 # warm-up round (bench/paired.sh); the ratio is the median of per-round ratios.
 #
 # Usage: bench/bt.sh [VMCORE]   (default: the cached QEMU ELF dump the
-# inspect tests make, see crates/kmem/tests/support/dumps.rs; needs drgn and
+# inspect tests make, see crates/testkit/src/dumps.rs; needs drgn and
 # GNU time)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -111,7 +111,7 @@ PY
   cp "$tmp/console.txt" "$dir/console.txt"
   # makedumpfile (1.7) reads the program headers as if they followed the ELF
   # header; QEMU writes the section headers first (as
-  # crates/kmem/tests/support/dumps.rs's program_headers_first does).
+  # crates/testkit/src/dumps.rs's program_headers_first does).
   python3 - "$tmp/vmcore.elf" "$tmp/vmcore.phfirst" <<'PY'
 import shutil, struct, sys
 src, dst = open(sys.argv[1], "rb"), open(sys.argv[2], "wb")

@@ -7,7 +7,7 @@
 # Target (issue 12): btfkit/drgn wall <= 0.1.
 #
 # Usage: bench/inspect.sh [VMCORE]   (default: the cached QEMU ELF dump the
-# inspect tests make, see crates/kmem/tests/support/dumps.rs; needs drgn,
+# inspect tests make, see crates/testkit/src/dumps.rs; needs drgn,
 # GNU time, bpftool)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -6,7 +6,7 @@
 # ratio is the median of per-round ratios; the outputs must be equal.
 #
 # Usage: bench/log.sh [VMCORE]   (default: the cached QEMU ELF dump the
-# inspect tests make, see crates/kmem/tests/support/dumps.rs; needs drgn
+# inspect tests make, see crates/testkit/src/dumps.rs; needs drgn
 # and GNU time; the rounds are bench/paired.sh's)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -45,9 +45,9 @@ C
     objcopy --dump-section .BTF="$seeds/$src.btf" "$work/$src.o"
   done
 fi
-# BTF in bpf-next's 2026 format (layout section, location kinds, a kind read
-# through the layout section, vlen past 16 bits), built by the btf crate.
-cargo run -q --release -p btfkit-btf --example format_2026_seeds -- "$seeds"
+# BTF with bpf-next's layout section and location kinds (a kind read through
+# the layout section, vlen past 16 bits), built with testkit's fixtures.
+cargo run -q --release -p testkit --example layout_and_location_seeds -- "$seeds"
 # The reader also takes ELF files: one small object as a seed. The encoder
 # starts from objects with DWARF only (-O0 keeps them small).
 dwarf_seeds=fuzz/corpus/dwarf-seeds

@@ -39,7 +39,7 @@ self=$(readlink -f "$0")
 die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
 
 # The mirror: debian_mirror, the first Debian archive of the host's apt
-# sources (shared with fetch-debian-kernel-new.sh).
+# sources (shared with fetch-debian-kernels-pinned.sh).
 # shellcheck source=lib/debian-mirror.sh
 . "$(dirname "$self")/lib/debian-mirror.sh"
 

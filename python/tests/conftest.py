@@ -1,5 +1,5 @@
 """Real inputs of the plugin's tests, found as the Rust tests find them
-(crates/testkit, crates/kmem/tests/support/dumps.rs); missing ones skip
+(crates/testkit, its dumps.rs for the QEMU dumps); missing ones skip
 with a message, or fail under BTFKIT_STRICT=1 (CI), as testkit::skip does."""
 
 import os
@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # The generator of the cached dumps (GENERATOR in
-# crates/kmem/tests/support/dumps.rs): dumps of another guest are elsewhere.
+# crates/testkit/src/dumps.rs): dumps of another guest are elsewhere.
 DUMPS_GENERATOR = "qemu-busybox-1"
 
 
@@ -23,6 +23,13 @@ def skip(reason: str) -> NoReturn:
         pytest.fail(f"BTFKIT_STRICT=1 and this test would skip: {reason}")
     sys.stderr.write(f"SKIP: {reason}\n")
     pytest.skip(reason)
+
+
+def kernel_tier(what: str) -> None:
+    """The kernel tier's gate, as testkit::kernel_tier: the QEMU dumps and
+    boots run only with BTFKIT_KERNEL_TESTS=1 (scripts/python-test.sh sets it)."""
+    if os.environ.get("BTFKIT_KERNEL_TESTS") != "1":
+        skip(f"kernel tier (set BTFKIT_KERNEL_TESTS=1): {what}")
 
 
 def cache_dir() -> Path:
@@ -59,11 +66,13 @@ def vmlinux() -> Path:
 
 @pytest.fixture(scope="session")
 def dumps_dir() -> Path:
+    kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel")
     version_file = cache_dir() / "VERSION"
     version = version_file.read_text().strip() if version_file.is_file() else ""
     d = cache_dir() / "dumps" / f"{version}-{DUMPS_GENERATOR}"
     if not (d / "done").is_file():
-        skip(f"no QEMU dumps in {d}: `cargo test --release -p btfkit-kmem --test dumps` makes them")
+        make = "BTFKIT_KERNEL_TESTS=1 cargo test --release -p btfkit-kmem --test dumps"
+        skip(f"no QEMU dumps in {d}: `{make}` makes them")
     return d
 
 

@@ -27,7 +27,7 @@ from drgn.helpers.linux.percpu import per_cpu
 from drgn.helpers.linux.pid import for_each_task
 from drgn.helpers.linux.printk import get_dmesg
 
-# The processes the test guest leaves running (crates/kmem/tests/support/dumps.rs).
+# The processes the test guest leaves running (crates/testkit/src/dumps.rs).
 GUEST_TASKS = ("btfkit-sleeper", "btfkit-reader", "btfkit-opener")
 
 # drgn's crash commands compared, with arguments that this guest has.

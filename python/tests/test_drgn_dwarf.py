@@ -41,7 +41,7 @@ except ImportError:
 # left out).
 DUMPS = ("vmcore.elf", "vmcore.mdf-zlib", "vmcore.mdf-zlib-d31")
 # makedumpfile's dumps have their own done-marker (MAKEDUMPFILE_GENERATOR
-# in crates/kmem/tests/support/dumps.rs).
+# in crates/testkit/src/dumps.rs).
 MAKEDUMPFILE_GENERATOR = "makedumpfile-1"
 
 # Share of equal lines each check reaches at least, measured on these
@@ -121,8 +121,8 @@ def outputs(request, plugin_installed, dumps_dir: Path, vmlinux: Path, vars_btf:
         done = dumps_dir / "makedumpfile-done"
         if not done.is_file() or done.read_text() != MAKEDUMPFILE_GENERATOR:
             skip(
-                f"no makedumpfile dumps in {dumps_dir}: `cargo test --release -p btfkit "
-                "--test inspect_drgn` makes them (needs makedumpfile)"
+                f"no makedumpfile dumps in {dumps_dir}: `BTFKIT_KERNEL_TESTS=1 cargo test --release "
+                "-p btfkit-inspect --test values_drgn` makes them (needs makedumpfile)"
             )
     if name not in _OUTPUTS:
         dump = dumps_dir / name

@@ -36,7 +36,7 @@ from typing import Dict, List, Set, Tuple
 
 import guest
 import pytest
-from conftest import cache_dir, skip
+from conftest import cache_dir, kernel_tier, skip
 from test_drgn_dwarf import (
     CHECKS,
     KERNEL_BTF_SCRIPT,
@@ -62,7 +62,7 @@ RUNS = {
     "kernel-btf": "{py} /kernel_btf.py /proc/kcore",
 }
 
-# The guest of the dumps (crates/kmem/tests/support/dumps.rs): two modules
+# The guest of the dumps (crates/testkit/src/dumps.rs): two modules
 # and three named processes, busybox scripts whose comm is their name.
 GUEST_PROGRAMS = {
     "/bin/btfkit-sleeper": b"#!/bin/sh\nwhile true; do sleep 1000; done\n",
@@ -140,6 +140,7 @@ def python_files(fs: guest.Initramfs) -> Tuple[str, str]:
 @pytest.fixture(scope="module")
 def live_outputs(plugin_installed, vmlinux: Path, vars_btf: Path, tmp_path_factory) -> Dict[str, Dict[str, List[str]]]:
     """Each run's {check: lines}, from one boot."""
+    kernel_tier("boots Debian's 6.1 kernel under QEMU")
     for tool, package in ((guest.QEMU, "qemu-system-x86"), ("objcopy", "binutils"), ("ldd", "libc-bin")):
         if not shutil.which(tool):
             skip(f"{tool} is not installed (apt-get install {package})")

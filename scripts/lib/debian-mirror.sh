@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The Debian mirror this machine's apt already uses, for the scripts that
 # fetch from Debian's archive themselves (sid-chroot.sh's debootstrap,
-# fetch-debian-kernel-new.sh's private apt state): they take the host's
+# fetch-debian-kernels-pinned.sh's private apt state): they take the host's
 # choice of mirror instead of naming one in the repository.
 #
 #   . "$(dirname "$(readlink -f "$0")")/lib/debian-mirror.sh"

@@ -14,9 +14,8 @@ use btf::format::*;
 use btf::{Btf, Type, TypeData};
 use testkit::{run_ok, Fixture};
 
-#[path = "common/libbpf_oracle.rs"]
-mod libbpf_oracle;
-use libbpf_oracle::{assert_same, concat};
+mod common;
+use common::libbpf_oracle::{self, assert_same, concat};
 
 /// Builds the oracle in `fx`, or skips (no cc, no libbpf headers).
 fn oracle(fx: &Fixture) -> Option<PathBuf> {

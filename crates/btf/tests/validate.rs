@@ -95,9 +95,10 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// The kernel's verdict on `blob`: `None` when we may not ask (not root).
+/// The kernel's verdict on `blob`: `None` when we may not ask (not root,
+/// or the kernel tier is off).
 fn kernel_accepts(blob: &[u8]) -> Option<Result<(), String>> {
-    if !testkit::is_root() {
+    if !testkit::kernel_tier_on() || !testkit::is_root() {
         return None;
     }
     match kernel::load(blob) {
@@ -112,6 +113,9 @@ fn kernel_accepts(blob: &[u8]) -> Option<Result<(), String>> {
 
 #[test]
 fn kernel_accepts_sysfs_vmlinux_btf_load() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }
@@ -121,6 +125,9 @@ fn kernel_accepts_sysfs_vmlinux_btf_load() {
 
 #[test]
 fn kernel_accepts_debian_module_merged_with_its_base() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }
@@ -1159,6 +1166,9 @@ impl Rng {
 /// section, must be the validator's.
 #[test]
 fn validator_agrees_with_kernel_on_corrupted_blobs() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }

@@ -337,6 +337,9 @@ fn check_accepts_sysfs_vmlinux() {
 /// the error says what is missing.
 #[test]
 fn check_kernel_shows_the_kernel_log() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     let Some(vmlinux) = vmlinux_or_skip() else {
         return;
     };

@@ -8,15 +8,12 @@
 //! system's reason, or what the content lacks and where), nothing on
 //! stdout, no panic or backtrace, the input untouched and no output file
 //! left behind. What a truncated file says in depth is tested where its
-//! reader is (bad_input.rs, inspect_bad_input.rs, perfdata's malformed.rs);
+//! reader is (bad_input.rs, inspect_cli_bad_input.rs, perfdata's malformed.rs);
 //! writes into devices, FIFOs and symlinks in writes_and_bad_input.rs.
 //!
 //! A command that `btfkit --help` lists must be in a table here (or in
 //! the short list of commands that read no file), so that a new command
 //! is run through the campaign too.
-
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -674,7 +671,7 @@ fn every_command_names_a_bad_input_file_in_one_line_exit_1() {
 /// with the offset (the kernel's tables in it did not name the dump).
 #[test]
 fn inspect_names_a_bad_file_given_with_a_dump_in_one_line_exit_1() {
-    let Some(d) = support::dumps::dumps_or_skip() else {
+    let Some(d) = testkit::dumps::dumps_or_skip() else {
         return;
     };
     let mut inputs = Inputs::new();

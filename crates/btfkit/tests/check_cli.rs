@@ -69,6 +69,9 @@ fn check_layout_output_by_bpf_next_rules_and_linux_rules_agree_with_kernel() {
         text(&o)
     );
 
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }
@@ -130,6 +133,9 @@ fn check_json_problem_id_and_offset_match_raw_bytes_and_kernel_log() {
     assert_eq!(word(at + 8), id, "the TYPEDEF names itself");
     assert!(!p["message"].as_str().unwrap_or("").is_empty());
 
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
     }

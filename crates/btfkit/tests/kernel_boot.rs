@@ -983,6 +983,9 @@ fn check_instances(
 
 #[test]
 fn booted_kernel_6_1_gcc_btf_by_btfkit() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     boots_with_btf("6.1", "gcc", Pahole::Btfkit);
 }
 
@@ -991,6 +994,9 @@ fn booted_kernel_6_1_gcc_btf_by_btfkit() {
 /// beside btfkit's build of the same kernel.
 #[test]
 fn offline_audit_6_1_gcc_btf_by_pahole_1_24_control() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     let Some(result) = build("6.1", "gcc", Pahole::Debian124) else {
         return;
     };
@@ -1004,20 +1010,32 @@ fn offline_audit_6_1_gcc_btf_by_pahole_1_24_control() {
 
 #[test]
 fn booted_kernel_6_12_clang_btf_by_btfkit() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     boots_with_btf("6.12", "clang", Pahole::Btfkit);
 }
 
 #[test]
 fn booted_kernel_7_2_gcc16_btf_by_btfkit() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     boots_with_btf("7.2", "gcc", Pahole::Btfkit);
 }
 
 #[test]
 fn booted_kernel_7_2_clang_btf_by_btfkit() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     boots_with_btf("7.2", "clang", Pahole::Btfkit);
 }
 
 #[test]
 fn booted_kernel_7_2_gcc16_btf_by_pahole_1_32_control_modules_by_btfkit() {
+    let Some(()) = testkit::kernel_tier("builds and boots kernels with btfkit as pahole") else {
+        return;
+    };
     boots_with_btf("7.2", "gcc", Pahole::Sid132);
 }

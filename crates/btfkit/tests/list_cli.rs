@@ -58,6 +58,11 @@ fn by_id(v: &serde_json::Value) -> std::collections::BTreeMap<u64, serde_json::V
 
 #[test]
 fn list_and_dump_id_match_bpftool_btf_list_and_dump_id() {
+    let Some(()) =
+        testkit::kernel_tier("loads BTF, maps and programs into the running kernel (root, bpf)")
+    else {
+        return;
+    };
     let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
         return;
     };
@@ -194,6 +199,11 @@ fn program(btf_fd: &OwnedFd, func: u32) -> OwnedFd {
 /// them, text and JSON.
 #[test]
 fn list_prog_and_map_owners_match_bpftool_btf_list() {
+    let Some(()) =
+        testkit::kernel_tier("loads BTF, maps and programs into the running kernel (root, bpf)")
+    else {
+        return;
+    };
     let Some(bpftool) = testkit::tool_or_skip("bpftool", "bpftool") else {
         return;
     };

@@ -851,6 +851,9 @@ fn encode_parity_with_pahole_1_32_on_debian_6_1() {
 /// the kernel build is scripts/kernel/build.sh's, with btfkit as pahole).
 #[test]
 fn encode_parity_with_pahole_1_32_on_7_2_gcc16() {
+    let Some(()) = testkit::kernel_tier("builds Linux 7.2 with btfkit as pahole") else {
+        return;
+    };
     let Some(k) = testkit::kernel::build("7.2", "gcc", Pahole::Btfkit, Path::new(BTFKIT)) else {
         return;
     };
@@ -871,6 +874,9 @@ fn encode_parity_with_pahole_1_32_on_7_2_gcc16() {
 /// left without a symbol.
 #[test]
 fn encode_parity_with_pahole_1_32_on_7_2_clang() {
+    let Some(()) = testkit::kernel_tier("builds Linux 7.2 with btfkit as pahole") else {
+        return;
+    };
     let Some(k) = testkit::kernel::build("7.2", "clang", Pahole::Btfkit, Path::new(BTFKIT)) else {
         return;
     };

@@ -379,6 +379,9 @@ fn check_against_dump(perf: &Path, file: &Path, loaded: &Loaded, format: &str) {
 #[test]
 fn perf_ksymbol_matches_perf_report_dump() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
     let (file, loaded) = record(&perf, &fx, "btfkit_file", 0, false, false);
@@ -388,6 +391,9 @@ fn perf_ksymbol_matches_perf_report_dump() {
 #[test]
 fn perf_pipe_format_matches_perf_report_dump() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
     let (file, loaded) = record(&perf, &fx, "btfkit_pipe", 0, true, false);
@@ -400,6 +406,9 @@ fn perf_pipe_format_matches_perf_report_dump() {
 #[test]
 fn symbolize_bpf_samples_match_perf_report() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
     // ~1 s of the program's loop, so that cpu-clock samples land in it.
@@ -469,6 +478,9 @@ fn symbolize_bpf_samples_match_perf_report() {
 #[test]
 fn watch_sees_bpf_prog_load_live() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("needs root: CPU-wide perf events and bpf(BPF_PROG_LOAD)");
     }
@@ -573,6 +585,9 @@ fn watch_without_privilege_names_perf_event_paranoid() {
 #[test]
 fn perf_reads_sample_id_forward_when_size_is_inflated() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     let Some(perf) = perf_or_skip() else { return };
     let fx = Fixture::new();
     let loader = build_loader(&fx);
@@ -668,6 +683,9 @@ fn perf_reads_sample_id_forward_when_size_is_inflated() {
 #[test]
 fn watch_stops_cleanly_on_sigint() {
     let _serial = one_listener_at_a_time();
+    let Some(()) = testkit::kernel_tier("perf events and BPF on the running kernel (root)") else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("needs root: CPU-wide perf events");
     }

@@ -621,6 +621,9 @@ fn ours_vmlinux() -> Option<&'static Ours> {
 
 #[test]
 fn encode_debian_vmlinux_accepted_by_kernel_btf_load() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     let Some(ours) = ours_vmlinux() else { return };
     if !testkit::is_root() {
         return testkit::skip("BPF_BTF_LOAD needs root");
@@ -891,6 +894,9 @@ fn vars_all_one_datasec_per_section_sorted() {
 
 #[test]
 fn encode_debian_vmlinux_vars_all_accepted_by_kernel() {
+    let Some(()) = testkit::kernel_tier("loads BTF into the running kernel (root, bpf)") else {
+        return;
+    };
     let Some(k) = testkit::debian_kernel_or_skip() else {
         return;
     };

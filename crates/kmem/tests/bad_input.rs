@@ -1,12 +1,10 @@
 //! Broken dumps give errors that say what and where, never a panic: made
-//! from the real dumps (support/dumps.rs) by cutting and corrupting them.
-
-mod support;
+//! from the real dumps (testkit::dumps) by cutting and corrupting them.
 
 use kmem::file::Bytes;
 use kmem::kdump::KdumpFile;
 use kmem::{Dump, Kernel, Memory};
-use support::dumps;
+use testkit::dumps;
 
 fn open_owned(data: Vec<u8>) -> kmem::Result<Box<dyn Dump>> {
     kmem::open_bytes(Bytes::Owned(data))
@@ -14,6 +12,9 @@ fn open_owned(data: Vec<u8>) -> kmem::Result<Box<dyn Dump>> {
 
 #[test]
 fn truncated_dumps_name_the_offset() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -71,6 +72,9 @@ fn truncated_dumps_name_the_offset() {
 
 #[test]
 fn corrupt_compressed_page_names_its_address_and_the_rest_still_reads() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -109,6 +113,9 @@ fn corrupt_compressed_page_names_its_address_and_the_rest_still_reads() {
 
 #[test]
 fn missing_vmcoreinfo_and_unmapped_addresses_are_named() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

@@ -1,16 +1,14 @@
-//! kmem on real dumps of Debian's 6.1 cloud kernel (see support/dumps.rs):
+//! kmem on real dumps of Debian's 6.1 cloud kernel (see testkit::dumps):
 //! every format reads what drgn reads, the kallsyms tables in memory are the
 //! System.map moved by KERNELOFFSET, and the BTF in memory is vmlinux's .BTF.
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::collections::HashMap;
 
 use kmem::kallsyms::{KSym, Tables};
 use kmem::{Kernel, Memory};
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 fn kallsyms(k: &Kernel) -> Vec<KSym> {
     let t = Tables::from_vmcoreinfo(k.vmcoreinfo()).unwrap();
@@ -23,6 +21,9 @@ fn addr_of(syms: &[KSym], name: &str) -> u64 {
 
 #[test]
 fn kallsyms_in_memory_equal_system_map_moved_by_kerneloffset() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -72,6 +73,9 @@ fn kallsyms_in_memory_equal_system_map_moved_by_kerneloffset() {
 
 #[test]
 fn btf_in_memory_is_vmlinux_btf_section() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -125,6 +129,9 @@ fn probe_addresses(k: &Kernel, syms: &[KSym]) -> Vec<(u64, usize)> {
 
 #[test]
 fn every_format_reads_what_drgn_reads() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -161,6 +168,9 @@ fn every_format_reads_what_drgn_reads() {
 
 #[test]
 fn formats_hold_the_same_pages() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

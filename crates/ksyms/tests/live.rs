@@ -95,6 +95,10 @@ fn load_socket_filter(name: &str) -> Result<(libc::c_int, [u8; 8]), std::io::Err
 /// Oracle: the kernel's own tag for the program we load (bpf_prog_info).
 #[test]
 fn bpf_program_is_recognised_in_bpf_pseudo_module() {
+    let Some(()) = testkit::kernel_tier("loads a BPF program into the running kernel (root, bpf)")
+    else {
+        return;
+    };
     if !testkit::is_root() {
         return testkit::skip("loading a BPF program needs root");
     }

@@ -86,9 +86,12 @@ fn pahole_arg(which: Pahole, btfkit: &Path) -> Option<PathBuf> {
 /// compiler `cc` ("gcc", "clang") and pahole `which` (`btfkit`: the btfkit
 /// binary under test); the result directory (see scripts/kernel/build.sh),
 /// or a skip naming what is missing. One build at a time in a process
-/// (build.sh also locks the object tree against other processes).
+/// (build.sh also locks the object tree against other processes). Kernel
+/// builds are the kernel tier's: without `BTFKIT_KERNEL_TESTS=1` this skips
+/// as [`crate::kernel_tier`] does.
 pub fn build(version: &str, cc: &str, which: Pahole, btfkit: &Path) -> Option<PathBuf> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    crate::kernel_tier("builds a kernel")?;
     if version == "7.2" || which == Pahole::Sid132 {
         crate::sid::sid_or_skip()?;
     } else {

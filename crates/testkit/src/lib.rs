@@ -4,13 +4,22 @@
 //! Debian's kernel, root) call [`skip`] with the reason. Locally that prints
 //! the reason and the test returns; with `BTFKIT_STRICT=1` (set by `.ci/run`)
 //! it fails instead, so CI can never go green by skipping.
+//!
+//! Tests come in three tiers (docs/testing.md): hermetic tests, which need
+//! nothing; oracle tests, which skip when their tool or input is missing;
+//! and the kernel tier (kernel builds, QEMU boots and the dumps made by
+//! them, live-kernel tests that need root and BPF), which runs only when
+//! `BTFKIT_KERNEL_TESTS=1`: such a test starts with [`kernel_tier`].
 
 use std::path::PathBuf;
 use std::process::Command;
 
 pub mod compressed;
+pub mod drgn;
+pub mod dumps;
 pub mod funcs_fixture;
 pub mod kernel;
+pub mod layout_and_location_btf;
 pub mod objdump;
 pub mod qemu;
 pub mod sid;
@@ -23,8 +32,31 @@ pub fn skip(reason: &str) {
     }
     // Straight to the stderr handle: libtest captures `eprintln!` of passing
     // tests, and a skip must be seen (scripts/test.sh counts these lines).
+    // One write, so that the line is not cut by libtest's own output.
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIP: {reason}");
+    let _ = std::io::stderr().write_all(format!("SKIP: {reason}\n").as_bytes());
+}
+
+/// The environment variable that opts in to the kernel tier.
+pub const KERNEL_TESTS: &str = "BTFKIT_KERNEL_TESTS";
+
+/// Whether the kernel tier runs (`BTFKIT_KERNEL_TESTS=1`), without a skip:
+/// for a hermetic test that asks the running kernel as well when allowed.
+pub fn kernel_tier_on() -> bool {
+    std::env::var_os(KERNEL_TESTS).is_some_and(|v| v == "1")
+}
+
+/// The gate of a kernel-tier test: `Some(())` when `BTFKIT_KERNEL_TESTS=1`,
+/// else a skip (`SKIP: kernel tier (set BTFKIT_KERNEL_TESTS=1): <what>`;
+/// a failure under `BTFKIT_STRICT=1`). `what` says what puts the test in
+/// the tier. Use as `testkit::kernel_tier("boots a 7.2 kernel")?;` or
+/// `let Some(()) = testkit::kernel_tier("...") else { return };`.
+pub fn kernel_tier(what: &str) -> Option<()> {
+    if kernel_tier_on() {
+        return Some(());
+    }
+    skip(&format!("kernel tier (set {KERNEL_TESTS}=1): {what}"));
+    None
 }
 
 /// The cache of large real inputs (see scripts/fetch-debian-kernel.sh).

@@ -26,8 +26,10 @@ const BUSYBOX: &str = "/bin/busybox";
 const QEMU: &str = "qemu-system-x86_64";
 
 /// QEMU's path, or a skip naming the packages (QEMU and a static busybox,
-/// whose applets are the guest's userland).
+/// whose applets are the guest's userland). Booting is the kernel tier's:
+/// without `BTFKIT_KERNEL_TESTS=1` this skips as [`crate::kernel_tier`] does.
 pub fn qemu_or_skip() -> Option<PathBuf> {
+    crate::kernel_tier("boots a kernel under QEMU")?;
     let qemu = crate::tool_or_skip(QEMU, "qemu-system-x86")?;
     if !is_static_elf(Path::new(BUSYBOX)) {
         crate::skip(

@@ -7,6 +7,9 @@ use testkit::qemu::{qemu_or_skip, Initramfs, Qemu};
 
 #[test]
 fn debian_kernel_boots_runs_script_and_answers_qmp() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 6.1 kernel under QEMU") else {
+        return;
+    };
     let Some(_) = qemu_or_skip() else { return };
     let Some(k) = testkit::debian_vmlinuz_or_skip() else {
         return;

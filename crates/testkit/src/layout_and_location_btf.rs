@@ -1,6 +1,8 @@
-//! BTF in bpf-next's 2026 format, built with the builder: shared by the
-//! tests (tests/format_2026.rs) and the fuzz seeds
-//! (examples/format_2026_seeds.rs).
+//! BTF with bpf-next's layout section and location kinds, built with the
+//! builder: shared by the btf crate's tests
+//! (tests/layout_section_and_location_kinds.rs), the command line's
+//! (layout_section_and_location_kinds_cli.rs) and the fuzz seeds
+//! (testkit's examples/layout_and_location_seeds.rs).
 
 use btf::format::*;
 use btf::{Btf, Loc, Param, Type, TypeData, TypeId};

@@ -6,21 +6,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
+mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use inspect::open::Options;
 use serde_json::Value as Json;
-use support::{drgn, dumps};
-
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
+use testkit::{drgn, dumps};
 
 /// BTF with every variable, encoded once per test binary.
 fn vars_btf(vmlinux: &Path) -> PathBuf {
@@ -28,13 +22,7 @@ fn vars_btf(vmlinux: &Path) -> PathBuf {
     BTF.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("vmlinux.btf");
-        testkit::run_ok(
-            Command::new(btfkit())
-                .arg("encode")
-                .arg(vmlinux)
-                .args(["--vars", "all", "-o"])
-                .arg(&out),
-        );
+        common::encode(vmlinux, None, true, &out);
         (dir, out)
     })
     .1
@@ -43,33 +31,13 @@ fn vars_btf(vmlinux: &Path) -> PathBuf {
 
 /// Runs `btfkit inspect DUMP --btf BTF --json` with one expression per stdin line.
 fn inspect_json(dump: &Path, btf: &Path, exprs: &[String]) -> Vec<Json> {
-    let mut child = Command::new(btfkit())
-        .arg("inspect")
-        .arg(dump)
-        .arg("--btf")
-        .arg(btf)
-        .arg("--json")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input: String = exprs.iter().map(|e| format!("{e}\n")).collect();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<Json> = text
+    let out = common::inspect(&common::opts(dump, Some(btf)), exprs, true);
+    let lines: Vec<Json> = out
+        .stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(
-        lines.len(),
-        exprs.len(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(lines.len(), exprs.len(), "{}", out.stderr);
     lines
 }
 
@@ -485,6 +453,9 @@ fn dumps_and_makedumpfile_with_drgn(
 /// against drgn on the QEMU ELF dump.
 #[test]
 fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
         return;
     };
@@ -504,6 +475,9 @@ fn inspect_values_equal_drgn_with_dwarf_on_every_dump_format() {
 /// the address. In the ELF one, pages left out read as zeros in both.
 #[test]
 fn inspect_values_equal_drgn_on_makedumpfile_filtered_dumps() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, mdf, btf_path, btf)) = dumps_and_makedumpfile_with_drgn() else {
         return;
     };
@@ -537,6 +511,9 @@ fn inspect_values_equal_drgn_on_makedumpfile_filtered_dumps() {
 /// gives the same values as the kallsyms tables read from the dump.
 #[test]
 fn inspect_with_system_map_equals_kallsyms_in_memory() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -552,24 +529,11 @@ fn inspect_with_system_map_equals_kallsyms_in_memory() {
     .map(str::to_owned)
     .to_vec();
     let mem = inspect_json(&d.kdump_zstd, &btf_path, &exprs);
-    let out = Command::new(btfkit())
-        .arg("inspect")
-        .arg(&d.kdump_zstd)
-        .arg("--btf")
-        .arg(&btf_path)
-        .arg("--kallsyms")
-        .arg(&d.kernel.system_map)
-        .arg("--json")
-        .args(&exprs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let map: Vec<Json> = String::from_utf8(out.stdout)
-        .unwrap()
+    let opts = Options {
+        kallsyms: Some(d.kernel.system_map.clone()),
+        ..common::opts(&d.kdump_zstd, Some(&btf_path))
+    };
+    let map: Vec<Json> = common::run_ok(&opts, &exprs, true)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -582,6 +546,9 @@ fn inspect_with_system_map_equals_kallsyms_in_memory() {
 /// .bss, and a few structs and pointers to structs (printed dereferenced).
 #[test]
 fn inspect_text_equals_drgn_str() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     use btf::TypeData;
     let Some((d, btf_path, btf)) = dumps_with_drgn() else {
         return;
@@ -638,15 +605,8 @@ fn inspect_text_equals_drgn_str() {
     let want: Vec<&str> = want.split("\n\0\n").filter(|s| !s.is_empty()).collect();
     assert_eq!(want.len(), exprs.len());
     let run = |exprs: &[(String, String)]| {
-        let o = Command::new(btfkit())
-            .arg("inspect")
-            .arg(&d.elf)
-            .arg("--btf")
-            .arg(&btf_path)
-            .args(exprs.iter().map(|e| &e.0))
-            .output()
-            .unwrap();
-        String::from_utf8(o.stdout).unwrap()
+        let lines: Vec<&str> = exprs.iter().map(|e| e.0.as_str()).collect();
+        common::inspect(&common::opts(&d.elf, Some(&btf_path)), &lines, false).stdout
     };
     let split = names.len();
     // The symbol a pointer points into comes from kallsyms for btfkit and
@@ -662,7 +622,7 @@ fn inspect_text_equals_drgn_str() {
             .join(")")
     };
     let mut same = 0;
-    // Scalars: one line each, all in one process.
+    // Scalars: one line each, all in one program.
     let scalars = run(&exprs[..split]);
     for ((e, w), g) in exprs.iter().zip(&want).zip(scalars.lines()) {
         // Variables DWARF has no location for: drgn has no value to compare.
@@ -684,7 +644,7 @@ fn inspect_text_equals_drgn_str() {
         assert_eq!(unsym(g), unsym(&w), "{}", e.0);
         same += 1;
     }
-    // Structs: several lines, one process each.
+    // Structs: several lines, one program each.
     for (e, w) in exprs[split..].iter().zip(&want[split..]) {
         let g = run(std::slice::from_ref(e));
         assert_eq!(unsym(g.trim_end()), unsym(w.trim_end()), "{}", e.0);

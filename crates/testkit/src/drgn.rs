@@ -1,8 +1,6 @@
 //! drgn 0.3 (PyPI) as the oracle: a Python script run against a dump with
 //! Debian's DWARF vmlinux.
 
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::process::Command;
 
@@ -13,7 +11,7 @@ pub fn drgn_or_skip() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        testkit::skip("drgn is not installed (pip install drgn, listed in .ci/pip.d/inspect)");
+        crate::skip("drgn is not installed (pip install drgn, listed in .ci/pip.d/inspect)");
     }
     ok
 }

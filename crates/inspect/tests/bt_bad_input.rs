@@ -9,16 +9,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 
 use inspect::open::Options;
 use inspect::Program;
 use kmem::{Memory, Note};
 use serde_json::Value as Json;
-use support::dumps;
+use testkit::dumps;
 
 /// A dump's memory with some bytes replaced.
 struct Patched {
@@ -90,6 +87,9 @@ fn task_by_comm<'a>(ts: &'a [Json], comm: &str) -> &'a Json {
 
 #[test]
 fn bt_with_corrupt_orc_entries_stops_those_frames_and_goes_on() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -145,6 +145,9 @@ fn bt_with_corrupt_orc_entries_stops_those_frames_and_goes_on() {
 
 #[test]
 fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -200,6 +203,9 @@ fn bt_with_stack_pointer_into_unmapped_memory_says_so() {
 
 #[test]
 fn ps_and_bt_with_a_task_list_that_loops_stop_and_say_where() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -231,6 +237,9 @@ fn ps_and_bt_with_a_task_list_that_loops_stop_and_say_where() {
 
 #[test]
 fn bt_at_a_function_entry_shows_argument_registers_by_btf_prototype() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

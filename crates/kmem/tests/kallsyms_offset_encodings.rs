@@ -1,5 +1,5 @@
 //! The kallsyms encodings Debian's 6.1 kernel does not have, on real
-//! kernels that scripts/fetch-debian-kernel-new.sh fetches into the cache
+//! kernels that scripts/fetch-debian-kernels-pinned.sh fetches into the cache
 //! (pinned versions; this test downloads nothing), booted under QEMU and
 //! dumped with `dump-guest-memory`:
 //! - sid's cloud kernel 7.2: place-relative `kallsyms_offsets`, no
@@ -27,7 +27,7 @@ use testkit::qemu::{qemu_or_skip, Console, Initramfs, Qemu};
 
 /// A change to the guest below must change this (the cached dump is remade).
 const GENERATOR: &str = "kallsyms-2";
-/// sid's 7.x, as pinned in scripts/fetch-debian-kernel-new.sh.
+/// sid's 7.x, as pinned in scripts/fetch-debian-kernels-pinned.sh.
 const RELEASE_7X: &str = "7.2.13+deb14-cloud-amd64";
 /// The last 6.x series, kept in trixie-backports (its modules package is
 /// not: that dump's VMCOREINFO comes from the guest's /sys/kernel/vmcoreinfo).
@@ -59,7 +59,7 @@ fn new_kernel_or_skip(release: &str) -> Option<NewKernel> {
     let dir = testkit::cache_dir().join("debian-new").join(release);
     if !dir.join("vmlinuz").is_file() {
         testkit::skip(&format!(
-            "{release} is not cached: run scripts/fetch-debian-kernel-new.sh"
+            "{release} is not cached: run scripts/fetch-debian-kernels-pinned.sh"
         ));
         return None;
     }
@@ -143,11 +143,17 @@ fn read(k: &Kernel) -> (Encoding, Vec<KSym>) {
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_the_guests_proc_kallsyms() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     equal_the_guests_proc_kallsyms(RELEASE_7X, false, Encoding::PlaceRelative);
 }
 
 #[test]
 fn relative_kallsyms_without_absolute_percpu_in_a_6_19_dump_equal_the_guests_proc_kallsyms() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     equal_the_guests_proc_kallsyms(RELEASE_6_19, true, Encoding::Relative);
 }
 
@@ -197,6 +203,9 @@ fn equal_the_guests_proc_kallsyms(release: &str, base: bool, want_encoding: Enco
 
 #[test]
 fn place_relative_kallsyms_in_a_7x_dump_equal_system_map_moved_by_kerneloffset() {
+    let Some(()) = testkit::kernel_tier("boots Debian's 7.2 and 6.19 kernels under QEMU") else {
+        return;
+    };
     let Some(nk) = new_kernel_or_skip(RELEASE_7X) else {
         return;
     };

@@ -1,15 +1,13 @@
-//! The 2026 format from the command line: `dump` of a kind read through
-//! the layout section (a warning, exit 0), `diff --only inline` on inline
-//! sites, `encode --layout`. The blobs are the btf crate's fixtures
-//! (bpftool's location-kinds selftest BTF).
+//! The layout section and location kinds from the command line: `dump` of
+//! a kind read through the layout section (a warning, exit 0), `diff --only
+//! inline` on inline sites, `encode --layout`. The blobs are testkit's
+//! fixtures (bpftool's location-kinds selftest BTF).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-#[path = "../../btf/tests/common/fixtures_2026.rs"]
-mod fixtures;
-
 use btf::TypeData;
+use testkit::layout_and_location_btf as fixtures;
 use testkit::Fixture;
 
 fn btfkit(args: &[&Path]) -> Output {

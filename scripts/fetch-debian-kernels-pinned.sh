@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fetch Debian's newer cloud kernels into a cache outside the repository,
 # once, for the kallsyms encodings the 6.1 kernel does not have
-# (crates/kmem/tests/kallsyms_new_kernel.rs reads them; it fetches nothing).
+# (crates/kmem/tests/kallsyms_offset_encodings.rs reads them; it fetches
+# nothing).
 # Prints the cache directory of each.
 #
-#   fetch-debian-kernel-new.sh            every pinned kernel below
-#   fetch-debian-kernel-new.sh RELEASE    one of them
+#   fetch-debian-kernels-pinned.sh           every pinned kernel below
+#   fetch-debian-kernels-pinned.sh RELEASE   one of them
 #
 # The kernels are pinned to exact package versions: apt checks each .deb
 # against the archive's signed index, and the script checks it against the

@@ -17,9 +17,7 @@ use btf::format::*;
 use btf::validate::{validate, validate_blob, validate_blob_for, validate_for, Rule, Target};
 use btf::{Btf, Member, Type, TypeData};
 
-#[path = "common/fixtures_2026.rs"]
-mod fixtures;
-use fixtures::{add_int, loc_btf, set_info, with_extra_layout_record};
+use testkit::layout_and_location_btf::{add_int, loc_btf, set_info, with_extra_layout_record};
 
 fn raw(btf: &Btf) -> String {
     let mut out = Vec::new();

@@ -9,19 +9,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use inspect::open::Options;
 use serde_json::Value as Json;
-use support::{drgn, dumps};
-
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
+use testkit::{drgn, dumps};
 
 fn setup() -> Option<dumps::Dumps> {
     let d = dumps::dumps_or_skip()?;
@@ -69,24 +64,20 @@ fn addr(j: &Json) -> u64 {
 
 /// `btfkit inspect DUMP LINE --json`'s value.
 fn json_of(dump: &Path, line: &str) -> Json {
-    let out = testkit::run_ok(
-        Command::new(btfkit())
-            .arg("inspect")
-            .arg(dump)
-            .arg(line)
-            .arg("--json"),
-    );
-    let j: Json = serde_json::from_slice(&out).unwrap();
+    let out = common::run_ok(&common::opts(dump, None), &[line], true);
+    let j: Json = serde_json::from_str(&out).unwrap();
     j["value"].clone()
 }
 
 fn text_of(dump: &Path, line: &str) -> String {
-    let out = testkit::run_ok(Command::new(btfkit()).arg("inspect").arg(dump).arg(line));
-    String::from_utf8(out).unwrap()
+    common::run_ok(&common::opts(dump, None), &[line], false)
 }
 
 #[test]
 fn mod_equals_drgn_for_each_module() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = setup() else { return };
     // drgn 0.3: for_each_module() gives struct module *; 6.1 has core_layout.
     let script = r#"
@@ -127,6 +118,9 @@ for m in for_each_module(prog):
 
 #[test]
 fn log_equals_drgn_get_dmesg_and_the_console() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = setup() else { return };
     let script = r#"
 import sys, json
@@ -204,6 +198,9 @@ for r in get_printk_records(prog):
 
 #[test]
 fn module_symbols_from_memory_equal_drgn_with_the_debug_modules() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = setup() else { return };
     let prog = inspect::open::open(&inspect::open::Options {
         vmcore: Some(d.kdump_zlib.clone()),
@@ -293,6 +290,9 @@ for lo, hi in [{}]:
 /// from the module's DWARF).
 #[test]
 fn struct_equals_drgn_for_kernel_and_module_types() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = setup() else { return };
     // Objects at addresses drgn knows: init_task, the first module, the
     // printk ring's first info, the first fw_cfg entry of qemu_fw_cfg.
@@ -361,26 +361,15 @@ for name, p in objs:
 /// the module's symbols in memory. drgn reads them with the module's DWARF.
 #[test]
 fn module_variables_from_a_btf_module_file_equal_drgn() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = setup() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (vars, module) = (dir.path().join("vmlinux.btf"), dir.path().join("dummy.btf"));
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(&d.kernel.vmlinux)
-            .args(["--vars", "all", "-o"])
-            .arg(&vars),
-    );
+    common::encode(&d.kernel.vmlinux, None, true, &vars);
     let ko = &debug_modules(&d)[0];
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(ko)
-            .args(["--vars", "all", "--base"])
-            .arg(&vars)
-            .arg("-o")
-            .arg(&module),
-    );
+    common::encode(ko, Some(&vars), true, &module);
     let exprs = [
         "numdummies",
         "&numdummies",
@@ -414,16 +403,11 @@ for line in sys.stdin:
     let dbg = debug_modules(&d);
     let dbg: Vec<&Path> = dbg.iter().map(PathBuf::as_path).collect();
     let want = drgn::run(&d.elf, &d.kernel.vmlinux, &dbg, script, &input);
-    let mut cmd = Command::new(btfkit());
-    cmd.arg("inspect")
-        .arg(&d.kdump_zlib)
-        .arg("--btf")
-        .arg(&vars)
-        .arg("--btf-module")
-        .arg(format!("dummy={}", module.display()))
-        .arg("--json")
-        .args(exprs);
-    let out = String::from_utf8(testkit::run_ok(&mut cmd)).unwrap();
+    let opts = Options {
+        btf_modules: vec![("dummy".to_owned(), module.clone())],
+        ..common::opts(&d.kdump_zlib, Some(&vars))
+    };
+    let out = common::run_ok(&opts, &exprs, true);
     let got: Vec<String> = out
         .lines()
         .map(|l| {

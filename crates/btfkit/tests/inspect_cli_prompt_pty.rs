@@ -3,13 +3,10 @@
 //! on the master side like a person would (Tab, the up arrow, Ctrl-D) on a
 //! cached dump of Debian's 6.1 kernel. The oracle for every value is
 //! btfkit's own non-interactive output for the same expressions (compared
-//! with drgn in inspect_drgn): what the prompt adds is the terminal, and
-//! that is what this test checks.
+//! with drgn in crates/inspect/tests/values_drgn.rs): what the prompt adds
+//! is the terminal, and that is what this test checks.
 
 #![allow(clippy::unwrap_used)]
-
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -20,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use support::dumps;
+use testkit::dumps;
 
 fn btfkit() -> &'static str {
     env!("CARGO_BIN_EXE_btfkit")
@@ -166,6 +163,9 @@ fn batch(dump: &Path, btf: &Path, exprs: &[&str]) -> Vec<String> {
 
 #[test]
 fn inspect_prompt_on_a_pty_completes_recalls_history_survives_errors_and_ends_on_ctrl_d() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };
@@ -261,6 +261,9 @@ fn vars_btf(d: &dumps::Dumps, dir: &Path) -> std::path::PathBuf {
 /// a reply longer than the terminal (40 rows) goes through `$PAGER`.
 #[test]
 fn inspect_prompt_quits_keeps_history_lists_completions_and_pages() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

@@ -7,18 +7,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value as Json;
-use support::{drgn, dumps};
-
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
+use testkit::{drgn, dumps};
 
 /// The dumps, drgn, and a BTF with every variable; else a skip.
 fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, PathBuf)> {
@@ -28,34 +22,15 @@ fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, PathBuf)> {
     }
     let dir = tempfile::tempdir().unwrap();
     let btf = dir.path().join("vars.btf");
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(&d.kernel.vmlinux)
-            .args(["--vars", "all", "-o"])
-            .arg(&btf),
-    );
+    common::encode(&d.kernel.vmlinux, None, true, &btf);
     Some((d, dir, btf))
 }
 
 /// btfkit's reply to each line: text, or with `json` each line's "value".
 fn inspect(dump: &Path, btf: &Path, json: bool, lines: &[&str]) -> Vec<String> {
-    let out = Command::new(btfkit())
-        .arg("inspect")
-        .arg(dump)
-        .arg("--btf")
-        .arg(btf)
-        .args(json.then_some("--json"))
-        .args(lines)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{lines:?}: {err}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let out = common::inspect(&common::opts(dump, Some(btf)), lines, json);
+    assert!(out.ok, "{lines:?}: {}", out.stderr);
+    out.stdout.lines().map(str::to_owned).collect()
 }
 
 fn json_values(dump: &Path, btf: &Path, lines: &[&str]) -> Vec<Json> {
@@ -112,6 +87,9 @@ fn crash_rd(addr: u64, bytes: &[u8]) -> Vec<String> {
 
 #[test]
 fn rd_equals_crash_layout_of_drgn_read() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -159,6 +137,9 @@ fn rd_equals_crash_layout_of_drgn_read() {
 
 #[test]
 fn struct_members_at_bare_hex_addresses_equal_drgn() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -214,6 +195,9 @@ fn struct_members_at_bare_hex_addresses_equal_drgn() {
 
 #[test]
 fn walk_member_selection_equals_drgn_list_for_each_entry() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -248,6 +232,9 @@ fn walk_member_selection_equals_drgn_list_for_each_entry() {
 /// text and JSON, as drgn's `str()` and `Object` do.
 #[test]
 fn jiffies_alias_and_enum_names_equal_drgn() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -275,6 +262,9 @@ fn jiffies_alias_and_enum_names_equal_drgn() {
 /// symbols or dereferencing (gdb's and crash's p/x print a pointer's value).
 #[test]
 fn p_x_and_p_d_equal_drgn_format_integer_base() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -315,6 +305,9 @@ fn p_x_and_p_d_equal_drgn_format_integer_base() {
 /// would round.
 #[test]
 fn inspect_json_addresses_are_hex_strings_jq_cannot_round() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };

@@ -19,15 +19,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value as Json;
-use support::{drgn, dumps};
+use testkit::{drgn, dumps};
 
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
@@ -60,10 +58,6 @@ for t in idle + list(for_each_task(prog)):
     }))
 "#;
 
-fn btfkit() -> &'static str {
-    env!("CARGO_BIN_EXE_btfkit")
-}
-
 /// An address in btfkit's JSON: a "0x..." string.
 fn addr(j: &Json) -> u64 {
     let s = j.as_str().unwrap_or_else(|| panic!("not an address: {j}"));
@@ -72,22 +66,7 @@ fn addr(j: &Json) -> u64 {
 
 /// `btfkit inspect DUMP --btf BTF --json LINE...`: each line's value.
 fn inspect(dump: &Path, btf: &Path, lines: &[&str]) -> Vec<Json> {
-    let out = Command::new(btfkit())
-        .arg("inspect")
-        .arg(dump)
-        .arg("--btf")
-        .arg(btf)
-        .arg("--json")
-        .args(lines)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::run_ok(&common::opts(dump, Some(btf)), lines, true)
         .lines()
         .map(|l| serde_json::from_str::<Json>(l).unwrap()["value"].clone())
         .collect()
@@ -126,13 +105,7 @@ fn setup() -> Option<(dumps::Dumps, tempfile::TempDir, std::path::PathBuf)> {
     }
     let dir = tempfile::tempdir().unwrap();
     let btf = dir.path().join("vmlinux.btf");
-    testkit::run_ok(
-        Command::new(btfkit())
-            .arg("encode")
-            .arg(&d.kernel.vmlinux)
-            .arg("-o")
-            .arg(&btf),
-    );
+    common::encode(&d.kernel.vmlinux, None, false, &btf);
     Some((d, dir, btf))
 }
 
@@ -187,6 +160,9 @@ fn compare_trace(format: &str, o: &Json, t: &Json) -> usize {
 
 #[test]
 fn foreach_bt_every_task_and_idle_task_equals_drgn_stack_trace() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -223,6 +199,9 @@ fn foreach_bt_every_task_and_idle_task_equals_drgn_stack_trace() {
 /// `idle_task` and their stack traces.
 #[test]
 fn bt_a_c_and_pid_0_equal_drgn_cpu_curr_and_idle_task() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -267,6 +246,9 @@ fn bt_a_c_and_pid_0_equal_drgn_cpu_curr_and_idle_task() {
 /// task (drgn's `cpu_curr`).
 #[test]
 fn ps_equals_drgn_idle_task_and_for_each_task_with_cpu_curr_marked() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some((d, _dir, btf)) = setup() else {
         return;
     };
@@ -300,15 +282,7 @@ fn ps_equals_drgn_idle_task_and_for_each_task_with_cpu_curr_marked() {
         for (cpu, t) in idle.iter().enumerate() {
             assert_eq!(t["comm"], format!("swapper/{cpu}"), "{format}");
         }
-        let text = String::from_utf8(testkit::run_ok(
-            Command::new(btfkit())
-                .arg("inspect")
-                .arg(dump)
-                .arg("--btf")
-                .arg(&btf)
-                .arg("ps"),
-        ))
-        .unwrap();
+        let text = common::run_ok(&common::opts(dump, Some(&btf)), &["ps"], false);
         let marked = text.lines().filter(|l| l.starts_with('>')).count();
         let running = ours.iter().filter(|t| t["running"] == true).count();
         assert_eq!(marked, running, "{format}: {text}");
@@ -320,6 +294,9 @@ fn ps_equals_drgn_idle_task_and_for_each_task_with_cpu_curr_marked() {
 /// module's ORC lookup finds, for every entry's address, that entry.
 #[test]
 fn module_orc_tables_equal_drgn_for_each_module() {
+    let Some(()) = testkit::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel") else {
+        return;
+    };
     let Some(d) = dumps::dumps_or_skip() else {
         return;
     };

@@ -14,15 +14,17 @@
 //!
 //! [`makedumpfile_or_skip`] adds makedumpfile's own outputs made from the
 //! ELF dump (their own done-marker, so the dumps above stay valid).
+//!
+//! The dumps are the kernel tier's: [`dumps_or_skip`] skips unless
+//! `BTFKIT_KERNEL_TESTS=1` (see [`crate::kernel_tier`]).
 
 #![allow(clippy::unwrap_used)]
-#![allow(dead_code)]
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use testkit::qemu::{qemu_or_skip, Initramfs, Qemu};
+use crate::qemu::{qemu_or_skip, Initramfs, Qemu};
 
 const GENERATOR: &str = "qemu-busybox-1";
 
@@ -31,7 +33,7 @@ pub const GUEST_TASKS: &[&str] = &["btfkit-sleeper", "btfkit-reader", "btfkit-op
 
 pub struct Dumps {
     pub dir: PathBuf,
-    pub kernel: testkit::DebianKernel,
+    pub kernel: crate::DebianKernel,
     pub elf: PathBuf,
     pub kdump_zlib: PathBuf,
     pub kdump_lzo: PathBuf,
@@ -52,14 +54,17 @@ impl Dumps {
     }
 }
 
+/// The dumps, made first if the cache lacks them; or a skip (the kernel
+/// tier is off, or QEMU or Debian's kernel is missing).
 pub fn dumps_or_skip() -> Option<Dumps> {
+    crate::kernel_tier("reads the QEMU dumps of Debian's 6.1 kernel")?;
     qemu_or_skip()?;
-    let kernel = testkit::debian_vmlinuz_or_skip()?;
+    let kernel = crate::debian_vmlinuz_or_skip()?;
     let version = std::fs::read_to_string(kernel.dir.join("VERSION"))
         .unwrap_or_default()
         .trim()
         .to_owned();
-    let dir = testkit::cache_dir()
+    let dir = crate::cache_dir()
         .join("dumps")
         .join(format!("{version}-{GENERATOR}"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -83,7 +88,7 @@ pub fn dumps_or_skip() -> Option<Dumps> {
     Some(d)
 }
 
-fn module(k: &testkit::DebianKernel, rel: &str) -> PathBuf {
+fn module(k: &crate::DebianKernel, rel: &str) -> PathBuf {
     k.image_modules.join("kernel").join(rel)
 }
 
@@ -202,7 +207,7 @@ impl Makedumpfile {
 }
 
 pub fn makedumpfile_or_skip(d: &Dumps) -> Option<Makedumpfile> {
-    let tool = testkit::tool_or_skip("makedumpfile", "makedumpfile")?;
+    let tool = crate::tool_or_skip("makedumpfile", "makedumpfile")?;
     let m = Makedumpfile {
         kdump_zlib: d.dir.join("vmcore.mdf-zlib"),
         kdump_lzo: d.dir.join("vmcore.mdf-lzo"),

@@ -1,5 +1,6 @@
-//! Writes fuzz seeds in bpf-next's 2026 format into DIR (scripts/fuzz.sh
-//! runs it): `cargo run -p btfkit-btf --example format_2026_seeds -- DIR`.
+//! Writes fuzz seeds with bpf-next's layout section and location kinds
+//! into DIR (scripts/fuzz.sh runs it):
+//! `cargo run -p testkit --example layout_and_location_seeds -- DIR`.
 //!
 //! - `loc.btf`: bpftool's location-kinds selftest BTF, classic header;
 //! - `loc-layout.btf`: the same with a layout section;
@@ -12,9 +13,7 @@ use std::path::PathBuf;
 
 use btf::format::*;
 use btf::{Btf, Member, Type, TypeData};
-
-#[path = "../tests/common/fixtures_2026.rs"]
-mod fixtures;
+use testkit::layout_and_location_btf as fixtures;
 
 fn main() -> std::io::Result<()> {
     let dir = PathBuf::from(std::env::args_os().nth(1).unwrap_or_else(|| ".".into()));

@@ -20,9 +20,8 @@ use btf::format::*;
 use btf::{Btf, Member, Param, Type, TypeData, TypeId};
 use testkit::Fixture;
 
-#[path = "common/libbpf_oracle.rs"]
-mod libbpf_oracle;
-use libbpf_oracle::{assert_same, concat, try_dedup as libbpf_dedup};
+mod common;
+use common::libbpf_oracle::{self, assert_same, concat, try_dedup as libbpf_dedup};
 
 /// The newest libbpf's oracle, or a skip naming the script that builds it.
 fn oracle_new(fx: &Fixture) -> Option<PathBuf> {

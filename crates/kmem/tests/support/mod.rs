@@ -1,2 +1,0 @@
-pub mod drgn;
-pub mod dumps;
