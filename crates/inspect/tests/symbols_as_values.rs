@@ -9,16 +9,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 
 use kmem::kallsyms::Tables;
 use kmem::Kernel;
 use ksyms::kallsyms::{self, Hidden};
 use ksyms::Table;
-use support::dumps;
+use testkit::dumps;
 
 fn assert_same(values: &Table, text: &Table) {
     assert_eq!(values.len(), text.len());

@@ -17,14 +17,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../kmem/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use btf::{Btf, TypeData};
-use support::dumps;
+use testkit::dumps;
 
 fn inspect(dump: &Path, btf: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_btfkit"))
