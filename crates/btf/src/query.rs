@@ -134,6 +134,11 @@ impl Btf {
         self.type_by_id(self.skip_mods_and_typedefs(id))
     }
 
+    /// What [`Btf::resolved_type`] is.
+    pub fn resolved_data(&self, id: TypeId) -> Option<&TypeData> {
+        self.resolved_type(id).map(|t| &t.data)
+    }
+
     /// The size in bytes of a value of the type, through typedefs,
     /// qualifiers, VARs, DECL_TAGs and arrays, a pointer taking
     /// `ptr_size` bytes (libbpf's `btf__resolve_size`). `None` for void, a

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::message::quoted;
 use crate::parse::{Arg, Expr, Parser, TypeName};
 use crate::program::Program;
-use crate::types::{self, resolve};
+use crate::types;
 
 /// Where a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl Program {
             Loc::Imm(_) => Ok(()),
             Loc::Mem { bits, .. } if bits > 0 => self.scalar(v, col).map(|_| ()),
             Loc::Mem { addr, .. } => {
-                let n = types::size_of(&self.btf, v.ty).unwrap_or(1).clamp(1, 4096);
+                let n = self.btf.resolve_size(v.ty).unwrap_or(1).clamp(1, 4096);
                 self.mem
                     .read_vec(addr, n as usize)
                     .map(|_| ())
@@ -191,7 +191,9 @@ impl Program {
             Loc::Imm(x) => return Ok(x),
             Loc::Mem { addr, bit, bits } => (addr, bit, bits),
         };
-        let size = types::size_of(&self.btf, v.ty)
+        let size = self
+            .btf
+            .resolve_size(v.ty)
             .filter(|&s| s <= 8)
             .ok_or_else(|| Error::eval(col, format!("{} is not a scalar", self.type_name(v.ty))))?;
         let signed = self.is_signed(v.ty);
@@ -226,11 +228,11 @@ impl Program {
     /// Whether `ty` (through typedefs and qualifiers) is a signed integer
     /// or a signed enum.
     pub fn is_signed(&self, ty: TypeId) -> bool {
-        match types::data(&self.btf, ty) {
+        match self.btf.resolved_data(ty) {
             Some(TypeData::Int { encoding, .. }) => encoding & types::INT_SIGNED != 0,
             Some(TypeData::Enum { .. } | TypeData::Enum64 { .. }) => self
                 .btf
-                .type_by_id(resolve(&self.btf, ty))
+                .type_by_id(self.btf.skip_mods_and_typedefs(ty))
                 .is_some_and(|t| t.kind_flag),
             _ => false,
         }
@@ -263,7 +265,7 @@ impl Program {
     /// Whether a value of the type is a number: an integer, enum or pointer.
     pub fn is_scalar(&self, ty: TypeId) -> bool {
         matches!(
-            types::data(&self.btf, ty),
+            self.btf.resolved_data(ty),
             Some(
                 TypeData::Int { .. }
                     | TypeData::Enum { .. }
@@ -274,7 +276,7 @@ impl Program {
     }
 
     fn is_pointer_like(&self, ty: TypeId) -> Option<TypeId> {
-        match types::data(&self.btf, ty) {
+        match self.btf.resolved_data(ty) {
             Some(TypeData::Ptr { ty }) => Some(*ty),
             _ => None,
         }
@@ -319,7 +321,9 @@ impl Program {
             }
             Expr::SizeOf(t, col) => {
                 let ty = self.ty(t)?;
-                let n = types::size_of(&self.btf, ty)
+                let n = self
+                    .btf
+                    .resolve_size(ty)
                     .ok_or_else(|| Error::eval(*col, format!("{} has no size", t.base)))?;
                 let ty = self.long(false);
                 Ok(Value {
@@ -382,12 +386,14 @@ impl Program {
     }
 
     fn deref(&mut self, v: &Value, col: usize, what: &str) -> Result<Value> {
-        match types::data(&self.btf, v.ty) {
+        match self.btf.resolved_data(v.ty) {
             // As in C and drgn: `void *` points at nothing with a value.
-            Some(TypeData::Ptr { ty }) if resolve(&self.btf, *ty) == 0 => Err(Error::eval(
-                col,
-                format!("{what} cannot dereference {}", self.type_name(v.ty)),
-            )),
+            Some(TypeData::Ptr { ty }) if self.btf.skip_mods_and_typedefs(*ty) == 0 => {
+                Err(Error::eval(
+                    col,
+                    format!("{what} cannot dereference {}", self.type_name(v.ty)),
+                ))
+            }
             Some(TypeData::Ptr { ty }) => {
                 let ty = *ty;
                 let addr = self.scalar(v, col)?;
@@ -408,7 +414,7 @@ impl Program {
     }
 
     fn member(&mut self, v: &Value, name: &str, col: usize) -> Result<Value> {
-        let outer = resolve(&self.btf, v.ty);
+        let outer = self.btf.skip_mods_and_typedefs(v.ty);
         if !matches!(
             self.btf.type_by_id(outer).map(|t| &t.data),
             Some(TypeData::Struct { .. } | TypeData::Union { .. })
@@ -418,7 +424,7 @@ impl Program {
                 format!("{} is not a struct or union", self.type_name(v.ty)),
             ));
         }
-        let f = types::member(&self.btf, outer, name).ok_or_else(|| {
+        let f = self.btf.find_member(outer, name).ok_or_else(|| {
             Error::eval(
                 col,
                 format!("{} has no member {}", self.type_name(v.ty), quoted(name)),
@@ -440,7 +446,7 @@ impl Program {
 
     fn index(&mut self, v: &Value, i: i64, col: usize) -> Result<Value> {
         let elem_ptr = self.deref(v, col, "[]")?;
-        let size = types::size_of(&self.btf, elem_ptr.ty).ok_or_else(|| {
+        let size = self.btf.resolve_size(elem_ptr.ty).ok_or_else(|| {
             Error::eval(col, format!("{} has no size", self.type_name(elem_ptr.ty)))
         })?;
         let addr = elem_ptr
@@ -486,7 +492,7 @@ impl Program {
         let pb = self.is_pointer_like(b.ty);
         let x = self.scalar(a, col)?;
         let y = self.scalar(b, col)?;
-        let elem_size = |p: &Program, t: TypeId| types::size_of(&p.btf, t).unwrap_or(1).max(1);
+        let elem_size = |p: &Program, t: TypeId| p.btf.resolve_size(t).unwrap_or(1).max(1);
         // Pointer arithmetic: scaled by the pointee's size.
         match (op, pa, pb) {
             ("+", Some(t), None) | ("-", Some(t), None) => {
@@ -568,10 +574,10 @@ impl Program {
     }
 
     fn cast(&mut self, ty: TypeId, v: &Value, col: usize) -> Result<Value> {
-        if resolve(&self.btf, ty) == 0 {
+        if self.btf.skip_mods_and_typedefs(ty) == 0 {
             return Err(Error::eval(col, "a value cast to void has none"));
         }
-        let target = types::data(&self.btf, ty).cloned();
+        let target = self.btf.resolved_data(ty).cloned();
         match target {
             Some(
                 TypeData::Ptr { .. }
@@ -580,13 +586,13 @@ impl Program {
                 | TypeData::Enum64 { .. },
             ) => {
                 // Arrays decay to their address.
-                let x = match types::data(&self.btf, v.ty) {
+                let x = match self.btf.resolved_data(v.ty) {
                     Some(TypeData::Array(_)) => v
                         .address()
                         .ok_or_else(|| Error::eval(col, "array not in memory"))?,
                     _ => self.scalar(v, col)?,
                 };
-                let size = types::size_of(&self.btf, ty).unwrap_or(8);
+                let size = self.btf.resolve_size(ty).unwrap_or(8);
                 let x = if size < 8 {
                     let m = x & ((1u64 << (size * 8)) - 1);
                     if self.is_signed(ty) && m >> (size * 8 - 1) & 1 == 1 {

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::error::{Error, Result};
 use crate::eval::{Evaluated, Loc, Value};
 use crate::program::Program;
-use crate::types::{self, resolve};
+use crate::types;
 
 /// How `p` prints integers: drgn's way (decimal, enums by name), or in a
 /// radix as `p/x` and `p/d` (gdb's and crash's): integers, enums and
@@ -89,7 +89,7 @@ impl Program {
         if depth > 64 {
             return json!({ "error": "nested too deep" });
         }
-        let r = resolve(&self.btf, v.ty);
+        let r = self.btf.skip_mods_and_typedefs(v.ty);
         let Some(t) = self.btf.type_by_id(r) else {
             return match v.loc {
                 Loc::Imm(x) | Loc::Mem { addr: x, .. } => json_addr(x),
@@ -133,7 +133,7 @@ impl Program {
                         .char_array(v, n, 0)
                         .map_or_else(err, |b| Json::String(latin1(&b)));
                 }
-                let size = types::size_of(&self.btf, elem).unwrap_or(0);
+                let size = self.btf.resolve_size(elem).unwrap_or(0);
                 let Some(addr) = v.address() else {
                     return Json::Null;
                 };
@@ -200,19 +200,20 @@ impl Program {
     /// The text form with integers in `radix` (see [`Radix`]).
     pub fn to_text_in(&self, v: &Value, radix: Radix) -> String {
         // In a radix a pointer is a number, as gdb's `p/x ptr` prints it.
-        let ptr = types::data(&self.btf, v.ty).filter(|_| radix == Radix::Natural);
+        let ptr = self
+            .btf
+            .resolved_data(v.ty)
+            .filter(|_| radix == Radix::Natural);
         if let Some(TypeData::Ptr { ty }) = ptr {
             let pointee = *ty;
             let deref = !types::is_plain_char(&self.btf, pointee)
                 && !matches!(
-                    types::data(&self.btf, pointee),
+                    self.btf.resolved_data(pointee),
                     None | Some(TypeData::FuncProto { .. } | TypeData::Fwd)
                 );
             if let (true, Ok(addr)) = (deref, self.scalar(v, 0)) {
                 let target = Value::at(pointee, addr);
-                let size = types::size_of(&self.btf, pointee)
-                    .unwrap_or(1)
-                    .clamp(1, 4096);
+                let size = self.btf.resolve_size(pointee).unwrap_or(1).clamp(1, 4096);
                 if addr != 0 && self.mem.read_vec(addr, size as usize).is_ok() {
                     let shown = match self.symbolize(addr) {
                         Some(sym) => format!("({sym} = {addr:#x})"),
@@ -260,7 +261,7 @@ impl Program {
     }
 
     fn text_body(&self, v: &Value, depth: usize, radix: Radix, s: &mut String) {
-        let r = resolve(&self.btf, v.ty);
+        let r = self.btf.skip_mods_and_typedefs(v.ty);
         let Some(t) = self.btf.type_by_id(r) else {
             let _ = write!(s, "{}", self.json_at(v, depth));
             return;
@@ -296,7 +297,7 @@ impl Program {
         match self.scalar(v, 0) {
             Ok(x) if radix == Radix::Hex => {
                 // A negative number in hex is its two's complement in its size.
-                let bits = types::size_of(&self.btf, r).unwrap_or(8).min(8) * 8;
+                let bits = self.btf.resolve_size(r).unwrap_or(8).min(8) * 8;
                 let x = if bits < 64 { x & ((1 << bits) - 1) } else { x };
                 let _ = write!(s, "{x:#x}");
             }
@@ -385,10 +386,10 @@ impl Program {
             }
             return;
         }
-        let size = types::size_of(&self.btf, elem).unwrap_or(0);
+        let size = self.btf.resolve_size(elem).unwrap_or(0);
         let Some(addr) = v.address() else { return };
         let compound = matches!(
-            types::data(&self.btf, elem),
+            self.btf.resolved_data(elem),
             Some(TypeData::Struct { .. } | TypeData::Union { .. } | TypeData::Array(_))
         );
         s.push('{');

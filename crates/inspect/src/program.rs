@@ -219,7 +219,7 @@ impl Program {
 
     /// The size of the type called `ty`.
     pub fn type_size(&self, ty: &str) -> Option<u64> {
-        types::size_of(&self.btf, *self.types.get(ty)?)
+        self.btf.resolve_size(*self.types.get(ty)?)
     }
 
     /// The BTF: vmlinux's, then what modules and the evaluator added.

@@ -50,7 +50,7 @@ impl Complete<'_> {
         };
         let mut ty = v.ty;
         if arrow {
-            if let Some(btf::TypeData::Ptr { ty: t }) = types::data(prog.btf(), ty) {
+            if let Some(btf::TypeData::Ptr { ty: t }) = prog.btf().resolved_data(ty) {
                 ty = *t;
             }
         }

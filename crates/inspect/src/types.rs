@@ -11,53 +11,31 @@ pub const INT_SIGNED: u8 = 1;
 pub const INT_CHAR: u8 = 2;
 /// BTF_INT_BOOL: the encoding bit of `_Bool`.
 pub const INT_BOOL: u8 = 4;
-/// A member found by name: its offset in bits from the start of the
-/// outer type, its type, and its bitfield size (0: not a bitfield).
-pub use btf::query::FoundMember as Found;
-
-/// The type under typedefs, qualifiers and type tags (id 0 stays void).
-pub fn resolve(btf: &Btf, id: TypeId) -> TypeId {
-    btf.skip_mods_and_typedefs(id)
-}
-
-/// What the type under typedefs, qualifiers and type tags is.
-pub fn data(btf: &Btf, id: TypeId) -> Option<&TypeData> {
-    btf.resolved_type(id).map(|t| &t.data)
-}
-
-/// Bytes a value of the type takes; `None` for void, functions and unknown ids.
-pub fn size_of(btf: &Btf, id: TypeId) -> Option<u64> {
-    btf.resolve_size(id)
-}
-
-/// Looks `name` up in a struct or union, descending into anonymous members.
-pub fn member(btf: &Btf, id: TypeId, name: &str) -> Option<Found> {
-    btf.find_member(id, name)
-}
+use btf::query::FoundMember;
 
 /// A member path `a.b.c` from a type.
-pub fn member_path(btf: &Btf, id: TypeId, path: &str) -> Option<Found> {
-    let mut cur = Found {
+pub fn member_path(btf: &Btf, id: TypeId, path: &str) -> Option<FoundMember> {
+    let mut cur = FoundMember {
         bit_offset: 0,
         ty: id,
         bits: 0,
     };
     for part in path.split('.') {
         let (name, indexes) = part.split_once('[').unwrap_or((part, ""));
-        let f = member(btf, cur.ty, name)?;
-        cur = Found {
+        let f = btf.find_member(cur.ty, name)?;
+        cur = FoundMember {
             bit_offset: cur.bit_offset + f.bit_offset,
             ..f
         };
         // `m[2][1]`: into the array, an element at a time.
         for ix in indexes.split('[').filter(|s| !s.is_empty()) {
             let i: u64 = ix.trim_end_matches(']').parse().ok()?;
-            let TypeData::Array(a) = data(btf, cur.ty)? else {
+            let TypeData::Array(a) = btf.resolved_data(cur.ty)? else {
                 return None;
             };
             let elem = a.elem;
-            let size = size_of(btf, elem)?;
-            cur = Found {
+            let size = btf.resolve_size(elem)?;
+            cur = FoundMember {
                 bit_offset: cur.bit_offset + i * size * 8,
                 ty: elem,
                 bits: 0,
@@ -69,7 +47,7 @@ pub fn member_path(btf: &Btf, id: TypeId, path: &str) -> Option<Found> {
 
 /// Every member name reachable from a type (anonymous members flattened), for completion.
 pub fn member_names(btf: &Btf, id: TypeId, out: &mut Vec<String>) {
-    let Some(t) = btf.type_by_id(resolve(btf, id)) else {
+    let Some(t) = btf.type_by_id(btf.skip_mods_and_typedefs(id)) else {
         return;
     };
     for m in t.members() {
@@ -164,7 +142,7 @@ pub fn btf_base_aliases(name: &str) -> &[&'static str] {
 /// Whether the type is an integer of one byte called some kind of char:
 /// arrays of it print as strings.
 pub fn is_char(btf: &Btf, id: TypeId) -> bool {
-    let r = resolve(btf, id);
+    let r = btf.skip_mods_and_typedefs(id);
     match btf.type_by_id(r) {
         Some(
             t @ Type {

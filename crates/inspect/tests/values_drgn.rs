@@ -571,11 +571,11 @@ fn inspect_text_equals_drgn_str() {
             };
             let name = btf.name_of(vt).unwrap().to_owned();
             let scalar = matches!(
-                inspect::types::data(&btf, ty),
+                btf.resolved_data(ty),
                 Some(TypeData::Int { .. } | TypeData::Enum { .. } | TypeData::Ptr { .. })
             );
-            let ptr_to_compound = matches!(inspect::types::data(&btf, ty), Some(TypeData::Ptr { ty: p })
-                if matches!(inspect::types::data(&btf, *p), Some(TypeData::Struct { .. } | TypeData::Union { .. })));
+            let ptr_to_compound = matches!(btf.resolved_data(ty), Some(TypeData::Ptr { ty: p })
+                if matches!(btf.resolved_data(*p), Some(TypeData::Struct { .. } | TypeData::Union { .. })));
             if scalar && !ptr_to_compound && seen.get(&name) == Some(&1) {
                 names.push(name);
             }

@@ -66,7 +66,7 @@ pub fn run(prog: &mut Program, args: &str) -> Result<Reply> {
         .or_else(|| prog.find_type(&tyname, 0))
         .ok_or_else(|| Error::eval(0, format!("no type {} in the BTF", quoted(&tyname))))?;
     if !matches!(
-        types::data(&prog.btf, ty),
+        prog.btf.resolved_data(ty),
         Some(TypeData::Struct { .. } | TypeData::Union { .. })
     ) {
         return Err(Error::eval(0, format!("{tyname} is no struct or union")));
@@ -173,8 +173,8 @@ fn layout(
     let btf = &prog.btf;
     let mut text = format!("{tyname} {{");
     let mut members = Vec::new();
-    let size = types::size_of(btf, ty).unwrap_or(0);
-    if let Some(t) = btf.type_by_id(types::resolve(btf, ty)) {
+    let size = btf.resolve_size(ty).unwrap_or(0);
+    if let Some(t) = btf.type_by_id(btf.skip_mods_and_typedefs(ty)) {
         for m in t.members() {
             let bit = u64::from(m.bit_offset(t.kind_flag));
             let bits = m.bitfield_size(t.kind_flag);

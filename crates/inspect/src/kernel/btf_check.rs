@@ -85,7 +85,7 @@ pub fn btf_architecture(prog: &Program) -> Option<(&'static str, &'static [&'sta
         .find(|(_, members)| {
             members
                 .iter()
-                .all(|m| types::member(&prog.btf, regs, m).is_some())
+                .all(|m| prog.btf.find_member(regs, m).is_some())
         })
         .copied()
 }
@@ -103,7 +103,7 @@ fn architecture(prog: &Program, out: &mut Vec<String>) {
     let long = ["long int", "long"]
         .iter()
         .find_map(|n| prog.types.get(*n))
-        .and_then(|&id| types::size_of(&prog.btf, id));
+        .and_then(|&id| prog.btf.resolve_size(id));
     if let Some(size) = long.filter(|&s| s != 8) {
         out.push(format!(
             "long is {size} bytes in the BTF, 8 in this {ARCH} kernel"
@@ -164,7 +164,7 @@ fn vmcoreinfo_layout(prog: &Program, info: &VmcoreInfo, out: &mut Vec<String>) {
                 continue;
             };
             // No size (a declaration only) says nothing.
-            match types::size_of(&prog.btf, id) {
+            match prog.btf.resolve_size(id) {
                 Some(got) if got != want => found.push((
                     (false, key.to_owned()),
                     format!("sizeof({ty}) is {got} in the BTF, {want} in VMCOREINFO"),
@@ -178,8 +178,8 @@ fn vmcoreinfo_layout(prog: &Program, info: &VmcoreInfo, out: &mut Vec<String>) {
             let Some((name, member)) = path.split_once('.') else {
                 continue;
             };
-            let Some((id, ty)) = vmcoreinfo_type(prog, name)
-                .filter(|&(id, _)| types::size_of(&prog.btf, id).is_some())
+            let Some((id, ty)) =
+                vmcoreinfo_type(prog, name).filter(|&(id, _)| prog.btf.resolve_size(id).is_some())
             else {
                 continue;
             };

@@ -30,7 +30,7 @@ impl<'p> Struct<'p> {
             .copied()
             .filter(|&id| {
                 matches!(
-                    types::data(&prog.btf, id),
+                    prog.btf.resolved_data(id),
                     Some(TypeData::Struct { .. } | TypeData::Union { .. })
                 )
             })
@@ -40,7 +40,7 @@ impl<'p> Struct<'p> {
 
     /// Its size in bytes (0 if the BTF gives none).
     pub fn size(&self) -> u64 {
-        types::size_of(&self.prog.btf, self.id).unwrap_or(0)
+        self.prog.btf.resolve_size(self.id).unwrap_or(0)
     }
 
     /// Whether it has the member path `path` (`core_layout.base`): how a
@@ -49,7 +49,7 @@ impl<'p> Struct<'p> {
         types::member_path(&self.prog.btf, self.id, path).is_some()
     }
 
-    fn found(&self, path: &str) -> Result<types::Found> {
+    fn found(&self, path: &str) -> Result<btf::query::FoundMember> {
         types::member_path(&self.prog.btf, self.id, path).ok_or_else(|| Error::NoMember {
             ty: self.name.to_owned(),
             member: path.to_owned(),
@@ -65,7 +65,7 @@ impl<'p> Struct<'p> {
     pub fn bits(&self, path: &str) -> Result<(u64, u32)> {
         let f = self.found(path)?;
         let width = match f.bits {
-            0 => (types::size_of(&self.prog.btf, f.ty).unwrap_or(8) * 8) as u32,
+            0 => (self.prog.btf.resolve_size(f.ty).unwrap_or(8) * 8) as u32,
             b => b,
         };
         Ok((f.bit_offset, width))

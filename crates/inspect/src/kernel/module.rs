@@ -152,7 +152,7 @@ fn enum_names(prog: &Program, name: &str) -> FxHashMap<u64, String> {
     let Some(&id) = prog.types.get(name) else {
         return out;
     };
-    if let Some(btf::TypeData::Enum { values, .. }) = crate::types::data(&prog.btf, id) {
+    if let Some(btf::TypeData::Enum { values, .. }) = prog.btf.resolved_data(id) {
         for v in values {
             if let Ok(n) = prog.btf.str_at(v.name_off) {
                 out.insert(u64::from(v.val), n.to_owned());
