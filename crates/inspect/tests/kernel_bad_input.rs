@@ -8,9 +8,9 @@
 #![allow(clippy::unwrap_used)]
 
 use inspect::commands::run_line;
-use inspect::kernel::layout::Struct;
 use inspect::kernel::module::for_each_module;
 use inspect::kernel::printk::{read_log, ring, Ring};
+use inspect::kernel::structs::Struct;
 use inspect::Program;
 use kmem::Memory;
 use testkit::dumps;

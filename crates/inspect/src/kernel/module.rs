@@ -12,8 +12,8 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::kernel::layout::{self, Struct};
 use crate::kernel::list;
+use crate::kernel::structs::{self, Struct};
 use crate::program::Program;
 
 /// More modules than any kernel loads: a longer list is corrupt.
@@ -124,17 +124,17 @@ pub fn for_each_module(prog: &Program) -> Result<Modules> {
             btf: btfs.get(&addr).copied(),
             problem: None,
         };
-        match layout::read(prog.memory(), "struct module", addr, size) {
+        match structs::read(prog.memory(), "struct module", addr, size) {
             Ok(b) => {
-                module.name = layout::cstr(&b, name_off, NAME_LEN);
-                let st = layout::field(&b, state_off, 4);
+                module.name = structs::cstr(&b, name_off, NAME_LEN);
+                let st = structs::field(&b, state_off, 4);
                 module.state = states.get(&st).cloned().unwrap_or_else(|| st.to_string());
-                module.base = layout::field(&b, base_off, 8);
+                module.base = structs::field(&b, base_off, 8);
                 module.size = kinds
                     .iter()
-                    .map(|&(_, o)| layout::field(&b, o, 4))
+                    .map(|&(_, o)| structs::field(&b, o, 4))
                     .fold(0u64, u64::wrapping_add);
-                module.kallsyms = layout::field(&b, kallsyms_off, 8);
+                module.kallsyms = structs::field(&b, kallsyms_off, 8);
             }
             Err(e) => module.problem = Some(e.to_string()),
         }
@@ -220,17 +220,17 @@ pub struct ModSymbol {
 pub fn module_symbols(prog: &Program, module: &Module) -> Result<Vec<ModSymbol>> {
     let k = Struct::find(prog, "struct mod_kallsyms")?;
     let mem = prog.memory();
-    let raw = layout::read(
+    let raw = structs::read(
         mem,
         "struct mod_kallsyms",
         module.kallsyms,
         usize::try_from(k.size()).unwrap_or(0),
     )?;
-    let symtab = layout::field(&raw, k.offset("symtab")?, 8);
-    let num = layout::field(&raw, k.offset("num_symtab")?, 4);
-    let strtab = layout::field(&raw, k.offset("strtab")?, 8);
+    let symtab = structs::field(&raw, k.offset("symtab")?, 8);
+    let num = structs::field(&raw, k.offset("num_symtab")?, 4);
+    let strtab = structs::field(&raw, k.offset("strtab")?, 8);
     let typetab = if k.has("typetab") {
-        Some(layout::field(&raw, k.offset("typetab")?, 8))
+        Some(structs::field(&raw, k.offset("typetab")?, 8))
     } else {
         None
     };
@@ -241,14 +241,14 @@ pub fn module_symbols(prog: &Program, module: &Module) -> Result<Vec<ModSymbol>>
         )));
     }
     let n = num as usize;
-    let syms = layout::read(mem, "module symtab", symtab, n * ELF64_SYM_SIZE as usize)?;
+    let syms = structs::read(mem, "module symtab", symtab, n * ELF64_SYM_SIZE as usize)?;
     let types = match typetab {
-        Some(t) => layout::read(mem, "module typetab", t, n)?,
+        Some(t) => structs::read(mem, "module typetab", t, n)?,
         None => Vec::new(),
     };
     let mut out = Vec::with_capacity(n);
     for (i, s) in syms.chunks_exact(ELF64_SYM_SIZE as usize).enumerate() {
-        let st_name = layout::field(s, 0, 4);
+        let st_name = structs::field(s, 0, 4);
         if st_name == 0 {
             continue;
         }
@@ -263,8 +263,8 @@ pub fn module_symbols(prog: &Program, module: &Module) -> Result<Vec<ModSymbol>>
             continue;
         }
         out.push(ModSymbol {
-            addr: layout::field(s, 8, 8),
-            size: layout::field(s, 16, 8),
+            addr: structs::field(s, 8, 8),
+            size: structs::field(s, 16, 8),
             type_char: types.get(i).copied().unwrap_or(b't'),
             name: String::from_utf8_lossy(&name).into_owned(),
         });

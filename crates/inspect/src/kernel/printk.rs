@@ -19,7 +19,7 @@
 //! looping; a record that does not read says why, and the walk goes on.
 
 use crate::error::{Error, Result};
-use crate::kernel::layout::{self, Struct};
+use crate::kernel::structs::{self, Struct};
 use crate::program::Program;
 
 /// `desc_committed` and `desc_finalized` of `enum desc_state`: readable
@@ -128,24 +128,24 @@ pub fn ring(prog: &Program) -> Result<Ring> {
         .ok_or_else(|| {
             Error::NoSymbol("prb (the kernel log of Linux 5.10+ is a printk_ringbuffer)".into())
         })?;
-    let prb = layout::read_u64(mem, "prb", prb_sym)?;
+    let prb = structs::read_u64(mem, "prb", prb_sym)?;
     let rb = Struct::find(prog, "struct printk_ringbuffer")?;
     let desc = Struct::find(prog, "struct prb_desc")?;
     let info = Struct::find(prog, "struct printk_info")?;
-    let raw = layout::read(
+    let raw = structs::read(
         mem,
         "struct printk_ringbuffer",
         prb,
         usize::try_from(rb.size()).unwrap_or(0),
     )?;
     let r = Ring {
-        count_bits: layout::field(&raw, rb.offset("desc_ring.count_bits")?, 4),
-        descs: layout::field(&raw, rb.offset("desc_ring.descs")?, 8),
-        infos: layout::field(&raw, rb.offset("desc_ring.infos")?, 8),
-        head_id: layout::field(&raw, rb.offset("desc_ring.head_id.counter")?, 8),
-        tail_id: layout::field(&raw, rb.offset("desc_ring.tail_id.counter")?, 8),
-        size_bits: layout::field(&raw, rb.offset("text_data_ring.size_bits")?, 4),
-        data: layout::field(&raw, rb.offset("text_data_ring.data")?, 8),
+        count_bits: structs::field(&raw, rb.offset("desc_ring.count_bits")?, 4),
+        descs: structs::field(&raw, rb.offset("desc_ring.descs")?, 8),
+        infos: structs::field(&raw, rb.offset("desc_ring.infos")?, 8),
+        head_id: structs::field(&raw, rb.offset("desc_ring.head_id.counter")?, 8),
+        tail_id: structs::field(&raw, rb.offset("desc_ring.tail_id.counter")?, 8),
+        size_bits: structs::field(&raw, rb.offset("text_data_ring.size_bits")?, 4),
+        data: structs::field(&raw, rb.offset("text_data_ring.data")?, 8),
         desc_size: desc.size(),
         info_size: info.size(),
         state_off: desc.offset("state_var.counter")?,
@@ -233,11 +233,11 @@ fn record(mem: &dyn kmem::Memory, r: &Ring, id: u64, flags_shift: u32) -> Option
         problem: Some(msg),
         ..Record::default()
     };
-    let desc = match layout::read(mem, "prb_desc", daddr, r.desc_size as usize) {
+    let desc = match structs::read(mem, "prb_desc", daddr, r.desc_size as usize) {
         Ok(d) => d,
         Err(e) => return Some(problem(format!("descriptor {id}: {e}"))),
     };
-    let state_var = layout::field(&desc, r.state_off, 8);
+    let state_var = structs::field(&desc, r.state_off, 8);
     let state = state_var >> flags_shift;
     if state_var & ((1u64 << flags_shift) - 1) != id
         || !(state == DESC_COMMITTED || state == DESC_FINALIZED)
@@ -245,23 +245,23 @@ fn record(mem: &dyn kmem::Memory, r: &Ring, id: u64, flags_shift: u32) -> Option
         return None;
     }
     let iaddr = r.infos.wrapping_add(slot.wrapping_mul(r.info_size));
-    let info = match layout::read(mem, "printk_info", iaddr, r.info_size as usize) {
+    let info = match structs::read(mem, "printk_info", iaddr, r.info_size as usize) {
         Ok(i) => i,
         Err(e) => return Some(problem(format!("descriptor {id}: {e}"))),
     };
     let mut rec = Record {
-        seq: layout::field(&info, r.seq, 8),
-        ts_nsec: layout::field(&info, r.ts, 8),
-        level: layout::bitfield(&info, r.level) as u8,
-        facility: layout::field(&info, r.facility, 1) as u8,
-        caller_id: layout::field(&info, r.caller, 4) as u32,
-        continuation: layout::bitfield(&info, r.flags) & LOG_CONT != 0,
+        seq: structs::field(&info, r.seq, 8),
+        ts_nsec: structs::field(&info, r.ts, 8),
+        level: structs::bitfield(&info, r.level) as u8,
+        facility: structs::field(&info, r.facility, 1) as u8,
+        caller_id: structs::field(&info, r.caller, 4) as u32,
+        continuation: structs::bitfield(&info, r.flags) & LOG_CONT != 0,
         text: String::new(),
         problem: None,
     };
-    let text_len = layout::field(&info, r.text_len, 2);
-    let begin = layout::field(&desc, r.begin_off, 8);
-    let next = layout::field(&desc, r.next_off, 8);
+    let text_len = structs::field(&info, r.text_len, 2);
+    let begin = structs::field(&desc, r.begin_off, 8);
+    let next = structs::field(&desc, r.next_off, 8);
     match text(mem, r, id, begin, next, text_len) {
         Ok(t) => rec.text = t,
         Err(e) => rec.problem = Some(format!("record {}: {e}", rec.seq)),
@@ -308,8 +308,8 @@ fn text(
     let at = r.data.wrapping_add(start);
     // The id and at most the text (text_len is 16 bits): never the whole block.
     let n = len.min(block - BLOCK_ID);
-    let bytes = layout::read(mem, "text block", at, (BLOCK_ID + n) as usize)?;
-    let owner = layout::field(&bytes, 0, 8);
+    let bytes = structs::read(mem, "text block", at, (BLOCK_ID + n) as usize)?;
+    let owner = structs::field(&bytes, 0, 8);
     if owner != id {
         return Err(Error::Corrupt(format!(
             "text block at {at:#x} belongs to descriptor id {owner}, not {id}"
