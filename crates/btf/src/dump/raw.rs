@@ -7,7 +7,7 @@
 //! anonymous name (offset 0) reads `(anon)` and an offset outside the string
 //! sections reads `(invalid)`, as bpftool prints them.
 //!
-//! Which fields each kind has, in which order, is [`fields::walk`]'s,
+//! Which fields each kind has, in which order, is `fields::walk`'s,
 //! shared with the JSON format; this file writes them as bpftool's text.
 //!
 //! The vmlinux dump is ~12 MB of short fields, so the output is staged in a
