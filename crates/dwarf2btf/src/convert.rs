@@ -433,6 +433,50 @@ struct Conv<'a, 'd> {
     imported: bool,
 }
 
+impl<'a, 'd> Conv<'a, 'd> {
+    /// A converter of `unit` with nothing read yet.
+    fn new(
+        dwarf: &'a Dwarf<'d>,
+        unit: &'a gimli::Unit<Reader<'d>>,
+        opts: &'a ConvertOptions,
+        strings: &'a mut Strings,
+    ) -> Self {
+        // A kernel unit has about one type per 50 bytes of DWARF: sized up
+        // front, the unit's lists grow without a dozen copies each.
+        let expect = unit.header.length_including_self() / 50;
+        Conv {
+            dwarf,
+            unit,
+            opts,
+            b: UnitBuilder {
+                types: Vec::with_capacity(expect),
+                strings,
+            },
+            map: Vec::with_capacity(expect),
+            aliases: Vec::new(),
+            stack: Vec::new(),
+            members: Vec::new(),
+            values: Vec::new(),
+            values64: Vec::new(),
+            params: Vec::new(),
+            dims: Vec::new(),
+            arena: Arena::new(),
+            bitfields: Vec::new(),
+            bitfix: Vec::new(),
+            decl_tags: Vec::new(),
+            int_id: None,
+            needs_index: false,
+            vars: Vec::new(),
+            var_decls: Vec::new(),
+            var_specs: Vec::new(),
+            warnings: Vec::new(),
+            unknown_tags: 0,
+            member_tags_for: None,
+            imported: false,
+        }
+    }
+}
+
 /// Converts the types of one unit. `Ok(None)` for units that are left out
 /// (Rust compilation units, as pahole's --lang_exclude=rust). Strings go
 /// into `strings`.
@@ -459,39 +503,7 @@ pub fn convert_unit<'a, 'd>(
             msg: format!("compilation unit at {unit_offset:#x} is larger than 2 GiB"),
         });
     }
-    // A kernel unit has about one type per 50 bytes of DWARF: sized up
-    // front, the unit's lists grow without a dozen copies each.
-    let expect = unit.header.length_including_self() / 50;
-    let mut conv = Conv {
-        dwarf,
-        unit,
-        opts,
-        b: UnitBuilder {
-            types: Vec::with_capacity(expect),
-            strings,
-        },
-        map: Vec::with_capacity(expect),
-        aliases: Vec::new(),
-        stack: Vec::new(),
-        members: Vec::new(),
-        values: Vec::new(),
-        values64: Vec::new(),
-        params: Vec::new(),
-        dims: Vec::new(),
-        arena: Arena::new(),
-        bitfields: Vec::new(),
-        bitfix: Vec::new(),
-        decl_tags: Vec::new(),
-        int_id: None,
-        needs_index: false,
-        vars: Vec::new(),
-        var_decls: Vec::new(),
-        var_specs: Vec::new(),
-        warnings: Vec::new(),
-        unknown_tags: 0,
-        member_tags_for: None,
-        imported: false,
-    };
+    let mut conv = Conv::new(dwarf, unit, opts, strings);
     let fields = if opts.subprograms {
         Fields::TYPES.with(Fields::SUBPROGRAMS)
     } else {
@@ -1157,57 +1169,8 @@ impl<'a, 'd> Conv<'a, 'd> {
             };
         }
         self.vars = vars;
-        // Struct members that are bitfields: kind_flag and size<<24.
-        for &(idx, member, bits) in &self.bitfields {
-            if let Some(t) = self.b.types.get_mut(idx) {
-                t.kind_flag = true;
-                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
-                    &mut t.data
-                {
-                    if let Some(m) = members.get_mut(member) {
-                        m.offset = (m.offset & 0x00ff_ffff) | (bits << 24);
-                    }
-                }
-            }
-        }
-        // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
-        for fix in std::mem::take(&mut self.bitfix) {
-            let storage = fix.storage_bytes.unwrap_or_else(|| {
-                let ty = self.resolve(|off| die_types.lookup(off), fix.ty, &mut unresolved);
-                self.b.type_size(ty)
-            });
-            // Little-endian: DWARF 4 counts from the storage unit's most
-            // significant bit; BTF from the struct's first bit.
-            let from_lsb = (storage as i64 * 8) - fix.dw_bit_offset - fix.bits as i64;
-            let bit = (fix.byte_offset as i64 * 8 + from_lsb).max(0) as u32;
-            if let Some(t) = self.b.types.get_mut(fix.idx) {
-                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
-                    &mut t.data
-                {
-                    if let Some(m) = members.get_mut(fix.member) {
-                        m.offset = (m.offset & 0xff00_0000) | (bit & 0x00ff_ffff);
-                    }
-                }
-            }
-        }
-        for fix in std::mem::take(&mut self.decl_tags) {
-            match fix.target {
-                TypeTarget::Type(idx) => {
-                    self.b.add_type(Type::new(
-                        fix.value,
-                        TypeData::DeclTag {
-                            ty: idx as TypeId + 1,
-                            component_idx: fix.component,
-                        },
-                    ));
-                }
-                TypeTarget::Var(v) => {
-                    if let Some(var) = self.vars.get_mut(v) {
-                        var.decl_tags.push(fix.value);
-                    }
-                }
-            }
-        }
+        self.apply_bitfields(&die_types, &mut unresolved);
+        self.add_decl_tags();
         if unresolved > 0 {
             self.warnings.push(format!(
                 "unit at {unit_offset:#x}: {unresolved} type references to DIEs that are not types (encoded as void)"
@@ -1230,6 +1193,67 @@ impl<'a, 'd> Conv<'a, 'd> {
             subprograms,
             warnings: self.warnings,
         })
+    }
+
+    /// Bitfield members: kind_flag and size<<24 on each, and the bit
+    /// offsets DWARF 4 gives from the storage unit's other end.
+    fn apply_bitfields(&mut self, die_types: &DieTypes, unresolved: &mut u32) {
+        // Struct members that are bitfields: kind_flag and size<<24.
+        for &(idx, member, bits) in &self.bitfields {
+            if let Some(t) = self.b.types.get_mut(idx) {
+                t.kind_flag = true;
+                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
+                    &mut t.data
+                {
+                    if let Some(m) = members.get_mut(member) {
+                        m.offset = (m.offset & 0x00ff_ffff) | (bits << 24);
+                    }
+                }
+            }
+        }
+        // Kind-flag offsets hold 24 bits; larger ones cannot be expressed.
+        for fix in std::mem::take(&mut self.bitfix) {
+            let storage = fix.storage_bytes.unwrap_or_else(|| {
+                let ty = self.resolve(|off| die_types.lookup(off), fix.ty, unresolved);
+                self.b.type_size(ty)
+            });
+            // Little-endian: DWARF 4 counts from the storage unit's most
+            // significant bit; BTF from the struct's first bit.
+            let from_lsb = (storage as i64 * 8) - fix.dw_bit_offset - fix.bits as i64;
+            let bit = (fix.byte_offset as i64 * 8 + from_lsb).max(0) as u32;
+            if let Some(t) = self.b.types.get_mut(fix.idx) {
+                if let TypeData::Struct { members, .. } | TypeData::Union { members, .. } =
+                    &mut t.data
+                {
+                    if let Some(m) = members.get_mut(fix.member) {
+                        m.offset = (m.offset & 0xff00_0000) | (bit & 0x00ff_ffff);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The btf_decl_tag DIEs read, as DECL_TAGs of their types or as tags
+    /// of their variables.
+    fn add_decl_tags(&mut self) {
+        for fix in std::mem::take(&mut self.decl_tags) {
+            match fix.target {
+                TypeTarget::Type(idx) => {
+                    self.b.add_type(Type::new(
+                        fix.value,
+                        TypeData::DeclTag {
+                            ty: idx as TypeId + 1,
+                            component_idx: fix.component,
+                        },
+                    ));
+                }
+                TypeTarget::Var(v) => {
+                    if let Some(var) = self.vars.get_mut(v) {
+                        var.decl_tags.push(fix.value);
+                    }
+                }
+            }
+        }
     }
 }
 
