@@ -514,7 +514,19 @@ fn an_input_truncated_while_encode_maps_it_is_one_line_changed_while_read_nothin
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // Truncated as soon as encode has mapped it, long before it has read
+    // the DWARF (a release build encodes vmlinux in about a second, so a
+    // fixed wait may come after the encode).
+    let maps = format!("/proc/{}/maps", child.id());
+    let name = v.to_string_lossy().into_owned();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(&name)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "encode never mapped {name}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .open(&v)
