@@ -163,6 +163,21 @@ fn elf_machine(obj: &object::File<'_>) -> u16 {
     }
 }
 
+/// `struct pt_regs` members that tell which architecture a BTF is of,
+/// checked in order, by `uname -m`-style names: a BTF carries no ELF
+/// header, and these architectures need no description to be named.
+pub const PT_REGS_MEMBERS: &[(&str, &[&str])] = &[
+    ("x86_64", &["r15", "orig_ax"]),
+    ("i386", &["bx", "orig_ax"]),
+    ("arm64", &["pstate", "orig_x0"]),
+    ("arm", &["uregs"]),
+    ("powerpc", &["gpr", "nip"]),
+    ("s390", &["psw", "gprs"]),
+    ("riscv", &["epc", "ra"]),
+    ("loongarch", &["csr_era"]),
+    ("mips", &["cp0_epc"]),
+];
+
 /// The name of an ELF machine, for the ones Linux kernels are built for
 /// (and `EM_<number>` for any other).
 pub fn machine_name(machine: u16) -> String {

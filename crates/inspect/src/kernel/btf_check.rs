@@ -24,8 +24,12 @@ use kmem::VmcoreInfo;
 use crate::program::Program;
 use crate::types;
 
-/// The architecture kmem reads, as `uname -m` says it.
-pub const ARCH: &str = "x86_64";
+/// The architecture kmem reads: dumps of others are refused by name
+/// (arch::Arch::of_elf), so the kernel is of this one.
+const KERNEL: &arch::Arch = &arch::X86_64;
+
+/// The kernel's architecture, as `uname -m` says it.
+pub const ARCH: &str = KERNEL.uname_machine;
 
 /// More than this share of variables elsewhere than kallsyms says: the
 /// BTF describes another build (the kernel's own BTF has a few statics
@@ -34,19 +38,6 @@ const MAX_MISPLACED: f64 = 0.02;
 
 /// How many differences a message lists; the rest are counted.
 const SHOWN: usize = 3;
-
-/// `struct pt_regs` members that tell an architecture's, checked in order.
-const PT_REGS: &[(&str, &[&str])] = &[
-    ("x86_64", &["r15", "orig_ax"]),
-    ("i386", &["bx", "orig_ax"]),
-    ("arm64", &["pstate", "orig_x0"]),
-    ("arm", &["uregs"]),
-    ("powerpc", &["gpr", "nip"]),
-    ("s390", &["psw", "gprs"]),
-    ("riscv", &["epc", "ra"]),
-    ("loongarch", &["csr_era"]),
-    ("mips", &["cp0_epc"]),
-];
 
 /// What differs between the program's BTF and its kernel, most telling
 /// first; empty when nothing does. `info` is the kernel's VMCOREINFO.
@@ -80,7 +71,7 @@ pub fn summary(differences: &[String]) -> String {
 /// that say so.
 pub fn btf_architecture(prog: &Program) -> Option<(&'static str, &'static [&'static str])> {
     let regs = *prog.types.get("struct pt_regs")?;
-    PT_REGS
+    arch::PT_REGS_MEMBERS
         .iter()
         .find(|(_, members)| {
             members
@@ -104,9 +95,10 @@ fn architecture(prog: &Program, out: &mut Vec<String>) {
         .iter()
         .find_map(|n| prog.types.get(*n))
         .and_then(|&id| prog.btf.resolve_size(id));
-    if let Some(size) = long.filter(|&s| s != 8) {
+    let want = u64::from(KERNEL.pointer_bytes);
+    if let Some(size) = long.filter(|&s| s != want) {
         out.push(format!(
-            "long is {size} bytes in the BTF, 8 in this {ARCH} kernel"
+            "long is {size} bytes in the BTF, {want} in this {ARCH} kernel"
         ));
     }
 }
